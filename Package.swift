@@ -1,0 +1,41 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let settings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "runner",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "RunnerKit", targets: ["RunnerKit"]),
+        .library(name: "RunnerKinds", targets: ["RunnerKinds"]),
+        .library(name: "FixtureServer", targets: ["FixtureServer"]),
+        .executable(name: "runner", targets: ["runner"]),
+    ],
+    targets: [
+        .target(name: "RunnerKit", swiftSettings: settings),
+        .target(name: "RunnerKinds", dependencies: ["RunnerKit"], swiftSettings: settings),
+        .target(name: "FixtureServer", swiftSettings: settings),
+        .executableTarget(
+            name: "runner",
+            dependencies: ["RunnerKit", "RunnerKinds", "FixtureServer"],
+            swiftSettings: settings
+        ),
+        .testTarget(name: "RunnerKitTests", dependencies: ["RunnerKit"], swiftSettings: settings),
+        .testTarget(
+            name: "RunnerKindsTests",
+            dependencies: ["RunnerKinds", "RunnerKit", "FixtureServer"],
+            swiftSettings: settings
+        ),
+        .testTarget(name: "FixtureServerTests", dependencies: ["FixtureServer"], swiftSettings: settings),
+        .testTarget(
+            name: "RunnerTests",
+            dependencies: ["runner", "RunnerKit", "FixtureServer"],
+            swiftSettings: settings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
