@@ -1,0 +1,292 @@
+import Foundation
+import Synchronization
+
+/// Runs jobs: bounded concurrency, one task per key, the wait-then-deadline policy around each
+/// attempt, retries, child jobs, and a record per job written atomically.
+///
+/// ```
+/// jobs ─► slot (SlotLimiter) ─► TaskManager (one per key, else `duplicate`)
+///          ─► attempts: AttemptPolicy { kind.run(context) } ─► retry on transient failure
+///          ─► slot released ─► children (each: slot ─► TaskManager ─► …) ─► record
+/// ```
+/// The engine knows no job kind: it calls `JobKind.run(in:)` and counts statuses.
+public final class JobEngine: Sendable {
+    public struct Configuration: Sendable {
+        public var store: OutputStore
+        public var http: any HTTPFetching
+        public var monitor: any ConnectivityMonitoring
+        public var clock: any Clock<Duration>
+        /// Jobs running at once (children included).
+        public var concurrency: Int
+        public var backoff: Backoff
+        /// Where each finished job is appended, for `runner run` and watch sessions.
+        public var runLog: RunLog?
+
+        public init(
+            store: OutputStore, http: any HTTPFetching, monitor: any ConnectivityMonitoring = AlwaysReachable(),
+            clock: any Clock<Duration> = ContinuousClock(), concurrency: Int = 8, backoff: Backoff = Backoff(),
+            runLog: RunLog? = nil
+        ) {
+            self.store = store
+            self.http = http
+            self.monitor = monitor
+            self.clock = clock
+            self.concurrency = concurrency
+            self.backoff = backoff
+            self.runLog = runLog
+        }
+    }
+
+    public let configuration: Configuration
+    public let taskManager: TaskManager
+    private let limiter: SlotLimiter
+    private let policy: AttemptPolicy
+    private let observer: any RunObserver
+
+    public init(configuration: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver()) {
+        self.configuration = configuration
+        self.taskManager = taskManager
+        self.limiter = SlotLimiter(limit: max(1, configuration.concurrency))
+        self.policy = AttemptPolicy(clock: configuration.clock, monitor: configuration.monitor)
+        self.observer = observer
+    }
+
+    // MARK: - Running
+
+    /// Runs every job of `jobs`, pulling the next one only when a slot is free (so a stream of
+    /// a million jobs is never all in memory), and returns when all have ended. Cancelling the
+    /// calling task stops the feed and cancels the running jobs, which end `cancelled`.
+    public func run(_ jobs: some Sequence<JobDescriptor>) async -> RunSummary {
+        let summary = Locked(RunSummary())
+        await withDiscardingTaskGroup { group in
+            for job in jobs {
+                let slot: Slot
+                do {
+                    slot = try await acquireSlot()
+                } catch {
+                    break
+                }
+                group.addTask {
+                    let result = await self.execute(job, slot: slot)
+                    summary.withLock { $0.add(result) }
+                }
+            }
+        }
+        return summary.value
+    }
+
+    /// Runs one job (and its children) and returns its result.
+    public func run(_ job: JobDescriptor) async -> JobResult {
+        do {
+            return await execute(job, slot: try await acquireSlot())
+        } catch {
+            let now = Date()
+            let result = JobResult(key: job.key, kind: job.kindName, status: .cancelled, error: "cancelled before it started", startedAt: now, finishedAt: now, parent: job.parent)
+            finish(result, record: true)
+            return result
+        }
+    }
+
+    private func acquireSlot() async throws -> Slot {
+        try await limiter.acquire()
+        return Slot(limiter)
+    }
+
+    /// One job under the TaskManager; `slot` is already held and is released here.
+    private func execute(_ job: JobDescriptor, slot: Slot) async -> JobResult {
+        let startedAt = Date()
+        if let result = await taskManager.run(key: job.key, { await self.perform(job, slot: slot, startedAt: startedAt) }) {
+            return result
+        }
+        slot.release()
+        let result = JobResult(
+            key: job.key, kind: job.kindName, status: .duplicate,
+            error: "a task with the key '\(job.key)' is already running", startedAt: startedAt, finishedAt: Date(),
+            parent: job.parent)
+        // A duplicate's record goes to the run log and the observer, not to results/: the file
+        // there belongs to the task that is running.
+        finish(result, record: false)
+        return result
+    }
+
+    private func perform(_ job: JobDescriptor, slot: Slot, startedAt: Date) async -> JobResult {
+        observer.jobStarted(job)
+        let started = ContinuousClock.now
+        var attempts = 0
+        var waited = Duration.zero
+        var outcome: JobOutcome?
+        var failure: JobFailure?
+        let host = job.url.host ?? ""
+        let observer = self.observer
+        let store = configuration.store
+        let http = configuration.http
+
+        while true {
+            attempts += 1
+            let context = JobContext(job: job, store: store, http: http)
+            let report = await policy.attempt(
+                host: host, timeout: job.timeout, noticeAfter: job.noticeAfter,
+                onNotice: { observer.jobNotice(job, message: "no network connection") }
+            ) {
+                try await job.kind.run(in: context)
+            }
+            context.discardLeftovers()
+            waited += report.waitedForNetwork
+            switch report.outcome {
+            case .completed(.success(let value)):
+                outcome = value
+                failure = nil
+            case .completed(.failure(let error)):
+                failure = Self.classify(error)
+            case .offline:
+                failure = JobFailure(.offline, "no network connection to \(host) within the deadline of \(Self.seconds(job.timeout))", isTransient: true)
+            case .timedOut:
+                failure = JobFailure(.timedOut, "the fetch did not finish within the deadline of \(Self.seconds(job.timeout))", isTransient: true)
+            case .cancelled:
+                failure = JobFailure(.cancelled, "cancelled")
+            }
+            guard let current = failure, current.isTransient, attempts <= job.retries, !Task.isCancelled else { break }
+            let delay = configuration.backoff.delay(afterAttempt: attempts, retryAfter: current.retryAfter)
+            do {
+                try await configuration.clock.sleep(for: delay, tolerance: nil)
+            } catch {
+                failure = JobFailure(.cancelled, "cancelled")
+                break
+            }
+        }
+        slot.release()
+
+        var result = JobResult(
+            key: job.key, kind: job.kindName, status: .failed, attempts: attempts,
+            waitedForNetworkMs: Self.milliseconds(waited), startedAt: startedAt, finishedAt: startedAt, parent: job.parent)
+        if let outcome {
+            result.status = outcome.status
+            result.output = outcome.output
+            result.error = outcome.error
+            result.httpStatus = outcome.httpStatus
+            result.bytes = outcome.bytes
+            result.sha256 = outcome.sha256
+            result.details = outcome.details
+            if !outcome.children.isEmpty {
+                let counts = await runChildren(outcome.children)
+                result.details.append(("children", .object(JobStatus.allCases.compactMap { status in
+                    counts[status].map { (status.rawValue, JSONValue($0)) }
+                })))
+                let bad = counts.filter { !$0.key.isAcceptableForChild }.values.reduce(0, +)
+                if bad > 0, result.status.isSuccess {
+                    result.status = .failed
+                    result.error = "\(bad) of \(outcome.children.count) child jobs did not succeed"
+                }
+            }
+        } else if let failure {
+            result.status = failure.status
+            result.error = failure.message
+            result.httpStatus = failure.httpStatus
+            if failure.status == .notModified, let previous = store.readRecord(forKey: job.key) {
+                result.output = previous["output"]?.stringValue
+                result.error = nil
+            }
+        }
+        if result.status.allowsStaleFallback, let previous = lastGoodOutput(for: job.key) {
+            result.output = previous
+            result.stale = true
+        }
+        result.finishedAt = Date()
+        result.durationMs = Self.milliseconds(started.duration(to: .now))
+        finish(result, record: true)
+        return result
+    }
+
+    /// Runs child jobs through the same slots and TaskManager; returns counts by status.
+    private func runChildren(_ children: [JobDescriptor]) async -> [JobStatus: Int] {
+        await withTaskGroup(of: JobStatus.self) { group in
+            for child in children {
+                group.addTask { await self.run(child).status }
+            }
+            var counts: [JobStatus: Int] = [:]
+            for await status in group { counts[status, default: 0] += 1 }
+            return counts
+        }
+    }
+
+    /// The payload of the key's last good result, if it is still on disk.
+    private func lastGoodOutput(for key: String) -> String? {
+        let store = configuration.store
+        guard let record = store.readRecord(forKey: key), let output = record["output"]?.stringValue,
+            record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))?.isSuccess == true || record["stale"] == .bool(true),
+            (try? JobDescriptor.validateOutput(output)) != nil, store.fileExists(output)
+        else { return nil }
+        return output
+    }
+
+    private func finish(_ result: JobResult, record: Bool) {
+        if record {
+            do {
+                try configuration.store.writeRecord(result)
+            } catch {
+                observer.problem("\(result.key): the result record could not be written: \(error)")
+            }
+        }
+        configuration.runLog?.append(result)
+        observer.jobFinished(result)
+    }
+
+    // MARK: - Helpers
+
+    static func classify(_ error: any Error) -> JobFailure {
+        switch JobContext.failure(for: error) {
+        case let failure as JobFailure: return failure
+        case is CancellationError: return JobFailure(.cancelled, "cancelled")
+        default: return JobFailure(.failed, String(describing: error))
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        let ms = milliseconds(duration)
+        return ms % 1000 == 0 ? "\(ms / 1000) s" : String(format: "%.1f s", Double(ms) / 1000)
+    }
+}
+
+/// A held concurrency slot, released exactly once.
+final class Slot: Sendable {
+    private let limiter: SlotLimiter
+    private let released = Atomic<Bool>(false)
+
+    init(_ limiter: SlotLimiter) { self.limiter = limiter }
+
+    func release() {
+        if !released.exchange(true, ordering: .acquiringAndReleasing) { limiter.release() }
+    }
+
+    deinit { release() }
+}
+
+/// Counts of one run, by status, for the exit code and the closing summary.
+public struct RunSummary: Sendable {
+    /// Top-level jobs by status (children are counted into their parents).
+    public var counts: [JobStatus: Int] = [:]
+    public var total: Int { counts.values.reduce(0, +) }
+    /// Whether every job ended `succeeded` or `notModified`.
+    public var allSucceeded: Bool { counts.allSatisfy { $0.key.isSuccess || $0.value == 0 } }
+    /// The slowest top-level jobs, slowest first.
+    public var slowest: [(key: String, durationMs: Int)] = []
+
+    mutating func add(_ result: JobResult) {
+        counts[result.status, default: 0] += 1
+        slowest.append((result.key, result.durationMs))
+        if slowest.count > 10 {
+            slowest.sort { $0.durationMs > $1.durationMs }
+            slowest.removeLast(slowest.count - 5)
+        }
+    }
+
+    /// The five slowest, slowest first.
+    public var slowestFive: [(key: String, durationMs: Int)] {
+        Array(slowest.sorted { $0.durationMs > $1.durationMs }.prefix(5))
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+
+/// What the engine asks an HTTP client to fetch.
+public struct HTTPRequest: Sendable {
+    public var url: URL
+    /// Extra request headers, e.g. `If-None-Match`.
+    public var headers: [(name: String, value: String)]
+    /// Largest body accepted; a larger declared `Content-Length` is refused before any byte is read.
+    public var maxBytes: Int
+
+    public init(url: URL, headers: [(name: String, value: String)] = [], maxBytes: Int) {
+        self.url = url
+        self.headers = headers
+        self.maxBytes = maxBytes
+    }
+}
+
+/// Status line and headers of a response; the body went to the `BodySink`.
+public struct HTTPResponseHead: Sendable {
+    public var status: Int
+    /// Header names in lower case.
+    public var headers: [String: String]
+    /// The URL that answered, after redirects.
+    public var url: URL
+
+    public init(status: Int, headers: [String: String], url: URL) {
+        self.status = status
+        self.headers = headers
+        self.url = url
+    }
+}
+
+/// Receives a response body piece by piece, as it arrives (never the whole body at once).
+public protocol BodySink: AnyObject, Sendable {
+    /// Takes the next piece of the body; throwing aborts the transfer with that error.
+    func write(_ bytes: UnsafeRawBufferPointer) throws
+}
+
+/// An HTTP client as the engine needs it: one request, the body streamed into a sink.
+///
+/// Implementations follow redirects to http and https only, refuse any other scheme, honour
+/// task cancellation promptly, and rethrow an error thrown by the sink as it was thrown.
+public protocol HTTPFetching: Sendable {
+    func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead
+}
+
+/// A transport failure, in words a user can act on.
+public enum HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
+    case cannotResolveHost(String)
+    case cannotConnect(String)
+    case connectionLost
+    case timedOut
+    case tooLarge(limit: Int)
+    case redirectRefused(String)
+    case badResponse(String)
+    case other(String)
+
+    /// Whether another attempt may succeed.
+    public var isTransient: Bool {
+        switch self {
+        case .cannotResolveHost, .cannotConnect, .connectionLost, .timedOut: return true
+        case .tooLarge, .redirectRefused, .badResponse, .other: return false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .cannotResolveHost(let host): return "could not resolve the host name '\(host)'"
+        case .cannotConnect(let host): return "could not connect to \(host)"
+        case .connectionLost: return "the connection was lost before the response was complete"
+        case .timedOut: return "the HTTP client timed out"
+        case .tooLarge(let limit): return "the payload is larger than maxBytes (\(limit) bytes)"
+        case .redirectRefused(let target): return "refused a redirect to '\(target)': only http and https are followed"
+        case .badResponse(let what): return "the server's response was malformed: \(what)"
+        case .other(let what): return what
+        }
+    }
+}

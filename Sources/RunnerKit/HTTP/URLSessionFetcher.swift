@@ -1,0 +1,177 @@
+import Foundation
+import FoundationNetworking
+import Synchronization
+
+/// The HTTP client on URLSession (FoundationNetworking on Linux): one session per process,
+/// bodies streamed to the caller's sink through the session delegate.
+///
+/// URLSession on Linux has no `waitsForConnectivity` and rounds request timeouts to whole
+/// seconds, so deadlines are not its business: the policy cancels the Swift task, and this
+/// client cancels the URLSession task from the cancellation handler.
+public final class URLSessionFetcher: HTTPFetching {
+    private let session: URLSession
+    private let delegate: SessionDelegate
+
+    /// - Parameter maxConnectionsPerHost: connections URLSession opens to one host at once.
+    public init(maxConnectionsPerHost: Int = 16) {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpMaximumConnectionsPerHost = maxConnectionsPerHost
+        // The runner enforces its own deadlines; this only stops a transfer stalled for an hour.
+        configuration.timeoutIntervalForRequest = 3600
+        configuration.timeoutIntervalForResource = 3600
+        configuration.httpAdditionalHeaders = ["User-Agent": "runner/1"]
+        let delegate = SessionDelegate()
+        let queue = OperationQueue()
+        queue.maxConcurrentOperationCount = 1
+        queue.name = "runner.urlsession"
+        self.delegate = delegate
+        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: queue)
+    }
+
+    deinit { session.invalidateAndCancel() }
+
+    /// URLSession tasks started and not yet completed: zero when nothing is in flight.
+    public var activeTaskCount: Int { delegate.activeCount }
+
+    public func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = "GET"
+        for header in request.headers { urlRequest.setValue(header.value, forHTTPHeaderField: header.name) }
+        try Task.checkCancellation()
+        let task = session.dataTask(with: urlRequest)
+        let state = TransferState(sink: body, maxBytes: request.maxBytes, url: request.url)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
+                state.continuation = continuation
+                delegate.register(task.taskIdentifier, state)
+                task.resume()
+            }
+        } onCancel: {
+            task.cancel()
+        }
+    }
+}
+
+// MARK: - Delegate
+
+/// Per-transfer state. Touched only on the session's serial delegate queue, except
+/// `continuation`, which is set before the task resumes.
+private final class TransferState: @unchecked Sendable {
+    let sink: any BodySink
+    let maxBytes: Int
+    let url: URL
+    var continuation: CheckedContinuation<HTTPResponseHead, any Error>?
+    var head: HTTPResponseHead?
+    /// Why this side aborted the transfer, when it did.
+    var abortReason: (any Error)?
+
+    init(sink: any BodySink, maxBytes: Int, url: URL) {
+        self.sink = sink
+        self.maxBytes = maxBytes
+        self.url = url
+    }
+}
+
+private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    private let transfers = Mutex<[Int: TransferState]>([:])
+
+    var activeCount: Int { transfers.withLock { $0.count } }
+
+    func register(_ id: Int, _ state: TransferState) {
+        transfers.withLock { $0[id] = state }
+    }
+
+    private func state(_ task: URLSessionTask) -> TransferState? {
+        transfers.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(
+        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        guard let state = state(dataTask), let http = response as? HTTPURLResponse else {
+            completionHandler(.cancel)
+            return
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        state.head = HTTPResponseHead(status: http.statusCode, headers: headers, url: http.url ?? state.url)
+        if (200..<300).contains(http.statusCode), let length = headers["content-length"].flatMap({ Int($0) }), length > state.maxBytes {
+            state.abortReason = HTTPError.tooLarge(limit: state.maxBytes)
+            completionHandler(.cancel)
+            return
+        }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        guard let state = state(dataTask), state.abortReason == nil else { return }
+        do {
+            try data.withUnsafeBytes { try state.sink.write($0) }
+        } catch {
+            state.abortReason = error
+            dataTask.cancel()
+        }
+    }
+
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        let scheme = request.url?.scheme?.lowercased()
+        if scheme == "http" || scheme == "https" {
+            completionHandler(request)
+        } else {
+            state(task)?.abortReason = HTTPError.redirectRefused(request.url?.absoluteString ?? "?")
+            completionHandler(nil)
+            task.cancel()
+        }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let state = transfers.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        let continuation = state.continuation
+        state.continuation = nil
+        if let reason = state.abortReason {
+            continuation?.resume(throwing: reason)
+        } else if let error {
+            continuation?.resume(throwing: Self.translate(error, url: state.url))
+        } else if let head = state.head {
+            continuation?.resume(returning: head)
+        } else {
+            continuation?.resume(throwing: HTTPError.badResponse("no HTTP response"))
+        }
+    }
+
+    private static func translate(_ error: any Error, url: URL) -> any Error {
+        guard let urlError = error as? URLError else { return HTTPError.other(String(describing: error)) }
+        let host = url.host ?? "the server"
+        switch urlError.code {
+        case .cancelled: return CancellationError()
+        case .cannotFindHost, .dnsLookupFailed: return HTTPError.cannotResolveHost(host)
+        case .cannotConnectToHost, .notConnectedToInternet:
+            return HTTPError.cannotConnect(hostPort(url))
+        case .networkConnectionLost: return HTTPError.connectionLost
+        case .timedOut: return HTTPError.timedOut
+        case .badServerResponse, .cannotParseResponse, .cannotDecodeContentData, .cannotDecodeRawData:
+            return HTTPError.badResponse(urlError.localizedDescription)
+        case .httpTooManyRedirects, .redirectToNonExistentLocation:
+            return HTTPError.other("too many redirects")
+        case .unsupportedURL:
+            return HTTPError.redirectRefused(url.absoluteString)
+        default:
+            return HTTPError.other("HTTP transfer failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))")
+        }
+    }
+
+    private static func hostPort(_ url: URL) -> String {
+        guard let host = url.host else { return "the server" }
+        return url.port.map { "\(host):\($0)" } ?? host
+    }
+}

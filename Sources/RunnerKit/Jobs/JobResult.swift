@@ -1,0 +1,73 @@
+import Foundation
+
+/// The result record of one job: the same shape in `results/`, in the run log and on stdout.
+public struct JobResult: Sendable {
+    public var key: String
+    public var kind: String
+    public var status: JobStatus
+    /// Payload path relative to the output directory (for `stale` results, the earlier payload).
+    public var output: String?
+    public var error: String?
+    public var httpStatus: Int?
+    public var bytes: Int?
+    public var sha256: String?
+    public var attempts: Int
+    public var waitedForNetworkMs: Int
+    public var durationMs: Int
+    public var startedAt: Date
+    public var finishedAt: Date
+    public var details: [(key: String, value: JSONValue)]
+    /// True when the job failed and `output` points at an earlier good payload.
+    public var stale: Bool = false
+    /// The key of the job that started this one (tree → entries, list → images), if any.
+    public var parent: String?
+
+    public init(
+        key: String, kind: String, status: JobStatus, output: String? = nil, error: String? = nil,
+        httpStatus: Int? = nil, bytes: Int? = nil, sha256: String? = nil, attempts: Int = 0,
+        waitedForNetworkMs: Int = 0, durationMs: Int = 0, startedAt: Date, finishedAt: Date,
+        details: [(key: String, value: JSONValue)] = [], parent: String? = nil
+    ) {
+        self.key = key
+        self.kind = kind
+        self.status = status
+        self.output = output
+        self.error = error
+        self.httpStatus = httpStatus
+        self.bytes = bytes
+        self.sha256 = sha256
+        self.attempts = attempts
+        self.waitedForNetworkMs = waitedForNetworkMs
+        self.durationMs = durationMs
+        self.startedAt = startedAt
+        self.finishedAt = finishedAt
+        self.details = details
+        self.parent = parent
+    }
+
+    /// The record as an ordered JSON object, fields in the documented order.
+    public var json: JSONValue {
+        var members: [(key: String, value: JSONValue)] = [
+            ("key", .string(key)),
+            ("kind", .string(kind)),
+            ("status", .string(status.rawValue)),
+            ("output", JSONValue(output)),
+            ("error", JSONValue(error)),
+            ("httpStatus", httpStatus.map { JSONValue($0) } ?? .null),
+            ("bytes", bytes.map { JSONValue($0) } ?? .null),
+            ("sha256", JSONValue(sha256)),
+            ("attempts", JSONValue(attempts)),
+            ("waitedForNetworkMs", JSONValue(waitedForNetworkMs)),
+            ("durationMs", JSONValue(durationMs)),
+            ("startedAt", .string(Timestamp.iso8601(startedAt))),
+            ("finishedAt", .string(Timestamp.iso8601(finishedAt))),
+            ("details", .object(details)),
+        ]
+        if stale { members.append(("stale", .bool(true))) }
+        if let parent { members.append(("parent", .string(parent))) }
+        return .object(members)
+    }
+
+    /// One line of JSON, no trailing newline.
+    public var jsonLine: String { JSONWriter.string(json) }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// `runs/<run-id>.jsonl`: one line per finished job of one run, appended as jobs end.
+public final class RunLog: Sendable {
+    public let runID: String
+    public let path: String
+    private let fd: Mutex<Int32>
+
+    public init(store: OutputStore, runID: String = Timestamp.runID()) throws {
+        self.runID = runID
+        let folder = store.root + "/runs"
+        try OutputStore.makeDirectory(folder)
+        self.path = "\(folder)/\(runID).jsonl"
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw OutputStore.WriteError(path: path, reason: String(cString: strerror(errno))) }
+        self.fd = Mutex(fd)
+    }
+
+    deinit { _ = fd.withLock { close($0) } }
+
+    /// Appends one record as one line, in a single write.
+    public func append(_ result: JobResult) {
+        var line = JSONWriter.data(result.json)
+        line.append(0x0A)
+        fd.withLock { fd in
+            _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
+        }
+    }
+}

@@ -1,0 +1,145 @@
+
+
+/// One attempt under the policy: wait for connectivity, then run, all within a deadline.
+///
+/// ```
+///   start ──► reachable? ──yes──► operation ──► completed
+///               │ no                 ▲
+///               ▼                    │ reachable
+///             wait ──────────────────┘
+///               │ at noticeAfter: "no network connection"
+///   deadline ───┴──► offline (still waiting) | timedOut (operation running)
+/// ```
+/// The waiting-then-operation task and the deadline task race in one task group; the first
+/// to finish decides and the other is cancelled. The group returns only when both children
+/// have ended, so nothing of an attempt keeps running after it.
+public struct AttemptPolicy: Sendable {
+    public let clock: any Clock<Duration>
+    public let monitor: any ConnectivityMonitoring
+
+    public init(clock: any Clock<Duration> = ContinuousClock(), monitor: any ConnectivityMonitoring) {
+        self.clock = clock
+        self.monitor = monitor
+    }
+
+    /// How an attempt ended.
+    public enum Outcome<Value: Sendable>: Sendable {
+        /// The operation ran to its end, returning or throwing.
+        case completed(Result<Value, any Error>)
+        /// The deadline came while waiting for connectivity; the operation never started.
+        case offline
+        /// The deadline came while the operation ran; it was cancelled.
+        case timedOut
+        /// The caller's task was cancelled.
+        case cancelled
+    }
+
+    public struct Report<Value: Sendable>: Sendable {
+        public var outcome: Outcome<Value>
+        /// Time spent waiting for connectivity before the operation started (or until the end).
+        public var waitedForNetwork: Duration
+    }
+
+    /// Runs `operation` once, when `host` is reachable, within `timeout`.
+    /// `onNotice` is called once if the host is still unreachable after `noticeAfter`.
+    public func attempt<Value: Sendable>(
+        host: String,
+        timeout: Duration,
+        noticeAfter: Duration,
+        onNotice: @escaping @Sendable () -> Void = {},
+        operation: @escaping @Sendable () async throws -> Value
+    ) async -> Report<Value> {
+        await attempt(clock: clock, host: host, timeout: timeout, noticeAfter: noticeAfter, onNotice: onNotice, operation: operation)
+    }
+
+    private enum Phase { case waiting, running, ended }
+
+    private enum Race<Value: Sendable>: Sendable {
+        case completed(Result<Value, any Error>)
+        case deadline
+        case notice
+        case cancelled
+    }
+
+    private func attempt<C: Clock, Value: Sendable>(
+        clock: C,
+        host: String,
+        timeout: Duration,
+        noticeAfter: Duration,
+        onNotice: @escaping @Sendable () -> Void,
+        operation: @escaping @Sendable () async throws -> Value
+    ) async -> Report<Value> where C.Duration == Duration {
+        let start = clock.now
+        let deadline = start.advanced(by: timeout)
+        let phase = Locked<(phase: Phase, waited: Duration)>((.waiting, .zero))
+        let monitor = self.monitor
+        let reachableNow = monitor.isReachable(host: host)
+
+        let winner: Race<Value> = await withTaskGroup(of: Race<Value>.self) { group in
+            group.addTask {
+                if !reachableNow {
+                    do {
+                        try await monitor.waitUntilReachable(host: host)
+                    } catch {
+                        return .cancelled
+                    }
+                }
+                let started = phase.withLock { state -> Bool in
+                    guard state.phase == .waiting else { return false }
+                    state.phase = .running
+                    state.waited = start.duration(to: clock.now)
+                    return true
+                }
+                guard started, !Task.isCancelled else { return .cancelled }
+                do {
+                    return .completed(.success(try await operation()))
+                } catch {
+                    return .completed(.failure(error))
+                }
+            }
+            group.addTask {
+                do {
+                    try await clock.sleep(until: deadline, tolerance: nil)
+                    return .deadline
+                } catch {
+                    return .cancelled
+                }
+            }
+            if !reachableNow && noticeAfter < timeout {
+                group.addTask {
+                    do {
+                        try await clock.sleep(until: start.advanced(by: noticeAfter), tolerance: nil)
+                    } catch {
+                        return .notice
+                    }
+                    if phase.withLock({ $0.phase == .waiting }) { onNotice() }
+                    return .notice
+                }
+            }
+            var decided: Race<Value> = .cancelled
+            while let next = await group.next() {
+                if case .notice = next { continue }
+                if case .cancelled = next, !Task.isCancelled { continue }
+                decided = next
+                break
+            }
+            group.cancelAll()
+            return decided
+        }
+
+        let (finalPhase, waited) = phase.withLock { state -> (Phase, Duration) in
+            let before = state.phase
+            if before == .waiting { state.waited = start.duration(to: clock.now) }
+            state.phase = .ended
+            return (before, state.waited)
+        }
+        switch winner {
+        case .completed(let result):
+            return Report(outcome: .completed(result), waitedForNetwork: waited)
+        case .deadline:
+            return Report(outcome: finalPhase == .running ? .timedOut : .offline, waitedForNetwork: waited)
+        case .notice, .cancelled:
+            return Report(outcome: .cancelled, waitedForNetwork: waited)
+        }
+    }
+}

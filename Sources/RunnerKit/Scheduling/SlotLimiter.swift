@@ -1,0 +1,70 @@
+import Synchronization
+
+/// Bounded concurrency: at most `limit` holders at once, waiters served first come, first served.
+public final class SlotLimiter: Sendable {
+    private struct State {
+        var available: Int
+        var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
+        var head = 0
+        var nextID: UInt64 = 0
+    }
+
+    public let limit: Int
+    private let state: Mutex<State>
+
+    public init(limit: Int) {
+        precondition(limit > 0, "a limiter needs at least one slot")
+        self.limit = limit
+        self.state = Mutex(State(available: limit))
+    }
+
+    /// Waits for a slot. Throws `CancellationError` if the caller is cancelled while waiting.
+    public func acquire() async throws {
+        let id = state.withLock { state -> UInt64? in
+            if state.available > 0 {
+                state.available -= 1
+                return nil
+            }
+            state.nextID += 1
+            return state.nextID
+        }
+        guard let id else { return }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resumeNow = state.withLock { state -> Bool in
+                    if Task.isCancelled { return true }
+                    state.waiters.append((id, continuation))
+                    return false
+                }
+                if resumeNow { continuation.resume(throwing: CancellationError()) }
+            }
+        } onCancel: {
+            let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                guard let index = state.waiters[state.head...].firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index).continuation
+            }
+            continuation?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Gives a slot back, handing it straight to the longest waiter if there is one.
+    public func release() {
+        let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            if state.head < state.waiters.count {
+                let waiter = state.waiters[state.head].continuation
+                state.head += 1
+                if state.head > 64 && state.head * 2 > state.waiters.count {
+                    state.waiters.removeFirst(state.head)
+                    state.head = 0
+                }
+                return waiter
+            }
+            state.available += 1
+            return nil
+        }
+        next?.resume()
+    }
+
+    /// Slots free right now.
+    public var available: Int { state.withLock { $0.available } }
+}

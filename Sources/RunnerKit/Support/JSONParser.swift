@@ -1,0 +1,292 @@
+/// A strict JSON parser (RFC 8259) over UTF-8 bytes, with errors that give line and column.
+///
+/// Written here rather than taken from Foundation so that object members keep their order,
+/// errors point at the exact place, and a million-line batch parses without bridging.
+public struct JSONParser {
+    /// Where and why parsing stopped.
+    public struct Error: Swift.Error, Equatable, CustomStringConvertible {
+        public var message: String
+        public var line: Int
+        public var column: Int
+        public var description: String { "\(message) at line \(line), column \(column)" }
+    }
+
+    /// Parses one complete JSON document; anything but whitespace after it is an error.
+    public static func parse(_ bytes: [UInt8]) throws(JSONParser.Error) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParser.Error) -> JSONValue in
+            var parser = JSONParser(buffer)
+            return try parser.parseDocument()
+        }
+    }
+
+    /// Parses a string that holds one JSON document.
+    public static func parse(_ text: String) throws(JSONParser.Error) -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+
+    private let bytes: UnsafeBufferPointer<UInt8>
+    private var index = 0
+    private var depth = 0
+    private static let maxDepth = 512
+
+    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
+        self.bytes = bytes
+    }
+
+    private mutating func parseDocument() throws(JSONParser.Error) -> JSONValue {
+        skipWhitespace()
+        guard index < bytes.count else { throw error("the document is empty") }
+        let value = try parseValue()
+        skipWhitespace()
+        if index < bytes.count { throw error("unexpected text after the JSON value") }
+        return value
+    }
+
+    // MARK: - Values
+
+    private mutating func parseValue() throws(JSONParser.Error) -> JSONValue {
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject()
+        case UInt8(ascii: "["): return try parseArray()
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        default: throw error("unexpected character \(describeByte(bytes[index]))")
+        }
+    }
+
+    private mutating func parseObject() throws(JSONParser.Error) -> JSONValue {
+        try enter()
+        index += 1
+        var members: [(key: String, value: JSONValue)] = []
+        skipWhitespace()
+        if peek() == UInt8(ascii: "}") {
+            index += 1
+            depth -= 1
+            return .object(members)
+        }
+        while true {
+            skipWhitespace()
+            guard peek() == UInt8(ascii: "\"") else { throw error("expected a member name in double quotes") }
+            let key = try parseString()
+            skipWhitespace()
+            guard peek() == UInt8(ascii: ":") else { throw error("expected ':' after the member name") }
+            index += 1
+            skipWhitespace()
+            let value = try parseValue()
+            if members.contains(where: { $0.key == key }) {
+                throw error("duplicate member \"\(key)\"")
+            }
+            members.append((key, value))
+            skipWhitespace()
+            switch peek() {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "}"):
+                index += 1
+                depth -= 1
+                return .object(members)
+            default: throw error("expected ',' or '}' in an object")
+            }
+        }
+    }
+
+    private mutating func parseArray() throws(JSONParser.Error) -> JSONValue {
+        try enter()
+        index += 1
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if peek() == UInt8(ascii: "]") {
+            index += 1
+            depth -= 1
+            return .array(elements)
+        }
+        while true {
+            skipWhitespace()
+            elements.append(try parseValue())
+            skipWhitespace()
+            switch peek() {
+            case UInt8(ascii: ","): index += 1
+            case UInt8(ascii: "]"):
+                index += 1
+                depth -= 1
+                return .array(elements)
+            default: throw error("expected ',' or ']' in an array")
+            }
+        }
+    }
+
+    private mutating func enter() throws(JSONParser.Error) {
+        depth += 1
+        if depth > Self.maxDepth { throw error("nesting deeper than \(Self.maxDepth) levels") }
+    }
+
+    private mutating func parseString() throws(JSONParser.Error) -> String {
+        index += 1  // opening quote
+        let start = index
+        // Fast path: no escapes.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                guard let string = String(validating: slice, as: UTF8.self) else {
+                    throw error("a string is not valid UTF-8")
+                }
+                return string
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw error("a control character inside a string") }
+            index += 1
+        }
+        var scalars = [UInt8](UnsafeBufferPointer(rebasing: bytes[start..<index]))
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                guard let string = String(validating: scalars, as: UTF8.self) else {
+                    throw error("a string is not valid UTF-8")
+                }
+                return string
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { throw error("unexpected end of input in a string") }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): scalars.append(0x22)
+                case UInt8(ascii: "\\"): scalars.append(0x5C)
+                case UInt8(ascii: "/"): scalars.append(0x2F)
+                case UInt8(ascii: "b"): scalars.append(0x08)
+                case UInt8(ascii: "f"): scalars.append(0x0C)
+                case UInt8(ascii: "n"): scalars.append(0x0A)
+                case UInt8(ascii: "r"): scalars.append(0x0D)
+                case UInt8(ascii: "t"): scalars.append(0x09)
+                case UInt8(ascii: "u"):
+                    var code = try parseHex4()
+                    if (0xD800...0xDBFF).contains(code) {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                            bytes[index + 1] == UInt8(ascii: "u")
+                        else { throw error("an unpaired UTF-16 surrogate in a string") }
+                        index += 2
+                        let low = try parseHex4()
+                        guard (0xDC00...0xDFFF).contains(low) else {
+                            throw error("an unpaired UTF-16 surrogate in a string")
+                        }
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(code) {
+                        throw error("an unpaired UTF-16 surrogate in a string")
+                    }
+                    guard let scalar = Unicode.Scalar(code) else { throw error("an invalid \\u escape") }
+                    scalars.append(contentsOf: Array(String(Character(scalar)).utf8))
+                default:
+                    index -= 1
+                    throw error("an invalid escape \\\(describeByte(escape, quoted: false)) in a string")
+                }
+            default:
+                if byte < 0x20 { throw error("a control character inside a string") }
+                scalars.append(byte)
+                index += 1
+            }
+        }
+        throw error("unexpected end of input in a string")
+    }
+
+    private mutating func parseHex4() throws(JSONParser.Error) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw error("unexpected end of input in a \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw error("an invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    private mutating func parseNumber() throws(JSONParser.Error) -> Double {
+        let start = index
+        if peek() == UInt8(ascii: "-") { index += 1 }
+        guard let first = peek(), isDigit(first) else { throw error("a malformed number") }
+        if first == UInt8(ascii: "0") {
+            index += 1
+            if let next = peek(), isDigit(next) { throw error("a number with a leading zero") }
+        } else {
+            while let b = peek(), isDigit(b) { index += 1 }
+        }
+        if peek() == UInt8(ascii: ".") {
+            index += 1
+            guard let b = peek(), isDigit(b) else { throw error("a malformed number") }
+            while let b = peek(), isDigit(b) { index += 1 }
+        }
+        if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
+            index += 1
+            if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { index += 1 }
+            guard let b = peek(), isDigit(b) else { throw error("a malformed number") }
+            while let b = peek(), isDigit(b) { index += 1 }
+        }
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+        guard let value = Double(text), value.isFinite else { throw error("a number out of range") }
+        return value
+    }
+
+    // MARK: - Helpers
+
+    private mutating func expectLiteral(_ literal: StaticString) throws(JSONParser.Error) {
+        let count = literal.utf8CodeUnitCount
+        let matches = literal.withUTF8Buffer { (expected: UnsafeBufferPointer<UInt8>) -> Bool in
+            guard index + count <= bytes.count else { return false }
+            for offset in 0..<count where bytes[index + offset] != expected[offset] { return false }
+            return true
+        }
+        guard matches else { throw error("unexpected character \(describeByte(bytes[index]))") }
+        index += count
+    }
+
+    private func peek() -> UInt8? { index < bytes.count ? bytes[index] : nil }
+
+    private func isDigit(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") }
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    private func describeByte(_ byte: UInt8, quoted: Bool = true) -> String {
+        if byte >= 0x21 && byte < 0x7F {
+            let c = String(UnicodeScalar(byte))
+            return quoted ? "'\(c)'" : c
+        }
+        return "0x" + String(byte, radix: 16, uppercase: true)
+    }
+
+    private func error(_ message: String) -> JSONParser.Error {
+        var line = 1
+        var column = 1
+        var i = 0
+        let end = min(index, bytes.count)
+        while i < end {
+            if bytes[i] == 0x0A {
+                line += 1
+                column = 1
+            } else if bytes[i] & 0xC0 != 0x80 {
+                column += 1
+            }
+            i += 1
+        }
+        return Error(message: message, line: line, column: column)
+    }
+}
