@@ -1,1 +1,4 @@
-print("runner")
+import Foundation
+
+setvbuf(stdout, nil, _IOLBF, 0)
+exit(await Runner.main(Array(CommandLine.arguments.dropFirst())))

@@ -1,0 +1,21 @@
+import RunnerKit
+
+/// The kinds that ship with the runner. Adding a kind: write its file, then add it here.
+public enum BuiltInKinds {
+    public static let all: [any JobKind.Type] = [
+        ImageKind.self,
+        EntryKind.self,
+        TreeKind.self,
+        ImageListKind.self,
+    ]
+
+    /// A registry holding the built-in kinds.
+    public static func registry() -> KindRegistry {
+        var registry = KindRegistry()
+        for kind in all {
+            // The built-in names are distinct, so registering them cannot fail.
+            try? registry.register(kind)
+        }
+        return registry
+    }
+}

@@ -1,0 +1,34 @@
+import RunnerKit
+
+/// `image`: one image. The payload's own bytes decide the format, never the Content-Type.
+public struct ImageKind: JobKind {
+    public static let name = "image"
+    public static let summary = "Fetches one image (PNG, JPEG, GIF, WebP or BMP, told by its bytes) and reports its format and size."
+    public static let parameters: [KindParameter] = []
+
+    public init() {}
+
+    public init(fields: inout JobFields) throws(JobSpecError) {}
+
+    public func run(in context: JobContext) async throws -> JobOutcome {
+        let response = try await context.fetch(into: context.job.output?.folderPart ?? "images")
+        let payload = response.payload
+        let header: ImageHeader
+        do {
+            header = try ImageHeader.parse(payload.prefix)
+        } catch {
+            throw JobFailure.failed("\(error.description) (\(payload.count) bytes, Content-Type \(response.head.headers["content-type"] ?? "none"))", httpStatus: response.head.status)
+        }
+        guard ImageHeader.isComplete(header.format, suffix: payload.suffix, totalLength: payload.count) else {
+            throw JobFailure.failed("the \(header.format.rawValue.uppercased()) image is truncated: only \(payload.count) bytes arrived", httpStatus: response.head.status)
+        }
+        let path = try context.commit(payload, to: context.payloadPath(folder: "images", fileExtension: header.format.fileExtension))
+        return JobOutcome(
+            output: path, httpStatus: response.head.status, bytes: payload.count, sha256: payload.sha256,
+            details: [
+                ("format", .string(header.format.rawValue)),
+                ("width", JSONValue(header.width)),
+                ("height", JSONValue(header.height)),
+            ])
+    }
+}

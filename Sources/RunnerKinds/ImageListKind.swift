@@ -1,0 +1,64 @@
+import Foundation
+import RunnerKit
+
+/// `image-list`: a JSON array of `{"id": …, "imageUrl": "…"}`; one child `image` job per element.
+public struct ImageListKind: JobKind {
+    public static let name = "image-list"
+    public static let summary = "Fetches a list of images and starts one image job per element."
+    public static let parameters = [
+        KindParameter("idField", type: "string", default: "id", "The element field that names the image (its key is image:<id>)."),
+        KindParameter("urlField", type: "string", default: "imageUrl", "The element field that holds the image URL (relative URLs resolve against the list's)."),
+    ]
+
+    public let idField: String
+    public let urlField: String
+
+    public init(idField: String = "id", urlField: String = "imageUrl") {
+        self.idField = idField
+        self.urlField = urlField
+    }
+
+    public init(fields: inout JobFields) throws(JobSpecError) {
+        idField = try fields.string("idField") ?? "id"
+        urlField = try fields.string("urlField") ?? "imageUrl"
+        if idField.isEmpty { throw JobSpecError(field: "idField", "must not be empty") }
+        if urlField.isEmpty { throw JobSpecError(field: "urlField", "must not be empty") }
+    }
+
+    public func run(in context: JobContext) async throws -> JobOutcome {
+        let response = try await context.fetch(into: context.job.output?.folderPart ?? "lists")
+        let document = try JSONPayload.parse(response.payload, expected: "a JSON image list")
+        guard case .array(let elements) = document else {
+            throw JobFailure.failed("expected an image list (an array), but the JSON holds \(document.typeDescription)", httpStatus: response.head.status)
+        }
+        var children: [JobDescriptor] = []
+        for (index, element) in elements.enumerated() {
+            let position = "element \(index + 1)"
+            guard case .object = element else {
+                throw JobFailure.failed("the image list is malformed: \(position) is \(element.typeDescription), not an object")
+            }
+            let id: String
+            switch element[idField] {
+            case .string(let s)? where !s.isEmpty: id = s
+            case let value? where value.intValue != nil: id = String(value.intValue!)
+            default: throw JobFailure.failed("the image list is malformed: \(position) has no string or integer '\(idField)'")
+            }
+            guard let text = element[urlField]?.stringValue,
+                let url = URL(string: text, relativeTo: response.head.url)?.absoluteURL
+            else {
+                throw JobFailure.failed("the image list is malformed: \(position) has no valid '\(urlField)'")
+            }
+            do {
+                _ = try JobDescriptor.validateURL(url.absoluteString, field: urlField)
+            } catch {
+                throw JobFailure.failed("the image list is malformed: \(position): \(error)")
+            }
+            children.append(context.job.child(kind: ImageKind(), url: url, key: "image:\(id)"))
+        }
+        let path = try context.commit(response.payload, to: context.payloadPath(folder: "lists", fileExtension: "json"))
+        return JobOutcome(
+            output: path, httpStatus: response.head.status, bytes: response.payload.count,
+            sha256: response.payload.sha256, details: [("elements", JSONValue(elements.count))],
+            children: children)
+    }
+}

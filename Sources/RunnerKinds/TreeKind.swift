@@ -1,0 +1,100 @@
+import Foundation
+import RunnerKit
+
+/// `tree`: a tree of labels (the Img.ly `data.json`), checked, measured and written normalized;
+/// with `entries`, one child `entry` job per leaf.
+public struct TreeKind: JobKind {
+    public static let name = "tree"
+    public static let summary = "Fetches a tree of labelled nodes, reports nodes, leaves and depth, and with entries fetches one entry per leaf."
+    public static let parameters = [
+        KindParameter("entries", type: "URL template", "Fetch one entry job per leaf from this URL, {id} replaced by the leaf's id."),
+    ]
+
+    public let entries: String?
+
+    public init(entries: String? = nil) { self.entries = entries }
+
+    public init(fields: inout JobFields) throws(JobSpecError) {
+        entries = try fields.string("entries")
+        if let entries {
+            _ = try JobDescriptor.validateURL(JSONPayload.fill(entries, id: "id"), field: "entries")
+        }
+    }
+
+    public func run(in context: JobContext) async throws -> JobOutcome {
+        let response = try await context.fetch(into: context.job.output?.folderPart ?? "trees")
+        let document = try JSONPayload.parse(response.payload, expected: "a JSON tree")
+        let tree: Tree
+        do {
+            tree = try Tree(document)
+        } catch {
+            throw JobFailure.failed("the tree is malformed: \(error)", httpStatus: response.head.status)
+        }
+        let path = try context.write(
+            JSONWriter.data(tree.normalized, pretty: true) + [0x0A],
+            to: context.payloadPath(folder: "trees", fileExtension: "json"))
+        var children: [JobDescriptor] = []
+        if let entries {
+            var seen = Set<String>()
+            for id in tree.leafIDs where seen.insert(id).inserted {
+                let kind = EntryKind(id: id)
+                guard let url = URL(string: kind.resolveURL(entries)) else { continue }
+                children.append(context.job.child(kind: kind, url: url))
+            }
+        }
+        return JobOutcome(
+            output: path, httpStatus: response.head.status, bytes: response.payload.count,
+            sha256: response.payload.sha256,
+            details: [
+                ("nodes", JSONValue(tree.nodes)),
+                ("leaves", JSONValue(tree.leafIDs.count)),
+                ("depth", JSONValue(tree.depth)),
+            ],
+            children: children)
+    }
+}
+
+/// The tree contract: an array of nodes; a node has `label` and either `children` (nodes) or `id` (a leaf).
+public struct Tree: Sendable {
+    public struct Malformed: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Every node, inner and leaf.
+    public private(set) var nodes = 0
+    /// Leaf ids in document order.
+    public private(set) var leafIDs: [String] = []
+    /// Levels: top-level nodes are at depth 1; an empty tree has depth 0.
+    public private(set) var depth = 0
+    /// The tree with each node's members in the order label, id, children.
+    public private(set) var normalized: JSONValue = .array([])
+
+    public init(_ document: JSONValue) throws {
+        guard case .array(let roots) = document else {
+            throw Malformed(description: "the top level must be an array of nodes, not \(document.typeDescription)")
+        }
+        normalized = .array(try roots.enumerated().map { try visit($0.element, path: "\($0.offset + 1)", level: 1) })
+    }
+
+    private mutating func visit(_ node: JSONValue, path: String, level: Int) throws -> JSONValue {
+        guard case .object = node else { throw Malformed(description: "node \(path) is \(node.typeDescription), not an object") }
+        guard let label = node["label"]?.stringValue else { throw Malformed(description: "node \(path) has no string 'label'") }
+        nodes += 1
+        depth = max(depth, level)
+        if let children = node["children"] {
+            guard case .array(let list) = children else {
+                throw Malformed(description: "node \(path) has 'children' that is \(children.typeDescription), not an array")
+            }
+            let visited = try list.enumerated().map { try visit($0.element, path: "\(path).\($0.offset + 1)", level: level + 1) }
+            return .object([("label", .string(label)), ("children", .array(visited))])
+        }
+        let id: String
+        switch node["id"] {
+        case .string(let s)?: id = s
+        case let value? where value.intValue != nil: id = String(value.intValue!)
+        default: throw Malformed(description: "node \(path) ('\(label)') has neither 'children' nor a string 'id'")
+        }
+        leafIDs.append(id)
+        return .object([("label", .string(label)), ("id", .string(id))])
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+import Glibc
+
+/// Writing to the terminal: whole lines, unbuffered, safe from any thread.
+enum Console {
+    private static let lock = NSLock()
+
+    static func out(_ text: String) {
+        write(1, text.hasSuffix("\n") ? text : text + "\n")
+    }
+
+    static func err(_ text: String) {
+        write(2, text.hasSuffix("\n") ? text : text + "\n")
+    }
+
+    /// Raw text to standard output, no newline added (progress lines).
+    static func outRaw(_ text: String) { write(1, text) }
+
+    static func error(_ message: String) { err("Error: \(message)") }
+
+    static var stdoutIsTerminal: Bool { isatty(1) == 1 }
+
+    private static func write(_ fd: Int32, _ text: String) {
+        lock.lock()
+        defer { lock.unlock() }
+        var bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import FixtureServer
+import Foundation
+import Glibc
+
+/// `runner demo`: the example jobs of Jobs/demo against the built-in fixture server, started
+/// in-process on a free loopback port, so the demo needs no internet.
+enum DemoCommand {
+    /// Demo job files name the fixture server by this base URL; the demo puts the real one in.
+    static let placeholder = "http://fixture.test"
+
+    static let spec = CommandSpec(
+        name: "demo",
+        summary: "Run the demo jobs (Jobs/demo) against the built-in fixture server on loopback.",
+        usage: "[--jobs DIR] [--out DIR] [--concurrency N] [--json]",
+        options: [
+            .init(name: "jobs", value: "DIR", help: "Folder of demo job files; their URLs start with \(placeholder). (default: Jobs/demo)"),
+            .init(name: "out", value: "DIR", help: "Output directory. (default: ./out)"),
+            .init(name: "concurrency", value: "N", help: "Jobs running at once. (default: 8)"),
+            .init(name: "json", value: nil, help: "Print each job's result record as one JSON line."),
+        ],
+        run: { arguments in
+            let options: RunCommand.Options
+            do { options = try RunCommand.Options(arguments) } catch { return Runner.usageError(error, spec: spec) }
+            let folder = arguments.value("jobs") ?? "Jobs/demo"
+            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+                .filter { $0.hasSuffix(".json") || $0.hasSuffix(".jsonl") }.sorted()
+            guard !names.isEmpty else {
+                Console.error("no demo job files (*.json, *.jsonl) in '\(folder)'; run the demo from the project's top folder or pass --jobs DIR")
+                return 2
+            }
+            let server = FixtureServer()
+            do {
+                try server.start()
+            } catch {
+                Console.error("the fixture server could not start: \(error)")
+                return 1
+            }
+            defer { server.stop() }
+            let staging = FileManager.default.temporaryDirectory.appendingPathComponent("runner-demo-\(getpid())").path
+            defer { try? FileManager.default.removeItem(atPath: staging) }
+            var files: [String] = []
+            var displayNames: [String: String] = [:]
+            do {
+                try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
+                for name in names {
+                    let text = try String(contentsOfFile: "\(folder)/\(name)", encoding: .utf8)
+                    let path = "\(staging)/\(name)"
+                    try text.replacingOccurrences(of: placeholder, with: server.baseURL).write(toFile: path, atomically: true, encoding: .utf8)
+                    files.append(path)
+                    displayNames[path] = "\(folder)/\(name)"
+                }
+            } catch {
+                Console.error("could not prepare the demo jobs: \(error)")
+                return 1
+            }
+            if !options.json {
+                Console.out("Fixture server on \(server.baseURL); running \(names.map { "\(folder)/\($0)" }.joined(separator: ", "))\n")
+            }
+            return await RunCommand.execute(files: files, options: options, displayNames: displayNames)
+        })
+}
+
+/// `runner fixture-server`: the fixture server on its own, for tests and trying things by hand.
+enum FixtureServerCommand {
+    static let spec = CommandSpec(
+        name: "fixture-server",
+        summary: "Serve the fixture payloads and fault modes (for tests and the demo) until interrupted.",
+        usage: "[--host ADDRESS] [--port N]",
+        options: [
+            .init(name: "host", value: "ADDRESS", help: "Address to listen on. (default: 127.0.0.1)"),
+            .init(name: "port", value: "N", help: "Port to listen on; 0 picks a free one. (default: 0)"),
+        ],
+        run: { arguments in
+            let port: Int
+            do { port = try arguments.int("port", default: 0, range: 0...65_535) } catch { return Runner.usageError(error, spec: spec) }
+            let server = FixtureServer(host: arguments.value("host") ?? "127.0.0.1", port: UInt16(port))
+            do {
+                try server.start()
+            } catch {
+                Console.error("the fixture server could not start: \(error)")
+                return 1
+            }
+            Console.out("Fixture server listening on \(server.baseURL)")
+            _ = await SignalWatcher.wait(for: [SIGINT, SIGTERM])
+            server.stop()
+            return 0
+        })
+}

@@ -1,0 +1,133 @@
+import Dispatch
+import Foundation
+import Glibc
+import RunnerKinds
+import RunnerKit
+import Synchronization
+
+/// `runner run FILE…`: validate every file, then run every job, then report.
+enum RunCommand {
+    static let spec = CommandSpec(
+        name: "run",
+        summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
+        usage: "FILE… [--out DIR] [--concurrency N] [--json]",
+        arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl).")],
+        options: [
+            .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
+            .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
+            .init(name: "json", value: nil, help: "Print each job's result record as one JSON line, children included."),
+        ],
+        positionals: (1, nil),
+        run: { arguments in
+            do {
+                let options = try Options(arguments)
+                return await execute(files: arguments.positionals, options: options)
+            } catch {
+                return Runner.usageError(error, spec: spec)
+            }
+        })
+
+    struct Options {
+        var out: String
+        var concurrency: Int
+        var json: Bool
+
+        init(_ arguments: ParsedArguments) throws(UsageError) {
+            out = arguments.value("out") ?? "out"
+            concurrency = try arguments.int("concurrency", default: 8, range: 1...10_000)
+            json = arguments.flag("json")
+        }
+    }
+
+    /// Exit codes: 0 all succeeded or notModified, 1 any other status, 2 bad input (nothing ran),
+    /// 130 interrupted (SIGINT), 143 terminated (SIGTERM).
+    static func execute(files: [String], options: Options, displayNames: [String: String] = [:]) async -> Int32 {
+        let registry = BuiltInKinds.registry()
+        var invalid = false
+        for file in files {
+            let report = JobFileReader.validate(path: file, registry: registry)
+            for error in report.errors {
+                var message = error.description
+                if let display = displayNames[file], message.hasPrefix(file) { message = display + message.dropFirst(file.count) }
+                Console.error(message)
+            }
+            if !report.errors.isEmpty { invalid = true }
+        }
+        if invalid {
+            Console.err("Nothing was run. See 'runner validate --help'.")
+            return 2
+        }
+
+        let store: OutputStore
+        let runLog: RunLog
+        do {
+            store = try OutputStore(root: options.out)
+            runLog = try RunLog(store: store)
+        } catch {
+            Console.error("cannot use the output directory '\(options.out)': \(error)")
+            return 2
+        }
+        let reporter = RunReporter(json: options.json)
+        let engine = JobEngine(
+            configuration: .init(
+                store: store, http: URLSessionFetcher(maxConnectionsPerHost: max(8, options.concurrency)),
+                monitor: Runner.makeMonitor(), concurrency: options.concurrency, runLog: runLog),
+            observer: reporter)
+
+        let runTask = Task {
+            let jobs = files.lazy.flatMap { file in
+                IteratorSequence(JobFileReader(path: file, registry: registry)).lazy.compactMap { try? $0.get() }
+            }
+            return await engine.run(jobs)
+        }
+        let signal = SignalWatcher(signals: [SIGINT, SIGTERM]) { _ in
+            runTask.cancel()
+            engine.taskManager.cancelAll()
+        }
+        let summary = await runTask.value
+        let received = signal.stop()
+        reporter.printSummary(summary, store: store, runLog: runLog)
+        if let received { return 128 + received }
+        return summary.allSucceeded ? 0 : 1
+    }
+}
+
+/// Turns signals into a callback on a dispatch queue, instead of the default of dying.
+final class SignalWatcher: Sendable {
+    private let sources: [any DispatchSourceSignal]
+    private let received = Atomic<Int32>(0)
+
+    init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) {
+        var sources: [any DispatchSourceSignal] = []
+        for number in signals {
+            Glibc.signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            sources.append(source)
+        }
+        self.sources = sources
+        for (source, number) in zip(sources, signals) {
+            source.setEventHandler { [received] in
+                received.store(number, ordering: .relaxed)
+                handler(number)
+            }
+            source.resume()
+        }
+    }
+
+    /// Stops watching and returns the signal that arrived, if one did.
+    func stop() -> Int32? {
+        for source in sources { source.cancel() }
+        let number = received.load(ordering: .relaxed)
+        return number == 0 ? nil : number
+    }
+
+    /// Waits until one of the signals arrives.
+    static func wait(for signals: [Int32]) async -> Int32 {
+        let stream = AsyncStream<Int32> { continuation in
+            let watcher = SignalWatcher(signals: signals) { continuation.yield($0) }
+            continuation.onTermination = { _ in _ = watcher.stop() }
+        }
+        for await number in stream { return number }
+        return 0
+    }
+}

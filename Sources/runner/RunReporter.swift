@@ -1,0 +1,129 @@
+import Foundation
+import RunnerKit
+import Synchronization
+
+/// What `runner run` shows while jobs run and when they are done: `--json` lines as jobs end,
+/// notices on stderr, a progress line on a terminal, and a table of results at the end.
+final class RunReporter: RunObserver {
+    private struct State {
+        var finished = 0
+        var failed = 0
+        var rows: [JobResult] = []
+        var omittedRows = 0
+        var lastDraw = ContinuousClock.now
+        var progressShown = false
+    }
+
+    private let json: Bool
+    private let progress: Bool
+    private let started = ContinuousClock.now
+    private let state = Mutex(State())
+    /// Rows kept for the closing table; beyond it, only jobs that did not succeed are kept.
+    private let rowLimit = 60
+
+    init(json: Bool) {
+        self.json = json
+        self.progress = !json && Console.stdoutIsTerminal
+    }
+
+    func jobNotice(_ job: JobDescriptor, message: String) {
+        clearProgress()
+        Console.err("runner: \(job.key): \(message)")
+    }
+
+    func problem(_ message: String) {
+        clearProgress()
+        Console.err("runner: \(message)")
+    }
+
+    func jobFinished(_ result: JobResult) {
+        if json { Console.out(result.jsonLine) }
+        let draw: String? = state.withLock { state in
+            state.finished += 1
+            if !result.status.isSuccess && !(result.parent != nil && result.status.isAcceptableForChild) { state.failed += 1 }
+            if state.rows.count < rowLimit || !result.status.isSuccess && state.rows.count < 4 * rowLimit {
+                state.rows.append(result)
+            } else {
+                state.omittedRows += 1
+            }
+            guard progress, state.lastDraw.duration(to: .now) > .milliseconds(200) else { return nil }
+            state.lastDraw = .now
+            state.progressShown = true
+            let elapsed = Double(started.duration(to: .now).components.seconds) + 0.001
+            return "\r\u{1B}[K  \(state.finished) done, \(state.failed) not ok, \(Int(Double(state.finished) / elapsed)) jobs/s"
+        }
+        if let draw { Console.outRaw(draw) }
+    }
+
+    private func clearProgress() {
+        let shown = state.withLock { state -> Bool in
+            defer { state.progressShown = false }
+            return state.progressShown
+        }
+        if shown { Console.outRaw("\r\u{1B}[K") }
+    }
+
+    /// The closing table and summary (not in `--json` mode).
+    func printSummary(_ summary: RunSummary, store: OutputStore, runLog: RunLog) {
+        clearProgress()
+        guard !json else { return }
+        let (rows, omitted) = state.withLock { ($0.rows, $0.omittedRows) }
+        var lines = [Self.format(["STATUS", "KEY", "HTTP", "BYTES", "MS", "NOTE"])]
+        for result in rows {
+            lines.append(Self.format([
+                result.status.rawValue + (result.stale ? "*" : ""),
+                Self.shorten(result.key, 44),
+                result.httpStatus.map(String.init) ?? "-",
+                result.bytes.map(String.init) ?? "-",
+                String(result.durationMs),
+                Self.note(result),
+            ]))
+        }
+        if omitted > 0 { lines.append("  … and \(omitted) more (every record is in \(Self.relative(store.root))/results)") }
+        Console.out(lines.joined(separator: "\n"))
+        let counts = JobStatus.allCases.compactMap { status in summary.counts[status].map { "\($0) \(status.rawValue)" } }
+        Console.out("\n\(summary.total) job\(summary.total == 1 ? "" : "s"): \(counts.joined(separator: ", ")). "
+            + "Payloads and records in \(Self.relative(store.root))/, run log \(Self.relative(runLog.path)).")
+        if rows.contains(where: \.stale) { Console.out("* stale: the job failed; output points at the last good payload.") }
+    }
+
+    // MARK: - Formatting
+
+    private static let widths = [12, 44, 5, 9, 6]
+
+    private static func format(_ columns: [String]) -> String {
+        var line = ""
+        for (index, column) in columns.enumerated() {
+            if index < widths.count {
+                let pad = max(1, widths[index] - column.count + 1)
+                line += index >= 2 && index <= 4
+                    ? String(repeating: " ", count: pad - 1) + column + " "
+                    : column + String(repeating: " ", count: pad)
+            } else {
+                line += column
+            }
+        }
+        return line.trimmingCharacters(in: .whitespaces)
+    }
+
+    private static func note(_ result: JobResult) -> String {
+        if let error = result.error { return error }
+        return result.details.map { key, value in
+            switch value {
+            case .string(let s): return "\(key) \(s)"
+            case .object(let members): return "\(key) " + members.map { "\($0.value.intValue ?? 0) \($0.key)" }.joined(separator: " ")
+            default: return "\(key) \(JSONWriter.string(value))"
+            }
+        }.joined(separator: ", ")
+    }
+
+    private static func shorten(_ text: String, _ width: Int) -> String {
+        text.count <= width ? text : "…" + text.suffix(width - 1)
+    }
+
+    static func relative(_ path: String) -> String {
+        let cwd = FileManager.default.currentDirectoryPath
+        if path.hasPrefix(cwd + "/") { return String(path.dropFirst(cwd.count + 1)) }
+        return path
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import RunnerKit
+
+/// The command table and its dispatch.
+enum Runner {
+    static let commands: [CommandSpec] = [
+        RunCommand.spec,
+        ValidateCommand.spec,
+        KindsCommand.spec,
+        DemoCommand.spec,
+        FixtureServerCommand.spec,
+    ]
+
+    static let overview = """
+        OVERVIEW: Run network jobs (images, JSON trees, entries, image lists) reliably: wait for the \
+        network, keep deadlines, one task per key, atomic results.
+
+        USAGE: runner <subcommand> [options]
+
+        SUBCOMMANDS:
+
+        """
+
+    static func main(_ arguments: [String]) async -> Int32 {
+        guard let first = arguments.first else {
+            Console.err(topHelp)
+            return 2
+        }
+        switch first {
+        case "-h", "--help":
+            Console.out(topHelp)
+            return 0
+        case "help":
+            guard arguments.count > 1 else {
+                Console.out(topHelp)
+                return 0
+            }
+            guard let spec = command(arguments[1]) else { return unknown(arguments[1]) }
+            Console.out(spec.helpText)
+            return 0
+        default:
+            guard let spec = command(first) else { return unknown(first) }
+            let rest = Array(arguments.dropFirst())
+            if !spec.rawArguments, rest.contains(where: { $0 == "-h" || $0 == "--help" }) {
+                Console.out(spec.helpText)
+                return 0
+            }
+            do {
+                return await spec.run(try spec.parse(rest))
+            } catch {
+                return usageError(error, spec: spec)
+            }
+        }
+    }
+
+    static func command(_ name: String) -> CommandSpec? { commands.first { $0.name == name } }
+
+    static var topHelp: String {
+        var text = overview
+        for spec in commands where !spec.hidden { text += CommandSpec.row(spec.name, spec.summary) }
+        text += "\n  See 'runner help <subcommand>' for detailed help."
+        return text
+    }
+
+    static func unknown(_ name: String) -> Int32 {
+        Console.error("Unknown subcommand '\(name)'")
+        Console.err("Usage: runner <subcommand> [options]\n  See 'runner --help' for the subcommands.")
+        return 2
+    }
+
+    static func usageError(_ error: any Error, spec: CommandSpec) -> Int32 {
+        Console.error("\(error)")
+        Console.err("Usage: runner \(spec.name) \(spec.usage)\n  See 'runner \(spec.name) --help' for more information.")
+        return 2
+    }
+
+    /// The connectivity monitor of this process: one, shared by every job.
+    static func makeMonitor() -> any ConnectivityMonitoring {
+        AlwaysReachable()
+    }
+}
