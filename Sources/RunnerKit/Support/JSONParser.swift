@@ -9,6 +9,12 @@ public struct JSONParser {
         public var line: Int
         public var column: Int
         public var description: String { "\(message) at line \(line), column \(column)" }
+
+        public init(message: String, line: Int, column: Int) {
+            self.message = message
+            self.line = line
+            self.column = column
+        }
     }
 
     /// Parses one complete JSON document; anything but whitespace after it is an error.

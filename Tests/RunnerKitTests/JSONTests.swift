@@ -1,0 +1,67 @@
+import RunnerKit
+import Testing
+
+@Suite struct JSONParserTests {
+    @Test func parsesEveryKindOfValueAndKeepsMemberOrder() throws {
+        let value = try JSONParser.parse(#"{"z": 1, "a": [true, false, null, -1.5e2, "x\u00e9\n"], "m": {}}"#)
+        #expect(value.objectValue?.map(\.key) == ["z", "a", "m"])
+        #expect(value["a"] == .array([.bool(true), .bool(false), .null, .number(-150), .string("xé\n")]))
+        #expect(JSONWriter.string(value) == #"{"z":1,"a":[true,false,null,-150,"xé\n"],"m":{}}"#)
+    }
+
+    @Test func surrogatePairsDecode() throws {
+        #expect(try JSONParser.parse(#""\ud83d\ude00""#) == .string("😀"))
+    }
+
+    @Test(arguments: [
+        ("", "the document is empty", 1, 1),
+        ("{\"a\": 1,}", "expected a member name in double quotes", 1, 9),
+        ("[1, 2", "expected ',' or ']' in an array", 1, 6),
+        ("{\n  \"a\": tru\n}", "unexpected character 't'", 2, 8),
+        ("01", "a number with a leading zero", 1, 2),
+        ("{\"a\":1} x", "unexpected text after the JSON value", 1, 9),
+        ("{\"a\":1,\"a\":2}", "duplicate member \"a\"", 1, 14),
+        ("\"\\x\"", "an invalid escape \\x in a string", 1, 2),
+    ])
+    func errorsSayWhatAndWhere(input: String, message: String, line: Int, column: Int) {
+        #expect(throws: JSONParser.Error(message: message, line: line, column: column)) { try JSONParser.parse(input) }
+    }
+
+    @Test func deepNestingIsRefusedNotACrash() {
+        let deep = String(repeating: "[", count: 100_000)
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse(deep) }
+    }
+
+    @Test func invalidUTF8InsideAStringIsRefused() {
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
+    }
+}
+
+@Suite struct SHA256Tests {
+    @Test(arguments: [
+        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+    ])
+    func knownVectors(input: String, digest: String) {
+        #expect(SHA256.hex(Array(input.utf8)) == digest)
+    }
+
+    @Test func incrementalEqualsOneShot() {
+        let bytes = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        var hasher = SHA256()
+        var offset = 0
+        for size in [1, 63, 64, 65, 1000, 3] + Array(repeating: 997, count: 20) where offset < bytes.count {
+            let end = min(bytes.count, offset + size)
+            hasher.update(Array(bytes[offset..<end]))
+            offset = end
+        }
+        hasher.update(Array(bytes[offset...]))
+        #expect(hasher.finalizeHex() == SHA256.hex(bytes))
+        // one million 'a': the FIPS long-message vector
+        var million = SHA256()
+        let chunk = [UInt8](repeating: 0x61, count: 1000)
+        for _ in 0..<1000 { million.update(chunk) }
+        #expect(million.finalizeHex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+}
