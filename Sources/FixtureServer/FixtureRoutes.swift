@@ -1,0 +1,137 @@
+import Foundation
+
+/// Maps a request to its response, before fault modes: the seeds' payloads, the fixture images
+/// and the helper routes.
+///
+/// | route | answer |
+/// | --- | --- |
+/// | `/data.json` | the Img.ly tree |
+/// | `/entries/{id}.json` | the entry; 404 for `missingEntryIDs` and unknown ids, 410 for "gone" |
+/// | `/images.json` | `[{"id": 1, "imageUrl": "<base>/images/<name>"}, …]`, plus one image that answers 404 |
+/// | `/images/<name>` | the image bytes under its Content-Type; 404 for an unknown name |
+/// | `/bytes/N` | N bytes, byte i being i % 256 |
+/// | `/redirect?to=URL` | 302 to URL |
+/// | `/echo-headers` | the request's header fields as a JSON object, names lowercased |
+/// | `/` | a plain-text list of these routes |
+enum FixtureRoutes {
+    /// The name the image list gives to an image that does not exist.
+    static let missingImageName = "missing.png"
+
+    static func response(for request: HTTPRequest, baseURL: String) -> HTTPResponse {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            var response = HTTPResponse.text(405, "only GET and HEAD are supported")
+            response.headers.append(("Allow", "GET, HEAD"))
+            return response
+        }
+        let path = request.path
+        switch path {
+        case "/":
+            return .text(200, index)
+        case "/data.json":
+            return .resource(FixtureCatalog.treeJSON, contentType: "application/json")
+        case "/images.json":
+            return .resource(imageListJSON(baseURL: baseURL), contentType: "application/json")
+        case "/echo-headers":
+            return .json(200, echoJSON(request.headers))
+        case "/redirect":
+            guard let location = request.query["to"], !location.isEmpty else {
+                return .text(400, "redirect needs ?to=URL")
+            }
+            var response = HTTPResponse.text(302, "redirecting to \(location)")
+            response.headers.append(("Location", location))
+            return response
+        default:
+            break
+        }
+        if let name = component(of: path, after: "/images/") {
+            guard let image = FixtureCatalog.images.first(where: { $0.name == name }) else {
+                return .text(404, "no image named \(name)")
+            }
+            return .resource(image.bytes, contentType: image.contentType)
+        }
+        if let file = component(of: path, after: "/entries/"), file.hasSuffix(".json") {
+            let id = String(file.dropLast(".json".count))
+            if id == FixtureCatalog.goneEntryID {
+                return .json(410, #"{"error": "gone", "id": \#(FixtureCatalog.jsonString(id))}"# + "\n")
+            }
+            guard FixtureCatalog.hasEntry(id: id) else {
+                return .json(404, #"{"error": "not found", "id": \#(FixtureCatalog.jsonString(id))}"# + "\n")
+            }
+            return .resource(FixtureCatalog.entryJSON(id: id), contentType: "application/json")
+        }
+        if let count = component(of: path, after: "/bytes/") {
+            guard let count = Int(count), count >= 0 else {
+                return .text(400, "/bytes/N needs a non-negative integer N")
+            }
+            return HTTPResponse(status: 200, contentType: "application/octet-stream", body: .pattern(count: count))
+        }
+        return .text(404, "no route for \(path)")
+    }
+
+    /// Answers 304 when the request's validators match the resource (RFC 9110 section 13.2.2):
+    /// If-None-Match, when present, decides alone (weak comparison, `*` matches); otherwise
+    /// If-Modified-Since not earlier than Last-Modified.
+    static func evaluateConditional(_ response: HTTPResponse, request: HTTPRequest) -> HTTPResponse {
+        guard response.status == 200, let etag = response.etag else {
+            return response
+        }
+        if let field = request.header("if-none-match") {
+            let tags = field.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let matches = tags.contains { $0 == "*" || $0 == etag || $0 == "W/" + etag }
+            return matches ? response.notModified : response
+        }
+        if let field = request.header("if-modified-since"), let since = HTTPDate.parse(field),
+            let lastModified = response.lastModified, since >= lastModified
+        {
+            return response.notModified
+        }
+        return response
+    }
+
+    // MARK: - Payloads
+
+    /// The seed's image list: every fixture image, then one that answers 404. Ids count from 1.
+    static func imageListJSON(baseURL: String) -> String {
+        let names = FixtureCatalog.images.map(\.name) + [missingImageName]
+        let elements = names.enumerated().map { index, name in
+            #"  {"id": \#(index + 1), "imageUrl": \#(FixtureCatalog.jsonString(baseURL + "/images/" + name))}"#
+        }
+        return "[\n" + elements.joined(separator: ",\n") + "\n]\n"
+    }
+
+    private static func echoJSON(_ headers: [(name: String, value: String)]) -> String {
+        var fields: [String: String] = [:]
+        for (name, value) in headers {
+            fields[name] = fields[name].map { $0 + ", " + value } ?? value
+        }
+        let members = fields.sorted { $0.key < $1.key }.map {
+            "  \(FixtureCatalog.jsonString($0.key)): \(FixtureCatalog.jsonString($0.value))"
+        }
+        return "{\n" + members.joined(separator: ",\n") + "\n}\n"
+    }
+
+    /// The percent-decoded single path component after `prefix`, or nil when the path is not
+    /// `prefix` followed by one non-empty component.
+    private static func component(of path: String, after prefix: String) -> String? {
+        guard path.hasPrefix(prefix) else {
+            return nil
+        }
+        let rest = path.dropFirst(prefix.count)
+        guard !rest.isEmpty, !rest.contains("/") else {
+            return nil
+        }
+        return rest.removingPercentEncoding ?? String(rest)
+    }
+
+    private static let index = """
+        FixtureServer routes:
+          /data.json            the Img.ly tree
+          /entries/{id}.json    an entry (some answer 404, "gone" answers 410)
+          /images.json          the image list
+          /images/{name}        an image
+          /bytes/N              N bytes (?chunked=1 for chunked coding)
+          /redirect?to=URL      302 to URL
+          /echo-headers         the request's header fields as JSON
+        Fault parameters on any path: delay=MS status=N retryAfter=S hang=1 truncate=N reset=1 html=1 trickle=MS close=1
+        """
+}

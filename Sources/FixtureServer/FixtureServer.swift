@@ -1,0 +1,86 @@
+// A small HTTP/1.1 server for tests and the demo: the seeds' payloads, real images and fault modes,
+// on real sockets.
+//
+// Threading model: one thread per connection, with blocking calls. One accept thread polls the
+// listening socket; each accepted connection gets its own thread (256 KiB stack) that reads
+// requests, answers them and sleeps where a fault mode says so. A thread per connection keeps every
+// fault mode (delay, hang, trickle, truncate, streaming 300 MiB) a few straight lines, where an
+// event loop would need a state machine per mode; and Linux holds a thousand such threads easily,
+// their stacks reserved but committed only as touched, which is what the "1000 hanging
+// connections" tests need.
+//
+// Every wait polls a stop socket besides the client, so `stop()` wakes them all at once: it makes
+// the stop socket readable, shuts down every open connection (waking threads blocked in recv or
+// send), then waits for the threads to end. A thread that waits also returns when its client
+// hangs up, so connections that clients abandon do not pile up. The shared state (open
+// connections, request counts) sits in one Mutex inside `ServerCore`.
+
+/// An HTTP/1.1 server on a loopback port, serving the `FixtureCatalog` with fault modes.
+///
+/// ```swift
+/// let server = FixtureServer()
+/// try server.start()
+/// defer { server.stop() }
+/// let url = URL(string: server.baseURL + "/images/png.png?delay=200")!
+/// ```
+///
+/// Routes are listed on `FixtureRoutes`, fault parameters (valid on any path) on `FaultOptions`.
+/// Static resources carry a strong ETag and a fixed Last-Modified and answer conditional requests
+/// with 304.
+public final class FixtureServer: Sendable {
+    private let core: ServerCore
+
+    /// A server for `host` (an IP literal) and `port`; port 0 lets the system pick a free one.
+    /// Nothing listens until `start()`.
+    public init(host: String = "127.0.0.1", port: UInt16 = 0) {
+        core = ServerCore(host: host, port: port)
+    }
+
+    deinit {
+        core.stop()
+    }
+
+    // MARK: - Lifecycle
+
+    /// Binds, listens and starts accepting connections. Also raises the process's soft limit on
+    /// open files to its hard limit, since tests hold many connections at once.
+    /// Throws when the address cannot be used, or when the server already ran.
+    public func start() throws {
+        try core.start()
+    }
+
+    /// Closes the listener and every connection, waking handlers that delay, hang or trickle, and
+    /// waits (up to five seconds) until their threads have ended. Idempotent.
+    public func stop() {
+        core.stop()
+    }
+
+    // MARK: - Address
+
+    /// The bound port once started (the requested one before).
+    public var port: UInt16 {
+        core.port
+    }
+
+    /// "http://HOST:PORT" (IPv6 hosts in brackets).
+    public var baseURL: String {
+        core.baseURL
+    }
+
+    // MARK: - Observing
+
+    /// How many requests arrived whose path (without query) is `path`, fault requests included.
+    public func requestCount(path: String) -> Int {
+        core.requestCount(path: path)
+    }
+
+    /// How many requests arrived in all.
+    public var totalRequests: Int {
+        core.totalRequests
+    }
+
+    /// How many client connections are open now.
+    public var openConnections: Int {
+        core.openConnections
+    }
+}

@@ -1,0 +1,157 @@
+import FixtureServer
+import Foundation
+import Glibc
+import FoundationNetworking
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct ConnectionTests {
+    @Test func keepAliveServesTwoRequestsOnOneConnection() async throws {
+        let server = try startedServer()
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port)
+        client.request("/data.json")
+        let first = try client.readResponse()
+        client.request("/entries/imgly.A.2.json")
+        let second = try client.readResponse()
+        #expect(first.status == 200 && second.status == 200)
+        #expect(first.headers["connection"] == "keep-alive")
+        #expect(first.text == FixtureCatalog.treeJSON)
+        #expect(second.text == FixtureCatalog.entryJSON(id: "imgly.A.2"))
+        #expect(server.openConnections == 1)
+        #expect(server.totalRequests == 2)
+    }
+
+    @Test func pipelinedRequestsAreAnsweredInOrder() throws {
+        let server = try startedServer()
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port)
+        client.send("GET /bytes/1 HTTP/1.1\r\nHost: x\r\n\r\nGET /bytes/2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(try client.readResponse().body == [0])
+        #expect(try client.readResponse().body == [0, 1])
+    }
+
+    @Test func http10ClosesUnlessAskedToKeepAlive() throws {
+        let server = try startedServer()
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port)
+        client.send("GET /bytes/1 HTTP/1.0\r\n\r\n")
+        #expect(try client.readResponse().headers["connection"] == "close")
+        #expect(try client.readToEnd().isEmpty)
+    }
+
+    @Test func twoHundredConcurrentConnections() async throws {
+        let server = try startedServer()
+        defer { server.stop() }
+        let clients = try (0..<200).map { _ in try RawHTTPClient(port: server.port) }
+        #expect(await eventually { server.openConnections == 200 })
+        for client in clients {
+            client.request("/images/gif.gif")
+        }
+        for client in clients {
+            let response = try client.readResponse()
+            #expect(response.status == 200)
+            #expect(response.body.count == FixtureCatalog.images[4].bytes.count)
+        }
+        #expect(server.requestCount(path: "/images/gif.gif") == 200)
+
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<200 {
+                group.addTask { try await fetch(server, "/entries/imgly.A.1.json?n=\(index)&delay=50").response.statusCode }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: 200))
+        #expect(server.requestCount(path: "/entries/imgly.A.1.json") == 200)
+    }
+
+    @Test func holdsAThousandHangingConnectionsAndStopReleasesThem() async throws {
+        let server = try startedServer()
+        let clients = try (0..<1000).map { _ in try RawHTTPClient(port: server.port) }
+        for client in clients {
+            client.request("/images/png.png?hang=1")
+        }
+        #expect(await eventually(within: .seconds(20)) { server.requestCount(path: "/images/png.png") == 1000 })
+        #expect(server.openConnections == 1000)
+        #expect(!clients[0].hasData(within: 0.1))
+        let start = ContinuousClock.now
+        server.stop()
+        #expect(milliseconds(since: start) < 3000)
+        #expect(server.openConnections == 0)
+        #expect(clients.allSatisfy { $0.hasData(within: 1) })
+    }
+
+    @Test func requestCountIgnoresTheQuery() async throws {
+        let server = try startedServer()
+        defer { server.stop() }
+        _ = try await fetch(server, "/data.json")
+        _ = try await fetch(server, "/data.json?delay=1")
+        _ = try await fetch(server, "/images.json")
+        #expect(server.requestCount(path: "/data.json") == 2)
+        #expect(server.requestCount(path: "/images.json") == 1)
+        #expect(server.requestCount(path: "/never") == 0)
+        #expect(server.totalRequests == 3)
+    }
+
+    // MARK: - Lifecycle
+
+    @Test func lifecycle() throws {
+        let server = FixtureServer()
+        #expect(server.port == 0)
+        try server.start()
+        #expect(server.port != 0)
+        #expect(server.baseURL == "http://127.0.0.1:\(server.port)")
+        #expect(throws: FixtureServer.Error.alreadyStarted) { try server.start() }
+        server.stop()
+        server.stop()
+        #expect(throws: FixtureServer.Error.stopped) { try server.start() }
+        #expect(throws: RawHTTPClient.Failure.connect(ECONNREFUSED)) { try RawHTTPClient(port: server.port) }
+    }
+
+    @Test func startFailsClearly() throws {
+        #expect(throws: FixtureServer.Error.invalidHost("example.com")) {
+            try FixtureServer(host: "example.com").start()
+        }
+        let first = try startedServer()
+        defer { first.stop() }
+        let second = FixtureServer(port: first.port)
+        let error = try #require(throws: FixtureServer.Error.self) { try second.start() }
+        #expect(error.description.contains("could not bind 127.0.0.1:\(first.port)"))
+    }
+
+    @Test func servesOnIPv6Loopback() async throws {
+        let server = FixtureServer(host: "::1")
+        do {
+            try server.start()
+        } catch {
+            return  // no IPv6 on this machine
+        }
+        defer { server.stop() }
+        #expect(server.baseURL == "http://[::1]:\(server.port)")
+        let fd = socket(AF_INET6, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_port = server.port.bigEndian
+        address.sin6_addr = in6addr_loopback
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
+        }
+        #expect(connected == 0)
+        #expect(await eventually { server.openConnections == 1 })
+    }
+
+    @Test func deinitStopsTheServer() async throws {
+        var port: UInt16 = 0
+        do {
+            let server = try startedServer()
+            port = server.port
+            let client = try RawHTTPClient(port: port)
+            client.request("/bytes/1")
+            #expect(try client.readResponse().body == [0])
+        }
+        #expect(throws: RawHTTPClient.Failure.connect(ECONNREFUSED)) { try RawHTTPClient(port: port) }
+    }
+}
