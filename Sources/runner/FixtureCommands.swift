@@ -8,7 +8,7 @@ enum DemoCommand {
     /// Demo job files name the fixture server by this base URL; the demo puts the real one in.
     static let placeholder = "http://fixture.test"
 
-    static let spec = CommandSpec(
+    static let spec: CommandSpec = CommandSpec(
         name: "demo",
         summary: "Run the demo jobs (Jobs/demo) against the built-in fixture server on loopback.",
         usage: "[--jobs DIR] [--out DIR] [--concurrency N] [--json]",
@@ -62,7 +62,7 @@ enum DemoCommand {
 
 /// `runner fixture-server`: the fixture server on its own, for tests and trying things by hand.
 enum FixtureServerCommand {
-    static let spec = CommandSpec(
+    static let spec: CommandSpec = CommandSpec(
         name: "fixture-server",
         summary: "Serve the fixture payloads and fault modes (for tests and the demo) until interrupted.",
         usage: "[--host ADDRESS] [--port N]",

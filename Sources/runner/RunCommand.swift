@@ -7,7 +7,7 @@ import Synchronization
 
 /// `runner run FILE…`: validate every file, then run every job, then report.
 enum RunCommand {
-    static let spec = CommandSpec(
+    static let spec: CommandSpec = CommandSpec(
         name: "run",
         summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
         usage: "FILE… [--out DIR] [--concurrency N] [--json]",
@@ -93,9 +93,9 @@ enum RunCommand {
 }
 
 /// Turns signals into a callback on a dispatch queue, instead of the default of dying.
-final class SignalWatcher: Sendable {
+final class SignalWatcher: @unchecked Sendable {  // sources are immutable; DispatchSource is thread-safe
     private let sources: [any DispatchSourceSignal]
-    private let received = Atomic<Int32>(0)
+    private let received = Locked<Int32>(0)
 
     init(signals: [Int32], handler: @escaping @Sendable (Int32) -> Void) {
         var sources: [any DispatchSourceSignal] = []
@@ -106,8 +106,9 @@ final class SignalWatcher: Sendable {
         }
         self.sources = sources
         for (source, number) in zip(sources, signals) {
-            source.setEventHandler { [received] in
-                received.store(number, ordering: .relaxed)
+            let received = self.received
+            source.setEventHandler {
+                received.withLock { $0 = number }
                 handler(number)
             }
             source.resume()
@@ -117,7 +118,7 @@ final class SignalWatcher: Sendable {
     /// Stops watching and returns the signal that arrived, if one did.
     func stop() -> Int32? {
         for source in sources { source.cancel() }
-        let number = received.load(ordering: .relaxed)
+        let number = received.value
         return number == 0 ? nil : number
     }
 

@@ -4,7 +4,7 @@ import RunnerKit
 
 /// `runner validate FILE…`: the checks of `run`, without running anything.
 enum ValidateCommand {
-    static let spec = CommandSpec(
+    static let spec: CommandSpec = CommandSpec(
         name: "validate",
         summary: "Check job files without running them: every error names the file, the job and the field.",
         usage: "FILE…",
@@ -28,7 +28,7 @@ enum ValidateCommand {
 
 /// `runner kinds`: the registered kinds and their parameters.
 enum KindsCommand {
-    static let spec = CommandSpec(
+    static let spec: CommandSpec = CommandSpec(
         name: "kinds",
         summary: "List the job kinds this runner knows, with their parameters.",
         usage: "",
