@@ -44,8 +44,7 @@ struct AttemptPolicyTests {
         clock.advance(by: .milliseconds(499))
         #expect(notices.count == 0)
         clock.advance(by: .milliseconds(1))
-        await clock.waitForSleepers(1)
-        #expect(notices.count == 1)
+        await eventually { notices.count == 1 }
         clock.advance(by: .milliseconds(1500))
         let result = await report
         guard case .offline = result.outcome else {
@@ -69,6 +68,7 @@ struct AttemptPolicyTests {
         }
         await clock.waitForSleepers(2)
         clock.advance(by: .milliseconds(500))
+        await eventually { notices.count == 1 }
         clock.advance(by: .milliseconds(500))
         monitor.setReachable("h", true)
         let result = await report

@@ -20,8 +20,8 @@ import Testing
         ("{\n  \"a\": tru\n}", "unexpected character 't'", 2, 8),
         ("01", "a number with a leading zero", 1, 2),
         ("{\"a\":1} x", "unexpected text after the JSON value", 1, 9),
-        ("{\"a\":1,\"a\":2}", "duplicate member \"a\"", 1, 14),
-        ("\"\\x\"", "an invalid escape \\x in a string", 1, 2),
+        ("{\"a\":1,\"a\":2}", "duplicate member \"a\"", 1, 13),
+        ("\"\\x\"", "an invalid escape \\x in a string", 1, 3),
     ])
     func errorsSayWhatAndWhere(input: String, message: String, line: Int, column: Int) {
         #expect(throws: JSONParser.Error(message: message, line: line, column: column)) { try JSONParser.parse(input) }

@@ -73,7 +73,7 @@ import Testing
         (#"{"kind": "probe", "url": "http://h/", "output": "/etc/passwd"}"#, "f.json: field 'output' must be a path relative to the output directory, not '/etc/passwd'"),
         (#"{"kind": "probe", "url": "http://h/", "output": "a/../../x"}"#, "f.json: field 'output' must not climb out of the output directory with '..'"),
         (#"{"kind": "probe", "url": "http://h/", "output": "results/x.json"}"#, "f.json: field 'output' must not point into results/, runs/ or a hidden name"),
-        (#"{"kind": "probe", "url": "http://h/""#, "f.json: is not valid JSON: expected ',' or '}' in an object at line 1, column 31"),
+        (#"{"kind": "probe", "url": "http://h/""#, "f.json: is not valid JSON: expected ',' or '}' in an object at line 1, column 37"),
         (#"{"jobs": [], "defaults": {}}"#, "f.json: field 'jobs' is an empty array"),
         (#"{"defaults": {"bogus": 1}, "jobs": [{"kind": "probe", "url": "http://h/"}]}"#, "f.json: defaults: field 'bogus' is not a field of any job kind"),
         ("  \n", "f.json: is empty"),

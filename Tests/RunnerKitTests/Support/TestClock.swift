@@ -73,3 +73,15 @@ final class TestClock: Clock, Sendable {
         }
     }
 }
+
+/// Waits (on the real clock, at most 5 s) until `condition` holds; records an issue if it never does.
+func eventually(_ condition: () -> Bool, sourceLocation: SourceLocation = #_sourceLocation) async {
+    let limit = ContinuousClock.now.advanced(by: .seconds(5))
+    while !condition() {
+        if ContinuousClock.now > limit {
+            Issue.record("condition not met within 5 s", sourceLocation: sourceLocation)
+            return
+        }
+        try? await Task.sleep(for: .milliseconds(1))
+    }
+}
