@@ -33,7 +33,7 @@ let package = Package(
         .testTarget(name: "FixtureServerTests", dependencies: ["FixtureServer"], swiftSettings: settings),
         .testTarget(
             name: "RunnerTests",
-            dependencies: ["runner", "RunnerKit", "FixtureServer"],
+            dependencies: ["runner", "RunnerKit", "RunnerKinds", "FixtureServer"],
             swiftSettings: settings
         ),
     ],

@@ -1,0 +1,106 @@
+import FixtureServer
+import Foundation
+import RunnerKit
+import Testing
+
+/// Runs the built `runner` binary, as a user would, and reads what it wrote.
+struct RunnerBinary {
+    struct Output {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// The binary next to the test bundle (both live in the build folder), or `RUNNER_BIN`.
+    static let path: String = {
+        if let override = ProcessInfo.processInfo.environment["RUNNER_BIN"] { return override }
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        return bundle.appendingPathComponent("runner").path
+    }()
+
+    /// Runs `runner ARGS…` in `directory`; `beforeWait` gets the process once it started.
+    @discardableResult
+    static func run(_ arguments: [String], in directory: String, beforeWait: (Process) async -> Void = { _ in }) async throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        let stdoutPath = "\(directory)/.stdout-\(UUID().uuidString)"
+        let stderrPath = "\(directory)/.stderr-\(UUID().uuidString)"
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        defer {
+            try? FileManager.default.removeItem(atPath: stdoutPath)
+            try? FileManager.default.removeItem(atPath: stderrPath)
+        }
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        await beforeWait(process)
+        while process.isRunning { try await Task.sleep(for: .milliseconds(5)) }
+        return Output(
+            status: process.terminationStatus,
+            stdout: (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")
+    }
+}
+
+/// A test's world: a fixture server, a work folder, and helpers to write jobs and read results.
+final class Workspace: @unchecked Sendable {
+    let server = FixtureServer()
+    let root: String
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("runner-e2e-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        try server.start()
+    }
+
+    deinit {
+        server.stop()
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    var base: String { server.baseURL }
+    var out: String { "\(root)/out" }
+
+    @discardableResult
+    func write(_ name: String, _ text: String) -> String {
+        let path = "\(root)/\(name)"
+        _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+        return path
+    }
+
+    func run(_ arguments: [String], beforeWait: (Process) async -> Void = { _ in }) async throws -> RunnerBinary.Output {
+        try await RunnerBinary.run(arguments, in: root, beforeWait: beforeWait)
+    }
+
+    /// The result record of a key, parsed.
+    func record(_ key: String) throws -> JSONValue {
+        let path = "\(out)/results/\(OutputStore.fileName(forKey: key)).json"
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw Missing(what: "no record for \(key) at \(path)")
+        }
+        return try JSONParser.parse([UInt8](data))
+    }
+
+    func status(_ key: String) throws -> String? { try record(key)["status"]?.stringValue }
+
+    func payload(_ relative: String) -> [UInt8]? {
+        FileManager.default.contents(atPath: "\(out)/\(relative)").map { [UInt8]($0) }
+    }
+
+    /// Every file under out/, relative, sorted.
+    func outputFiles() -> [String] {
+        (FileManager.default.enumerator(atPath: out)?.allObjects as? [String] ?? []).filter { name in
+            var directory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: "\(out)/\(name)", isDirectory: &directory) && !directory.boolValue
+        }.sorted()
+    }
+
+    /// Temporary files left anywhere under out/ (there must be none).
+    func leftovers() -> [String] { outputFiles().filter { $0.split(separator: "/").last?.hasPrefix(".tmp-") == true } }
+
+    struct Missing: Error, CustomStringConvertible { var what: String; var description: String { what } }
+}
