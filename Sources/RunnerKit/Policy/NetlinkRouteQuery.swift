@@ -100,7 +100,7 @@ final class NetlinkRouteQuery: Sendable {
     }
 
     /// Whether packets to `address` would leave through a usable interface: a unicast route
-    /// whose interface is up and running (has carrier) and is not flagged dead or link-down,
+    /// whose interface is up, running and has carrier, and is not flagged dead or link-down,
     /// or a local route (the address is this host's own). `nil` when the kernel could not be
     /// asked.
     func isUsable(_ address: IPAddress) -> Bool? {
@@ -114,7 +114,9 @@ final class NetlinkRouteQuery: Sendable {
             if flags & (Netlink.NextHopFlag.dead | Netlink.NextHopFlag.linkDown) != 0 { return false }
             guard let outputInterface else { return true }
             guard let linkFlags = try? interfaceFlags(index: outputInterface) else { return false }
-            let needed = Netlink.InterfaceFlag.up | Netlink.InterfaceFlag.running
+            // IFF_RUNNING: operational (carrier, not dormant), as of the kernel's last link
+            // event; IFF_LOWER_UP: the carrier bit itself, current even before that event.
+            let needed = Netlink.InterfaceFlag.up | Netlink.InterfaceFlag.running | Netlink.InterfaceFlag.lowerUp
             return linkFlags & needed == needed
         }
     }

@@ -1,5 +1,6 @@
 #if os(Linux)
 
+import Dispatch
 import Foundation
 import Glibc
 import Synchronization
@@ -102,6 +103,9 @@ public final class RouteMonitor: ConnectivityMonitoring {
         }
     }
 
+    /// The name of the event thread, as `/proc/<pid>/task/<tid>/comm` shows it.
+    static let eventThreadName = "runner-monitor"
+
     private let core: Core
 
     /// How this monitor learns about changes: `.netlink` unless it had to fall back.
@@ -199,6 +203,8 @@ extension RouteMonitor {
         private let wakeReader: Int32
         private let wakeWriter: Int32
         private let state: Mutex<State>
+        /// Signalled by the event thread once it runs (and has its name).
+        private let started = DispatchSemaphore(value: 0)
 
         var mode: Mode { state.withLock { $0.mode } }
 
@@ -260,6 +266,7 @@ extension RouteMonitor {
             }, context)
             if result == 0 {
                 state.withLock { $0.thread = thread }
+                started.wait()
             } else {
                 Unmanaged<Core>.fromOpaque(context).release()
                 state.withLock { $0.mode = .unavailable }
@@ -389,6 +396,8 @@ extension RouteMonitor {
         }
 
         private func run() {
+            Self.nameCurrentThread()
+            started.signal()
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536, alignment: 8)
             defer { buffer.deallocate() }
             let clock = ContinuousClock()
@@ -422,6 +431,15 @@ extension RouteMonitor {
                     reevaluate()
                 }
             }
+        }
+
+        /// Names the thread for `top -H`, `ps -L` and leak checks (Glibc does not import
+        /// `pthread_setname_np`).
+        private static func nameCurrentThread() {
+            let descriptor = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { return }
+            _ = RouteMonitor.eventThreadName.withCString { write(descriptor, $0, strlen($0)) }
+            Glibc.close(descriptor)
         }
 
         private static func milliseconds(until deadline: ContinuousClock.Instant, clock: ContinuousClock) -> Int32 {
