@@ -9,6 +9,12 @@
 # must be reported within LIMIT_MS (default 100) of the moment just before the `ip` command;
 # the polling fallback (`--polling`) is measured too, against POLL_LIMIT_MS (default 200).
 #
+# The veth ends get distinct interface indexes on purpose. The kernel publishes a carrier change
+# (operstate, IFF_RUNNING, the routes' linkdown flag, the RTM_NEWLINK event) from its linkwatch
+# work, which is immediate for "urgent" devices (a veth whose peer has another index) but
+# otherwise runs at most once a second: two namespaces that each number their veth 2 would see
+# the carrier loss up to 1 s late, in the kernel itself, whatever the monitor does.
+#
 # Usage: Tests/Netns/monitor-flip.sh   (as root; RUNNER_BIN defaults to .build/debug/runner)
 # Exit: 0 passed or skipped (prints "SKIP: reason"), 1 failed.
 
@@ -53,7 +59,7 @@ V6_SERVER="fd00:213:$NET::2"
 C() { ip -n "$CLIENT" "$@"; }
 S() { ip -n "$SERVER" "$@"; }
 
-C link add veth-c type veth peer name veth-s netns "$SERVER" || fail "cannot create the veth pair"
+C link add veth-c index 3 type veth peer name veth-s index 4 netns "$SERVER" || fail "cannot create the veth pair"
 # Keep static IPv6 addresses when a link goes down, so that "up" restores the routes.
 ip netns exec "$CLIENT" sysctl -qw net.ipv6.conf.veth-c.keep_addr_on_down=1
 ip netns exec "$SERVER" sysctl -qw net.ipv6.conf.veth-s.keep_addr_on_down=1
