@@ -9,6 +9,10 @@ enum Runner {
         KindsCommand.spec,
         DemoCommand.spec,
         FixtureServerCommand.spec,
+        CommandSpec(
+            name: "connectivity", summary: "Print whether HOST is reachable, and with --watch each change (diagnostic).",
+            usage: "HOST [--watch SECONDS] [--polling]", hidden: true, rawArguments: true,
+            run: { await runConnectivityCommand($0.raw) }),
     ]
 
     static let overview = """
@@ -75,7 +79,12 @@ enum Runner {
     }
 
     /// The connectivity monitor of this process: one, shared by every job.
+    /// On Linux, the kernel's routing netlink (falling back to polling route look-ups).
     static func makeMonitor() -> any ConnectivityMonitoring {
-        AlwaysReachable()
+        #if os(Linux)
+        return RouteMonitor()
+        #else
+        return AlwaysReachable()
+        #endif
     }
 }
