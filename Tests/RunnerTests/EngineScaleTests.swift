@@ -1,0 +1,76 @@
+import FixtureServer
+import Foundation
+import RunnerKinds
+import RunnerKit
+import Synchronization
+import Testing
+
+/// The engine in-process with the real URLSession client and the fixture server: nothing of an
+/// attempt outlives it, and real timers end a thousand hanging fetches at their deadline.
+@Suite(.timeLimit(.minutes(2)), .serialized)
+struct EngineScaleTests {
+    /// The real clock, counting sleeps in progress, so a test can see no timer is left.
+    final class CountingClock: Clock, Sendable {
+        let base = ContinuousClock()
+        let sleeping = Mutex(0)
+        var now: ContinuousClock.Instant { base.now }
+        var minimumResolution: Duration { base.minimumResolution }
+        func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+            sleeping.withLock { $0 += 1 }
+            defer { sleeping.withLock { $0 -= 1 } }
+            try await base.sleep(until: deadline, tolerance: tolerance)
+        }
+        var pending: Int { sleeping.withLock { $0 } }
+    }
+
+    final class Collector: RunObserver {
+        let results = Mutex<[JobResult]>([])
+        func jobFinished(_ result: JobResult) { results.withLock { $0.append(result) } }
+        var all: [JobResult] { results.withLock { $0 } }
+    }
+
+    func engine(_ folder: String, concurrency: Int, clock: CountingClock, http: URLSessionFetcher, observer: Collector) throws -> JobEngine {
+        JobEngine(
+            configuration: .init(store: try OutputStore(root: folder), http: http, monitor: RouteMonitor(), clock: clock, concurrency: concurrency),
+            observer: observer)
+    }
+
+    @Test func aThousandJobsLeaveNoTaskTimerOrTransferBehind() async throws {
+        let w = try Workspace()
+        let clock = CountingClock()
+        let http = URLSessionFetcher(maxConnectionsPerHost: 16)
+        let collector = Collector()
+        let engine = try engine(w.out, concurrency: 32, clock: clock, http: http, observer: collector)
+        let ids = FixtureCatalog.treeLeafIDs.filter { !FixtureCatalog.missingEntryIDs.contains($0) }
+        let jobs = (0..<1000).map { i in
+            JobDescriptor(kind: EntryKind(id: ids[i % ids.count]), key: "entry-\(i)", url: URL(string: "\(w.base)/entries/\(ids[i % ids.count]).json")!)
+        }
+        let summary = await engine.run(jobs)
+        #expect(summary.counts[.succeeded] == 1000)
+        #expect(engine.taskManager.count == 0)
+        #expect(http.activeTaskCount == 0)
+        #expect(clock.pending == 0, "no deadline timer is left sleeping")
+        #expect(w.leftovers().isEmpty)
+    }
+
+    @Test func aThousandHangingFetchesEndTimedOutAtTheirDeadline() async throws {
+        let w = try Workspace()
+        let clock = CountingClock()
+        let http = URLSessionFetcher(maxConnectionsPerHost: 64)
+        let collector = Collector()
+        let engine = try engine(w.out, concurrency: 1000, clock: clock, http: http, observer: collector)
+        let jobs = (0..<1000).map { i in
+            JobDescriptor(kind: EntryKind(id: "h\(i)"), key: "hang-\(i)", url: URL(string: "\(w.base)/entries/h\(i).json?hang=1")!, timeout: .seconds(1))
+        }
+        let summary = await engine.run(jobs)
+        #expect(summary.counts[.timedOut] == 1000, "\(summary.counts)")
+        let durations = collector.all.map(\.durationMs).sorted()
+        let late = durations.map { $0 - 1000 }
+        // Generous for a shared two-core machine; the benchmark reports the precise spread.
+        #expect(durations.first ?? 0 >= 990, "none ends before its deadline: \(durations.prefix(3))")
+        #expect(late[late.count * 99 / 100] < 1000, "p99 lateness \(late[late.count * 99 / 100]) ms")
+        #expect(engine.taskManager.count == 0)
+        #expect(http.activeTaskCount == 0)
+        #expect(clock.pending == 0)
+    }
+}
