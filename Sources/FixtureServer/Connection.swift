@@ -195,7 +195,7 @@ struct Connection {
         if chunked && !socket.send(String(piece.count, radix: 16) + "\r\n") {
             return false
         }
-        if let trickle {
+        if let trickle, trickle > 0 {
             for index in piece.indices {
                 guard socket.wait(milliseconds: trickle, stopFD: stopFD) == .elapsed,
                     socket.send(piece[index...index])

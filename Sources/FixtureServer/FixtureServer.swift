@@ -45,7 +45,7 @@ public final class FixtureServer: Sendable {
     /// Binds, listens and starts accepting connections. Also raises the process's soft limit on
     /// open files to its hard limit, since tests hold many connections at once.
     /// Throws when the address cannot be used, or when the server already ran.
-    public func start() throws {
+    public func start() throws(FixtureServer.Error) {
         try core.start()
     }
 

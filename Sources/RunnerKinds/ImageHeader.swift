@@ -334,7 +334,7 @@ public struct ImageHeader: Equatable, Sendable {
             if start.hasPrefix("{") || start.hasPrefix("[") {
                 return "a JSON document"
             }
-            if isText(prefix) {
+            if isText(text) {
                 return "plain text"
             }
         }
@@ -349,7 +349,11 @@ public struct ImageHeader: Equatable, Sendable {
         if head.starts(with: [0xEF, 0xBB, 0xBF]) {
             head.removeFirst(3)
         }
-        for cut in 0...min(3, head.count) {
+        guard !head.isEmpty else {
+            return ""
+        }
+        // Never cut the whole: a lone byte that is no character is not text.
+        for cut in 0...min(3, head.count - 1) {
             let candidate = head.dropLast(cut)
             if let text = String(validating: candidate, as: UTF8.self) {
                 return text
@@ -358,9 +362,11 @@ public struct ImageHeader: Equatable, Sendable {
         return nil
     }
 
-    /// Whether the first KiB has no control bytes other than tab, line feed, carriage return and form feed.
-    private static func isText(_ prefix: [UInt8]) -> Bool {
-        prefix.prefix(1024).allSatisfy { ($0 >= 0x20 && $0 != 0x7F) || [0x09, 0x0A, 0x0C, 0x0D].contains($0) }
+    /// Whether the text has no control characters other than tab, line feed, form feed and carriage return.
+    private static func isText(_ text: String) -> Bool {
+        text.unicodeScalars.allSatisfy {
+            $0.properties.generalCategory != .control || ["\t", "\n", "\u{0C}", "\r"].contains($0)
+        }
     }
 
     private static func hex(_ byte: UInt8) -> String {

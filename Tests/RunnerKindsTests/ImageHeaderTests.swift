@@ -1,0 +1,308 @@
+import FixtureServer
+import RunnerKinds
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct ImageHeaderTests {
+    static let images = FixtureCatalog.images
+
+    private func expected(_ image: FixtureImage) throws -> ImageHeader {
+        ImageHeader(format: try #require(ImageFormat(rawValue: image.format)), width: image.width, height: image.height)
+    }
+
+    // MARK: - Real images
+
+    @Test(arguments: images.map(\.name))
+    func fixtureImageParsesToItsFormatAndSize(name: String) throws {
+        let image = try #require(Self.images.first { $0.name == name })
+        #expect(try ImageHeader.parse(image.bytes) == expected(image))
+        // Callers pass at most the first 512 KiB; a prefix that holds the header is enough.
+        #expect(try ImageHeader.parse(Array(image.bytes.prefix(8192))) == expected(image))
+    }
+
+    @Test(arguments: images.map(\.name))
+    func fixtureImageIsComplete(name: String) throws {
+        let image = try #require(Self.images.first { $0.name == name })
+        let format = try #require(ImageFormat(rawValue: image.format))
+        let suffix = Array(image.bytes.suffix(64))
+        let prefix = Array(image.bytes.prefix(64))
+        #expect(ImageHeader.isComplete(format, prefix: prefix, suffix: suffix, totalLength: image.bytes.count))
+        #expect(ImageHeader.isComplete(format, suffix: suffix, totalLength: image.bytes.count))
+        let cut = Array(image.bytes.dropLast(3))
+        #expect(
+            !ImageHeader.isComplete(format, prefix: prefix, suffix: Array(cut.suffix(64)), totalLength: cut.count))
+    }
+
+    @Test(arguments: images.map(\.name))
+    func shortPrefixIsTruncated(name: String) throws {
+        let image = try #require(Self.images.first { $0.name == name })
+        let format = try #require(ImageFormat(rawValue: image.format))
+        for length in [1, 2, 8] {
+            #expect(throws: ImageHeader.Error.truncated(format)) {
+                try ImageHeader.parse(Array(image.bytes.prefix(length)))
+            }
+        }
+    }
+
+    /// Every prefix of every image either parses to the right header or fails as truncated or
+    /// malformed in the right format, and once it parses, every longer prefix does too.
+    @Test func everyPrefixOfEveryImageIsHandled() throws {
+        for image in Self.images {
+            let format = try #require(ImageFormat(rawValue: image.format))
+            let header = try expected(image)
+            var parsedAt: Int?
+            for length in 0...image.bytes.count {
+                let prefix = Array(image.bytes.prefix(length))
+                do {
+                    let result = try ImageHeader.parse(prefix)
+                    #expect(result == header, "\(image.name) prefix \(length)")
+                    parsedAt = parsedAt ?? length
+                } catch {
+                    switch error {
+                    case .truncated(let found), .malformed(let found, _):
+                        #expect(found == format, "\(image.name) prefix \(length)")
+                    case .notAnImage:
+                        #expect(length == 0, "\(image.name) prefix \(length)")
+                    }
+                    #expect(parsedAt == nil, "\(image.name) failed at \(length) after parsing at \(parsedAt ?? -1)")
+                }
+                let complete = ImageHeader.isComplete(
+                    format, prefix: Array(prefix.prefix(64)), suffix: Array(prefix.suffix(64)), totalLength: length)
+                if format != .gif {
+                    #expect(complete == (length == image.bytes.count), "\(image.name) prefix \(length)")
+                }
+            }
+            #expect(parsedAt != nil)
+        }
+    }
+
+    @Test func exifJPEGIsReadPastItsDecoyFrameHeader() throws {
+        // The EXIF segment of this image ends with bytes that look like an SOF0 of 999x999.
+        let image = try #require(Self.images.first { $0.name == "jpeg-exif.jpg" })
+        let decoy: [UInt8] = [0xFF, 0xC0, 0x00, 0x11, 0x08, 0x03, 0xE7, 0x03, 0xE7]
+        #expect(image.bytes.indices.contains { Array(image.bytes[$0...].prefix(decoy.count)) == decoy })
+        #expect(try ImageHeader.parse(image.bytes) == ImageHeader(format: .jpeg, width: 19, height: 15))
+    }
+
+    // MARK: - What else arrives
+
+    @Test func htmlJSONTextAndEmptyBodiesAreNamed() {
+        let cases: [(String, String)] = [
+            ("<!DOCTYPE html>\n<html><body>Sign in</body></html>", "an HTML page"),
+            ("  <html lang=\"en\"><head></head></html>", "an HTML page"),
+            ("<?xml version=\"1.0\"?><svg xmlns=\"http://www.w3.org/2000/svg\"/>", "an SVG image"),
+            ("<?xml version=\"1.0\"?><feed/>", "an XML document"),
+            ("{\"error\": \"not found\"}", "a JSON document"),
+            ("\u{FEFF}[1, 2]", "a JSON document"),
+            ("Bad Gateway\n", "plain text"),
+            ("", "an empty body"),
+        ]
+        for (text, phrase) in cases {
+            let bytes = Array(text.utf8)
+            #expect(ImageHeader.describe(bytes) == phrase, "\(text)")
+            #expect(throws: ImageHeader.Error.notAnImage(phrase)) { try ImageHeader.parse(bytes) }
+        }
+    }
+
+    @Test func otherBytesAreNamedByCountAndFirstBytes() {
+        #expect(ImageHeader.describe([0, 1, 2, 3, 4]) == "5 bytes of unknown data starting 00 01 02 03")
+        #expect(ImageHeader.describe([0xC3]) == "1 byte of unknown data starting c3")
+        #expect(ImageHeader.describe(Array("%PDF-1.7".utf8)) == "a PDF document")
+        #expect(ImageHeader.describe(Array("RIFF\u{24}\0\0\0WAVEfmt ".utf8)) == "a RIFF file of type \"WAVE\"")
+        #expect(throws: ImageHeader.Error.notAnImage("a RIFF file of type \"WAVE\"")) {
+            try ImageHeader.parse(Array("RIFF\u{24}\0\0\0WAVEfmt ".utf8))
+        }
+    }
+
+    @Test func errorsReadAsSentences() {
+        #expect(ImageHeader.Error.notAnImage("an HTML page").description == "expected an image, but an HTML page arrived")
+        #expect(ImageHeader.Error.truncated(.png).description == "the PNG header is truncated")
+        #expect(
+            ImageHeader.Error.malformed(.webp, "unknown first chunk \"ABCD\"").description
+                == "the WebP header is malformed: unknown first chunk \"ABCD\"")
+    }
+
+    @Test func fileExtensions() {
+        #expect(ImageFormat.allCases.map(\.fileExtension) == ["png", "jpg", "gif", "webp", "bmp"])
+    }
+
+    // MARK: - Hand-made headers
+
+    private func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
+    private func le32(_ value: Int32) -> [UInt8] {
+        let bits = UInt32(bitPattern: value)
+        return (0..<4).map { UInt8(bits >> (8 * $0) & 0xFF) }
+    }
+    private func be32(_ value: Int) -> [UInt8] { (0..<4).reversed().map { UInt8(value >> (8 * $0) & 0xFF) } }
+
+    private func png(width: Int, height: Int, chunk: String = "IHDR") -> [UInt8] {
+        [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + be32(13) + Array(chunk.utf8) + be32(width) + be32(height)
+            + [8, 2, 0, 0, 0]
+    }
+
+    private func bmp(headerSize: Int32, width: Int32, height: Int32) -> [UInt8] {
+        var bytes: [UInt8] = Array("BM".utf8) + le32(0) + [0, 0, 0, 0] + le32(14 + headerSize) + le32(headerSize)
+        if headerSize == 12 {
+            bytes += le16(Int(width)) + le16(Int(height)) + le16(1) + le16(24)
+        } else {
+            bytes += le32(width) + le32(height) + le16(1) + le16(24) + [UInt8](repeating: 0, count: 24)
+        }
+        return bytes
+    }
+
+    @Test func pngSizesAndChunks() throws {
+        #expect(try ImageHeader.parse(png(width: 640, height: 480)) == ImageHeader(format: .png, width: 640, height: 480))
+        #expect(throws: ImageHeader.Error.malformed(.png, "size 0x5 is empty")) {
+            try ImageHeader.parse(png(width: 0, height: 5))
+        }
+        #expect(throws: ImageHeader.Error.malformed(.png, "size 3000000x5 is implausible")) {
+            try ImageHeader.parse(png(width: 3_000_000, height: 5))
+        }
+        #expect(throws: ImageHeader.Error.malformed(.png, "the first chunk is not IHDR")) {
+            try ImageHeader.parse(png(width: 1, height: 1, chunk: "IDAT"))
+        }
+    }
+
+    @Test func jpegMarkerWalk() throws {
+        let soi: [UInt8] = [0xFF, 0xD8]
+        // Fill bytes, a standalone RST marker, a DHT (C4) that must not be taken for a frame, then SOF9.
+        let dht: [UInt8] = [0xFF, 0xC4, 0x00, 0x07, 0x01, 0x02, 0x03, 0x04, 0x05]
+        let sof9: [UInt8] = [0xFF, 0xC9, 0x00, 0x0B, 0x08, 0x01, 0x2C, 0x02, 0x58, 0x01, 0x01, 0x11, 0x00]
+        let walked = soi + [0xFF, 0xFF, 0xFF, 0xD0] + dht + [0xFF, 0xFF] + sof9
+        #expect(try ImageHeader.parse(walked) == ImageHeader(format: .jpeg, width: 600, height: 300))
+        for marker: UInt8 in [0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF] {
+            var frame = sof9
+            frame[1] = marker
+            #expect(try ImageHeader.parse(soi + frame) == ImageHeader(format: .jpeg, width: 600, height: 300))
+        }
+        for marker: UInt8 in [0xC8, 0xCC] {
+            var notFrame = sof9
+            notFrame[1] = marker
+            #expect(throws: ImageHeader.Error.truncated(.jpeg)) { try ImageHeader.parse(soi + notFrame) }
+        }
+        #expect(throws: ImageHeader.Error.malformed(.jpeg, "a scan starts before the frame header")) {
+            try ImageHeader.parse(soi + [0xFF, 0xDA, 0x00, 0x08])
+        }
+        #expect(throws: ImageHeader.Error.malformed(.jpeg, "the image ends before its frame header")) {
+            try ImageHeader.parse(soi + [0xFF, 0xD9])
+        }
+        #expect(throws: ImageHeader.Error.malformed(.jpeg, "segment e0 has length 1")) {
+            try ImageHeader.parse(soi + [0xFF, 0xE0, 0x00, 0x01])
+        }
+        #expect(throws: ImageHeader.Error.malformed(.jpeg, "expected a marker at offset 6, found 12")) {
+            try ImageHeader.parse(soi + [0xFF, 0xE0, 0x00, 0x02, 0x12])
+        }
+    }
+
+    @Test func gifVersions() throws {
+        let screen: [UInt8] = [0x40, 0x01, 0xF0, 0x00]
+        #expect(try ImageHeader.parse(Array("GIF89a".utf8) + screen) == ImageHeader(format: .gif, width: 320, height: 240))
+        #expect(throws: ImageHeader.Error.malformed(.gif, "unknown version \"8xa\"")) {
+            try ImageHeader.parse(Array("GIF8xa".utf8) + screen)
+        }
+    }
+
+    @Test func webpChunks() throws {
+        func riff(_ chunk: String, _ data: [UInt8]) -> [UInt8] {
+            Array("RIFF".utf8) + le32(Int32(12 + data.count)) + Array("WEBPVP8".utf8) + Array(chunk.utf8)
+                + le32(Int32(data.count)) + data
+        }
+        let extended = riff("X", [0x10, 0, 0, 0, 0xFF, 0xFF, 0x00, 0x0F, 0x00, 0x00])
+        #expect(try ImageHeader.parse(extended) == ImageHeader(format: .webp, width: 65536, height: 16))
+        let huge = riff("X", [0, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00])
+        #expect(throws: ImageHeader.Error.malformed(.webp, "size 16777216x1 is implausible")) {
+            try ImageHeader.parse(huge)
+        }
+        let interFrame = riff(" ", [0x01, 0, 0, 0x9D, 0x01, 0x2A, 0x10, 0x00, 0x10, 0x00])
+        #expect(throws: ImageHeader.Error.malformed(.webp, "the VP8 frame is not a key frame")) {
+            try ImageHeader.parse(interFrame)
+        }
+        let noStartCode = riff(" ", [0x00, 0, 0, 0x9D, 0x01, 0x2B, 0x10, 0x00, 0x10, 0x00])
+        #expect(throws: ImageHeader.Error.malformed(.webp, "the VP8 start code is missing")) {
+            try ImageHeader.parse(noStartCode)
+        }
+        let lossless = riff("L", [0x2E, 0, 0, 0, 0])
+        #expect(throws: ImageHeader.Error.malformed(.webp, "the VP8L signature byte is 2e")) {
+            try ImageHeader.parse(lossless)
+        }
+        let unknown = Array("RIFF".utf8) + le32(20) + Array("WEBPABCD".utf8) + le32(8) + [UInt8](repeating: 0, count: 8)
+        #expect(throws: ImageHeader.Error.malformed(.webp, "unknown first chunk \"ABCD\"")) {
+            try ImageHeader.parse(unknown)
+        }
+    }
+
+    @Test func bmpHeaders() throws {
+        #expect(
+            try ImageHeader.parse(bmp(headerSize: 12, width: 300, height: 200))
+                == ImageHeader(format: .bmp, width: 300, height: 200))
+        #expect(
+            try ImageHeader.parse(bmp(headerSize: 40, width: 300, height: -200))
+                == ImageHeader(format: .bmp, width: 300, height: 200))
+        #expect(
+            try ImageHeader.parse(bmp(headerSize: 124, width: 5, height: 7))
+                == ImageHeader(format: .bmp, width: 5, height: 7))
+        #expect(throws: ImageHeader.Error.malformed(.bmp, "width -3")) {
+            try ImageHeader.parse(bmp(headerSize: 40, width: -3, height: 7))
+        }
+        #expect(throws: ImageHeader.Error.malformed(.bmp, "size 5x2147483648 is implausible")) {
+            try ImageHeader.parse(bmp(headerSize: 40, width: 5, height: .min))
+        }
+        #expect(throws: ImageHeader.Error.malformed(.bmp, "unknown DIB header size 7")) {
+            try ImageHeader.parse(bmp(headerSize: 7, width: 5, height: 7))
+        }
+    }
+
+    @Test func completenessByFormat() {
+        let iend: [UInt8] = [0, 0, 0, 0, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82]
+        #expect(ImageHeader.isComplete(.png, suffix: [1, 2] + iend, totalLength: 1000))
+        #expect(!ImageHeader.isComplete(.png, suffix: Array(iend.dropLast()), totalLength: 1000))
+        #expect(ImageHeader.isComplete(.jpeg, suffix: [0x12, 0xFF, 0xD9], totalLength: 1000))
+        #expect(ImageHeader.isComplete(.jpeg, suffix: [0x12, 0xFF, 0xD9, 0, 0], totalLength: 1000))
+        #expect(!ImageHeader.isComplete(.jpeg, suffix: [0xD9], totalLength: 1000))
+        #expect(!ImageHeader.isComplete(.jpeg, suffix: [], totalLength: 0))
+        #expect(ImageHeader.isComplete(.gif, suffix: [0, 0x3B], totalLength: 1000))
+        #expect(!ImageHeader.isComplete(.gif, suffix: [0x3B, 0], totalLength: 1000))
+        // BMP's bfSize of zero does not say; WebP and BMP need the first bytes, or count as complete.
+        let zeroSize = bmp(headerSize: 40, width: 1, height: 1)
+        #expect(ImageHeader.isComplete(.bmp, prefix: zeroSize, suffix: [0], totalLength: 12345))
+        #expect(ImageHeader.isComplete(.webp, suffix: [1, 2, 3], totalLength: 12345))
+        #expect(!ImageHeader.isComplete(.webp, prefix: [1, 2, 3], suffix: [1, 2, 3], totalLength: 12345))
+    }
+
+    // MARK: - Hostile input
+
+    @Test func randomBytesNeverTrap() {
+        var random = SplitMix64(seed: 42)
+        let starts: [[UInt8]] = [
+            [], [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], [0xFF, 0xD8, 0xFF], Array("GIF89a".utf8),
+            Array("RIFF".utf8) + [0, 0, 0, 0] + Array("WEBPVP8".utf8), Array("BM".utf8),
+        ]
+        for round in 0..<20_000 {
+            let count = Int(random.next() % 64)
+            let tail = (0..<count).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            let bytes = starts[round % starts.count] + tail
+            _ = try? ImageHeader.parse(bytes)
+            _ = ImageHeader.describe(bytes)
+            for format in ImageFormat.allCases {
+                _ = ImageHeader.isComplete(format, prefix: bytes, suffix: tail, totalLength: count)
+            }
+        }
+    }
+}
+
+/// A small seeded generator, so a failing random case repeats.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
