@@ -44,6 +44,7 @@ cleanup() {
     rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 
 if ! ip netns add "$CLIENT" 2>"$WORK/err"; then
     skip "cannot create a network namespace: $(cat "$WORK/err")"
