@@ -19,7 +19,7 @@ public struct ImageKind: JobKind {
         } catch {
             throw JobFailure.failed("\(error.description) (\(payload.count) bytes, Content-Type \(response.head.headers["content-type"] ?? "none"))", httpStatus: response.head.status)
         }
-        guard ImageHeader.isComplete(header.format, suffix: payload.suffix, totalLength: payload.count) else {
+        guard ImageHeader.isComplete(header.format, prefix: payload.prefix, suffix: payload.suffix, totalLength: payload.count) else {
             throw JobFailure.failed("the \(header.format.rawValue.uppercased()) image is truncated: only \(payload.count) bytes arrived", httpStatus: response.head.status)
         }
         let path = try context.commit(payload, to: context.payloadPath(folder: "images", fileExtension: header.format.fileExtension))

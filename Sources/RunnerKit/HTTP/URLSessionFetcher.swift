@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import FoundationNetworking
 import Synchronization
@@ -11,6 +12,9 @@ import Synchronization
 public final class URLSessionFetcher: HTTPFetching {
     private let session: URLSession
     private let delegate: SessionDelegate
+    /// Creating, resuming and cancelling a URLSession task wait synchronously for the session's
+    /// internal queue; issued from here, in order, they never block the concurrency pool.
+    private let control = DispatchQueue(label: "runner.urlsession.control")
 
     /// - Parameter maxConnectionsPerHost: connections URLSession opens to one host at once.
     public init(maxConnectionsPerHost: Int = 16) {
@@ -42,30 +46,42 @@ public final class URLSessionFetcher: HTTPFetching {
         urlRequest.httpMethod = "GET"
         for header in request.headers { urlRequest.setValue(header.value, forHTTPHeaderField: header.name) }
         try Task.checkCancellation()
-        let task = session.dataTask(with: urlRequest)
         let state = TransferState(sink: body, maxBytes: request.maxBytes, url: request.url)
+        let (session, delegate, control, prepared) = (self.session, self.delegate, self.control, urlRequest)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
-                state.continuation = continuation
-                delegate.register(task.taskIdentifier, state)
-                task.resume()
+                guard state.setContinuation(continuation) else { return }
+                control.async {
+                    guard !state.isFinished else { return }
+                    let task = session.dataTask(with: prepared)
+                    state.task = task
+                    delegate.register(task.taskIdentifier, state)
+                    task.resume()
+                }
             }
         } onCancel: {
-            task.cancel()
+            // Answer the caller at once: cancelling a libcurl transfer inside URLSession can take
+            // a while when many are cancelled together, and a deadline must not wait for that.
+            // The sink refuses whatever still arrives; the URLSession task ends on its own.
+            state.finish(.failure(CancellationError()))
+            control.async { state.task?.cancel() }
         }
     }
 }
 
 // MARK: - Delegate
 
-/// Per-transfer state. Touched only on the session's serial delegate queue, except
-/// `continuation`, which is set before the task resumes.
+/// Per-transfer state. `head` and `abortReason` are touched only on the session's serial
+/// delegate queue; the continuation is resumed exactly once, by whoever finishes first
+/// (the delegate on completion, or the caller's cancellation).
 private final class TransferState: @unchecked Sendable {
     let sink: any BodySink
     let maxBytes: Int
     let url: URL
-    var continuation: CheckedContinuation<HTTPResponseHead, any Error>?
+    private let continuation = Mutex<(waiting: CheckedContinuation<HTTPResponseHead, any Error>?, finished: Bool)>((nil, false))
     var head: HTTPResponseHead?
+    /// The URLSession task, once created; touched only on the fetcher's control queue.
+    var task: URLSessionDataTask?
     /// Why this side aborted the transfer, when it did.
     var abortReason: (any Error)?
 
@@ -73,6 +89,30 @@ private final class TransferState: @unchecked Sendable {
         self.sink = sink
         self.maxBytes = maxBytes
         self.url = url
+    }
+
+    /// Stores the caller's continuation; false (and the continuation resumed) if already finished.
+    func setContinuation(_ waiting: CheckedContinuation<HTTPResponseHead, any Error>) -> Bool {
+        let started = continuation.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.waiting = waiting
+            return true
+        }
+        if !started { waiting.resume(throwing: CancellationError()) }
+        return started
+    }
+
+    var isFinished: Bool { continuation.withLock { $0.finished } }
+
+    /// Resumes the caller once; later calls do nothing.
+    func finish(_ result: Result<HTTPResponseHead, any Error>) {
+        let waiting = continuation.withLock { state -> CheckedContinuation<HTTPResponseHead, any Error>? in
+            guard !state.finished else { return nil }
+            state.finished = true
+            defer { state.waiting = nil }
+            return state.waiting
+        }
+        waiting?.resume(with: result)
     }
 }
 
@@ -111,7 +151,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        guard let state = state(dataTask), state.abortReason == nil else { return }
+        guard let state = state(dataTask), state.abortReason == nil, !state.isFinished else { return }
         do {
             try data.withUnsafeBytes { try state.sink.write($0) }
         } catch {
@@ -136,16 +176,14 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let state = transfers.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-        let continuation = state.continuation
-        state.continuation = nil
         if let reason = state.abortReason {
-            continuation?.resume(throwing: reason)
+            state.finish(.failure(reason))
         } else if let error {
-            continuation?.resume(throwing: Self.translate(error, url: state.url))
+            state.finish(.failure(Self.translate(error, url: state.url)))
         } else if let head = state.head {
-            continuation?.resume(returning: head)
+            state.finish(.success(head))
         } else {
-            continuation?.resume(throwing: HTTPError.badResponse("no HTTP response"))
+            state.finish(.failure(HTTPError.badResponse("no HTTP response")))
         }
     }
 

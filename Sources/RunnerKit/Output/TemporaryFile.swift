@@ -24,6 +24,7 @@ public final class TemporaryFile: Sendable {
     /// Appends bytes; a short write (a full disk) throws with the system's reason.
     public func append(_ bytes: UnsafeRawBufferPointer) throws {
         try state.withLock { state in
+            guard !state.done else { throw OutputStore.WriteError(path: path, reason: "the temporary file was already removed") }
             var offset = 0
             while offset < bytes.count {
                 let n = Glibc.write(state.fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -48,14 +49,16 @@ public final class TemporaryFile: Sendable {
         return [UInt8](data)
     }
 
-    /// Flushes to disk and renames to `target`.
+    /// Renames to `target`. Atomic against a crash of the process (readers see the old file or
+    /// the new one, never half); not fsync'd, so a power loss may lose the latest writes.
     func commit(to target: String) throws {
         try state.withLock { state in
             guard !state.done else { throw OutputStore.WriteError(path: target, reason: "the temporary file is gone") }
-            if fsync(state.fd) != 0 {
+            if close(state.fd) != 0 {
+                state.done = true
+                unlink(path)
                 throw OutputStore.WriteError(path: target, reason: String(cString: strerror(errno)))
             }
-            close(state.fd)
             state.done = true
             if rename(path, target) != 0 {
                 let reason = String(cString: strerror(errno))

@@ -1,0 +1,60 @@
+import FixtureServer
+import Foundation
+import RunnerKinds
+import RunnerKit
+import Testing
+
+// The kind from README's "Writing a job kind", verbatim: if this stops compiling or working,
+// the README is wrong.
+public struct TextKind: JobKind {
+    public static let name = "text"
+    public static let summary = "Fetches a UTF-8 text file."
+    public static let parameters = [KindParameter("minLength", type: "int", "Fewest characters accepted.")]
+
+    let minLength: Int
+
+    public init(fields: inout JobFields) throws(JobSpecError) {
+        minLength = try fields.int("minLength") ?? 0   // a mistyped value is reported by field name
+    }
+
+    public func run(in context: JobContext) async throws -> JobOutcome {
+        let response = try await context.fetch(into: "texts")      // 404 → notFound, 5xx → failed (transient)
+        let bytes = try response.payload.bytes()
+        guard let text = String(validating: bytes, as: UTF8.self), text.count >= minLength else {
+            throw JobFailure.failed("expected UTF-8 text of at least \(minLength) characters")
+        }
+        let path = try context.commit(response.payload, to: context.payloadPath(folder: "texts", fileExtension: "txt"))
+        return JobOutcome(output: path, httpStatus: response.head.status, bytes: bytes.count,
+                          sha256: response.payload.sha256, details: [("characters", JSONValue(text.count))])
+    }
+}
+
+@Suite struct WritingAKindTests {
+    @Test func aNewKindIsOneTypeAndOneRegistration() async throws {
+        var registry = BuiltInKinds.registry()
+        try registry.register(TextKind.self)
+        #expect(throws: KindRegistry.DuplicateKind.self) { try registry.register(TextKind.self) }
+
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("runner-kind-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let server = FixtureServer()
+        try server.start()
+        defer { server.stop() }
+        let file = "\(folder)/jobs.json"
+        try #"[{"kind": "text", "key": "text:tree", "url": "\#(server.baseURL)/data.json", "minLength": 10},"#
+            .appending(#" {"kind": "text", "url": "http://h/x", "minLength": "ten"}]"#)
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let report = JobFileReader.validate(path: file, registry: registry)
+        #expect(report.errors.map(\.description) == ["\(file): job 2: field 'minLength' must be a whole number, not a string"])
+
+        let job = try JobDescriptor.decode(
+            [("kind", .string("text")), ("key", .string("text:tree")), ("url", .string("\(server.baseURL)/data.json"))],
+            registry: registry)
+        let engine = JobEngine(configuration: .init(store: try OutputStore(root: "\(folder)/out"), http: URLSessionFetcher()))
+        let result = await engine.run(job)
+        #expect(result.status == .succeeded, "\(result.error ?? "")")
+        #expect(result.output == "texts/tree.txt")
+        #expect(result.details.first?.value == JSONValue(FixtureCatalog.treeJSON.count))
+    }
+}

@@ -1,0 +1,77 @@
+import FixtureServer
+import Foundation
+import RunnerKinds
+import RunnerKit
+import Synchronization
+import Testing
+
+/// Measurements, not assertions: run by Tests/Benchmarks/engine.sh (RUNNER_BENCH=1, release
+/// build), which prints the rows. Skipped in the ordinary test run.
+@Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["RUNNER_BENCH"] != nil))
+struct BenchmarkTests {
+    /// An HTTP client that answers at once with a tiny JSON body: the engine's own cost.
+    final class InstantFetcher: HTTPFetching {
+        func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
+            try Array(#"{"id":"x"}"#.utf8).withUnsafeBytes { try body.write($0) }
+            return HTTPResponseHead(status: 200, headers: [:], url: request.url)
+        }
+    }
+
+    static func row(_ name: String, _ value: String, _ target: String) {
+        print("| \(name) | \(value) | \(target) |")
+    }
+
+    static func residentMiB() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+            let pages = text.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+        else { return 0 }
+        return pages * Double(sysconf(Int32(_SC_PAGESIZE))) / 1_048_576
+    }
+
+    @Test func engineCostPerJob() async throws {
+        let w = try Workspace()
+        let engine = JobEngine(configuration: .init(store: try OutputStore(root: w.out), http: InstantFetcher(), concurrency: 64))
+        let count = 100_000
+        let jobs = (0..<count).lazy.map { i in
+            JobDescriptor(kind: EntryKind(id: "e\(i)"), key: "e\(i)", url: URL(string: "http://127.0.0.1:9/e\(i)")!)
+        }
+        let start = ContinuousClock.now
+        let summary = await engine.run(jobs)
+        let elapsed = start.duration(to: .now)
+        let micros = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
+        Self.row("engine cost, \(count) jobs (payload + record written each)", String(format: "%.1f µs/job", micros / Double(count)), "≤ 20 µs")
+        #expect(summary.counts[.succeeded] == count)
+    }
+
+    @Test func timersAtScale() async throws {
+        let w = try Workspace()
+        final class Collector: RunObserver {
+            let results = Mutex<[Int]>([])
+            func jobFinished(_ result: JobResult) { results.withLock { $0.append(result.durationMs) } }
+        }
+        let collector = Collector()
+        let engine = JobEngine(
+            configuration: .init(store: try OutputStore(root: w.out), http: URLSessionFetcher(maxConnectionsPerHost: 64), monitor: RouteMonitor(), concurrency: 1000),
+            observer: collector)
+        let jobs = (0..<1000).map { i in
+            JobDescriptor(kind: EntryKind(id: "h\(i)"), key: "h\(i)", url: URL(string: "\(w.base)/entries/h\(i).json?hang=1")!, timeout: .seconds(1))
+        }
+        let summary = await engine.run(jobs)
+        let late = collector.results.withLock { $0 }.map { $0 - 1000 }.sorted()
+        Self.row("1000 hanging jobs, deadline 1 s: ms past the deadline", "p50 \(late[late.count / 2]), p99 \(late[late.count * 99 / 100]), max \(late.last ?? 0)", "p99 ≤ 100")
+        #expect(summary.counts[.timedOut] == 1000)
+    }
+
+    @Test func taskManagerMemoryOverDistinctKeys() async {
+        let manager = TaskManager()
+        for i in 0..<10_000 { _ = await manager.run(key: "warm-\(i)") { i } }
+        let before = Self.residentMiB()
+        for i in 0..<100_000 { _ = await manager.run(key: "key-\(i)") { i } }
+        let after = Self.residentMiB()
+        for i in 0..<100_000 { _ = await manager.run(key: "more-\(i)") { i } }
+        let again = Self.residentMiB()
+        Self.row("TaskManager, resident memory before / after 100 000 keys / after 200 000",
+                 String(format: "%.1f / %.1f / %.1f MiB", before, after, again), "flat")
+        #expect(manager.count == 0)
+    }
+}
