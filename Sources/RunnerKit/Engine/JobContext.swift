@@ -28,18 +28,17 @@ public final class JobContext: Sendable {
     /// any other status or transport error (transient for 408, 429, 5xx and connection errors).
     public func fetch(_ url: URL? = nil, into folder: String, headers: [(name: String, value: String)] = []) async throws -> Response {
         let url = url ?? job.url
-        let file = try store.makeTemporaryFile(in: folder)
-        let payload = Payload(file: file, maxBytes: job.maxBytes)
+        let payload = Payload(store: store, folder: folder, maxBytes: job.maxBytes)
         payloads.withLock { $0.append(payload) }
         let head: HTTPResponseHead
         do {
             head = try await http.fetch(HTTPRequest(url: url, headers: headers, maxBytes: job.maxBytes), into: payload)
         } catch {
-            payload.file.discard()
+            payload.discard()
             throw JobContext.failure(for: error)
         }
         if let failure = JobContext.failure(forStatus: head) {
-            payload.file.discard()
+            payload.discard()
             throw failure
         }
         return Response(head: head, payload: payload)
@@ -57,7 +56,7 @@ public final class JobContext: Sendable {
     /// Moves a fetched payload to `path` atomically; returns `path`.
     @discardableResult
     public func commit(_ payload: Payload, to path: String) throws -> String {
-        try store.commit(payload.file, to: path)
+        try store.commit(payload.file(), to: path)
         return path
     }
 
@@ -70,7 +69,7 @@ public final class JobContext: Sendable {
 
     /// Removes every temporary file of this attempt that was not committed.
     func discardLeftovers() {
-        for payload in payloads.withLock({ $0 }) { payload.file.discard() }
+        for payload in payloads.withLock({ $0 }) { payload.discard() }
     }
 
     // MARK: - Classification

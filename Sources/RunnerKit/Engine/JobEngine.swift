@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -42,6 +43,7 @@ public final class JobEngine: Sendable {
     private let limiter: SlotLimiter
     private let policy: AttemptPolicy
     private let observer: any RunObserver
+    private let writer = DispatchQueue(label: "runner.engine.writer")
 
     public init(configuration: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver()) {
         self.configuration = configuration
@@ -82,8 +84,7 @@ public final class JobEngine: Sendable {
         } catch {
             let now = Date()
             let result = JobResult(key: job.key, kind: job.kindName, status: .cancelled, error: "cancelled before it started", startedAt: now, finishedAt: now, parent: job.parent)
-            finish(result, record: true)
-            return result
+            return await finish(result, record: true)
         }
     }
 
@@ -105,8 +106,7 @@ public final class JobEngine: Sendable {
             parent: job.parent)
         // A duplicate's record goes to the run log and the observer, not to results/: the file
         // there belongs to the task that is running.
-        finish(result, record: false)
-        return result
+        return await finish(result, record: false)
     }
 
     private func perform(_ job: JobDescriptor, slot: Slot, startedAt: Date) async -> JobResult {
@@ -187,14 +187,9 @@ public final class JobEngine: Sendable {
                 result.error = nil
             }
         }
-        if result.status.allowsStaleFallback, let previous = lastGoodOutput(for: job.key) {
-            result.output = previous
-            result.stale = true
-        }
         result.finishedAt = Date()
         result.durationMs = Self.milliseconds(started.duration(to: .now))
-        finish(result, record: true)
-        return result
+        return await finish(result, record: true)
     }
 
     /// Runs child jobs through the same slots and TaskManager; returns counts by status.
@@ -219,16 +214,29 @@ public final class JobEngine: Sendable {
         return output
     }
 
-    private func finish(_ result: JobResult, record: Bool) {
-        if record {
-            do {
-                try configuration.store.writeRecord(result)
-            } catch {
-                observer.problem("\(result.key): the result record could not be written: \(error)")
+    /// Completes a result (the stale fallback), writes its record and run-log line, and tells
+    /// the observer. File I/O runs on the engine's writer queue, never on the concurrency pool,
+    /// so a burst of finishing jobs cannot hold up the timers of the others.
+    private func finish(_ result: JobResult, record: Bool) async -> JobResult {
+        await withCheckedContinuation { (continuation: CheckedContinuation<JobResult, Never>) in
+            writer.async {
+                var result = result
+                if record, result.status.allowsStaleFallback, let previous = self.lastGoodOutput(for: result.key) {
+                    result.output = previous
+                    result.stale = true
+                }
+                if record {
+                    do {
+                        try self.configuration.store.writeRecord(result)
+                    } catch {
+                        self.observer.problem("\(result.key): the result record could not be written: \(error)")
+                    }
+                }
+                self.configuration.runLog?.append(result)
+                self.observer.jobFinished(result)
+                continuation.resume(returning: result)
             }
         }
-        configuration.runLog?.append(result)
-        observer.jobFinished(result)
     }
 
     // MARK: - Helpers

@@ -2,6 +2,9 @@ import Synchronization
 
 /// A response body on its way to disk: written to a temporary file as it arrives, counted
 /// against `maxBytes`, hashed, with its first and last bytes kept for format checks.
+///
+/// The temporary file is made with the first byte, so a fetch that fails or times out before
+/// any body arrives never touches the disk.
 public final class Payload: BodySink {
     /// The body grew past the job's `maxBytes`.
     public struct TooLarge: Error, CustomStringConvertible {
@@ -13,26 +16,31 @@ public final class Payload: BodySink {
     public static let prefixLimit = 512 * 1024
     public static let suffixLimit = 64
 
-    public let file: TemporaryFile
     public let maxBytes: Int
+    private let store: OutputStore
+    private let folder: String
     private let state = Mutex(State())
 
     private struct State {
+        var file: TemporaryFile?
+        var discarded = false
         var count = 0
         var hasher = SHA256()
         var prefix: [UInt8] = []
         var suffix: [UInt8] = []
     }
 
-    public init(file: TemporaryFile, maxBytes: Int) {
-        self.file = file
+    /// A body for a temporary file in `folder` (relative to the store's root).
+    public init(store: OutputStore, folder: String, maxBytes: Int) {
+        self.store = store
+        self.folder = folder
         self.maxBytes = maxBytes
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         try state.withLock { state in
             guard state.count + bytes.count <= maxBytes else { throw TooLarge(limit: maxBytes) }
-            try file.append(bytes)
+            try Self.file(&state, store, folder).append(bytes)
             state.count += bytes.count
             state.hasher.update(bytes)
             if state.prefix.count < Self.prefixLimit {
@@ -41,6 +49,30 @@ public final class Payload: BodySink {
             state.suffix.append(contentsOf: bytes.suffix(Self.suffixLimit))
             if state.suffix.count > Self.suffixLimit { state.suffix.removeFirst(state.suffix.count - Self.suffixLimit) }
         }
+    }
+
+    private static func file(_ state: inout State, _ store: OutputStore, _ folder: String) throws -> TemporaryFile {
+        if let file = state.file { return file }
+        guard !state.discarded else {
+            throw OutputStore.WriteError(path: folder, reason: "the payload was already discarded")
+        }
+        let file = try store.makeTemporaryFile(in: folder)
+        state.file = file
+        return file
+    }
+
+    /// The temporary file holding the body (made now if no byte arrived).
+    public func file() throws -> TemporaryFile {
+        try state.withLock { try Self.file(&$0, store, folder) }
+    }
+
+    /// Removes the temporary file, if one was made and not committed; later writes fail.
+    public func discard() {
+        let file = state.withLock { state -> TemporaryFile? in
+            state.discarded = true
+            return state.file
+        }
+        file?.discard()
     }
 
     /// Bytes received so far.
@@ -58,6 +90,6 @@ public final class Payload: BodySink {
     /// The whole body, read back from disk (bounded by maxBytes).
     public func bytes() throws -> [UInt8] {
         if count <= Self.prefixLimit { return prefix }
-        return try file.readAll()
+        return try file().readAll()
     }
 }
