@@ -26,11 +26,11 @@ public struct ImageListKind: JobKind {
     }
 
     public func run(in context: JobContext) async throws -> JobOutcome {
-        let response = try await context.fetch(into: context.job.output?.folderPart ?? "lists")
-        let document = try JSONPayload.parse(response.payload, expected: "a JSON image list")
+        let (document, response) = try await JSONPayload.fetchDocument(context, into: context.job.output?.folderPart ?? "lists", expected: "a JSON image list")
         guard case .array(let elements) = document else {
-            throw JobFailure.failed("expected an image list (an array), but the JSON holds \(document.typeDescription)", httpStatus: response.head.status)
+            throw JobFailure.failed("expected an image list (an array), but the JSON holds \(document.typeDescription)", httpStatus: response?.head.status)
         }
+        let base = response?.head.url ?? context.job.url
         var children: [JobDescriptor] = []
         for (index, element) in elements.enumerated() {
             let position = "element \(index + 1)"
@@ -44,7 +44,7 @@ public struct ImageListKind: JobKind {
             default: throw JobFailure.failed("the image list is malformed: \(position) has no string or integer '\(idField)'")
             }
             guard let text = element[urlField]?.stringValue,
-                let url = URL(string: text, relativeTo: response.head.url)?.absoluteURL
+                let url = URL(string: text, relativeTo: base)?.absoluteURL
             else {
                 throw JobFailure.failed("the image list is malformed: \(position) has no valid '\(urlField)'")
             }
@@ -54,6 +54,10 @@ public struct ImageListKind: JobKind {
                 throw JobFailure.failed("the image list is malformed: \(position): \(error)")
             }
             children.append(context.job.child(kind: ImageKind(), url: url, key: "image:\(id)"))
+        }
+        guard let response else {
+            return JobOutcome(status: .notModified, output: context.previousOutput, httpStatus: 304,
+                              details: [("elements", JSONValue(elements.count))], children: children)
         }
         let path = try context.commit(response.payload, to: context.payloadPath(folder: "lists", fileExtension: "json"))
         return JobOutcome(

@@ -16,6 +16,21 @@ enum JSONPayload {
         }
     }
 
+    /// Fetches the job's JSON document; after a 304, re-reads the earlier payload instead, so
+    /// a fan-out kind still starts its children (`response` is nil then).
+    static func fetchDocument(_ context: JobContext, into folder: String, expected: String) async throws -> (document: JSONValue, response: JobContext.Response?) {
+        do {
+            let response = try await context.fetch(into: folder)
+            return (try parse(response.payload, expected: expected), response)
+        } catch let failure as JobFailure where failure.status == .notModified {
+            do {
+                return (try JSONParser.parse(context.previousPayload()), nil)
+            } catch {
+                throw JobFailure.failed("the server said not modified, but the earlier payload cannot be read: \(error)")
+            }
+        }
+    }
+
     /// Replaces `{id}` in a URL template with the percent-encoded id.
     static func fill(_ template: String, id: String) -> String {
         var allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)

@@ -22,17 +22,21 @@ public struct TreeKind: JobKind {
     }
 
     public func run(in context: JobContext) async throws -> JobOutcome {
-        let response = try await context.fetch(into: context.job.output?.folderPart ?? "trees")
-        let document = try JSONPayload.parse(response.payload, expected: "a JSON tree")
+        let (document, response) = try await JSONPayload.fetchDocument(context, into: context.job.output?.folderPart ?? "trees", expected: "a JSON tree")
         let tree: Tree
         do {
             tree = try Tree(document)
         } catch {
-            throw JobFailure.failed("the tree is malformed: \(error)", httpStatus: response.head.status)
+            throw JobFailure.failed("the tree is malformed: \(error)", httpStatus: response?.head.status)
         }
-        let path = try context.write(
-            JSONWriter.data(tree.normalized, pretty: true) + [0x0A],
-            to: context.payloadPath(folder: "trees", fileExtension: "json"))
+        let path: String?
+        if response != nil {
+            path = try context.write(
+                JSONWriter.data(tree.normalized, pretty: true) + [0x0A],
+                to: context.payloadPath(folder: "trees", fileExtension: "json"))
+        } else {
+            path = context.previousOutput
+        }
         var children: [JobDescriptor] = []
         if let entries {
             var seen = Set<String>()
@@ -43,8 +47,9 @@ public struct TreeKind: JobKind {
             }
         }
         return JobOutcome(
-            output: path, httpStatus: response.head.status, bytes: response.payload.count,
-            sha256: response.payload.sha256,
+            status: response == nil ? .notModified : .succeeded,
+            output: path, httpStatus: response?.head.status ?? 304, bytes: response?.payload.count,
+            sha256: response?.payload.sha256,
             details: [
                 ("nodes", JSONValue(tree.nodes)),
                 ("leaves", JSONValue(tree.leafIDs.count)),

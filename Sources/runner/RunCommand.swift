@@ -10,11 +10,14 @@ enum RunCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "run",
         summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
-        usage: "FILE… [--out DIR] [--concurrency N] [--json]",
+        usage: "FILE… [--out DIR] [--concurrency N] [--per-host N] [--shard I/N] [--wait] [--json]",
         arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl).")],
         options: [
             .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
             .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
+            .init(name: "per-host", value: "N", help: "Jobs talking to one host at once. (default: 8)"),
+            .init(name: "shard", value: "I/N", help: "Run only the jobs whose key hashes to shard I of N (0 ≤ I < N; FNV-1a of the key)."),
+            .init(name: "wait", value: nil, help: "If another run uses the output directory, wait for it instead of exiting 3."),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line, children included."),
         ],
         positionals: (1, nil),
@@ -30,22 +33,39 @@ enum RunCommand {
     struct Options {
         var out: String
         var concurrency: Int
+        var perHost: Int
+        var shard: Shard?
+        var wait: Bool
         var json: Bool
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             out = arguments.value("out") ?? "out"
             concurrency = try arguments.int("concurrency", default: 8, range: 1...10_000)
+            perHost = try arguments.int("per-host", default: JobEngine.Configuration.defaultPerHost, range: 1...10_000)
+            if let text = arguments.value("shard") {
+                guard let shard = Shard(text) else {
+                    throw UsageError("--shard must be I/N with 0 ≤ I < N, like 0/4, not '\(text)'")
+                }
+                self.shard = shard
+            }
+            wait = arguments.flag("wait")
             json = arguments.flag("json")
         }
     }
 
+    /// Exit code when another run holds the output directory.
+    static let busyExitCode: Int32 = 3
+
     /// Exit codes: 0 all succeeded or notModified, 1 any other status, 2 bad input (nothing ran),
-    /// 130 interrupted (SIGINT), 143 terminated (SIGTERM).
+    /// 3 the output directory is in use by another run, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     static func execute(files: [String], options: Options, displayNames: [String: String] = [:]) async -> Int32 {
         let registry = BuiltInKinds.registry()
+        let shard = options.shard
         var invalid = false
+        var total = 0
         for file in files {
-            let report = JobFileReader.validate(path: file, registry: registry)
+            let report = JobFileReader.validate(path: file, registry: registry) { shard?.contains(key: $0.key) ?? true }
+            total += report.jobs
             for error in report.errors {
                 var message = error.description
                 if let display = displayNames[file], message.hasPrefix(file) { message = display + message.dropFirst(file.count) }
@@ -59,25 +79,31 @@ enum RunCommand {
         }
 
         let store: OutputStore
+        let lock: RunLock
         let runLog: RunLog
         do {
             store = try OutputStore(root: options.out)
+            if options.wait && !options.json { Console.err("runner: waiting for the output directory \(options.out) to be free…") }
+            lock = try RunLock(store: store, wait: options.wait)
             runLog = try RunLog(store: store)
+        } catch let busy as RunLock.Busy {
+            Console.error(busy.description)
+            return busyExitCode
         } catch {
             Console.error("cannot use the output directory '\(options.out)': \(error)")
             return 2
         }
-        let reporter = RunReporter(json: options.json)
+        let reporter = RunReporter(json: options.json, total: total)
         let engine = JobEngine(
             configuration: .init(
-                store: store, http: URLSessionFetcher(maxConnectionsPerHost: max(8, options.concurrency)),
-                monitor: Runner.makeMonitor(), concurrency: options.concurrency, runLog: runLog),
+                store: store, http: URLSessionFetcher(maxConnectionsPerHost: options.perHost),
+                monitor: Runner.makeMonitor(), concurrency: options.concurrency, runLog: runLog, perHost: options.perHost),
             observer: reporter)
 
         let runTask = Task {
             let jobs = files.lazy.flatMap { file in
                 IteratorSequence(JobFileReader(path: file, registry: registry)).lazy.compactMap { try? $0.get() }
-            }
+            }.filter { shard?.contains(key: $0.key) ?? true }
             return await engine.run(jobs)
         }
         let signal = SignalWatcher(signals: [SIGINT, SIGTERM]) { _ in
@@ -87,6 +113,7 @@ enum RunCommand {
         let summary = await runTask.value
         let received = signal.stop()
         reporter.printSummary(summary, store: store, runLog: runLog)
+        withExtendedLifetime(lock) {}
         if let received { return 128 + received }
         return summary.allSucceeded ? 0 : 1
     }

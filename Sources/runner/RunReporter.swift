@@ -7,6 +7,7 @@ import Synchronization
 final class RunReporter: RunObserver {
     private struct State {
         var finished = 0
+        var topLevelFinished = 0
         var failed = 0
         var rows: [JobResult] = []
         var omittedRows = 0
@@ -21,8 +22,12 @@ final class RunReporter: RunObserver {
     /// Rows kept for the closing table; beyond it, only jobs that did not succeed are kept.
     private let rowLimit = 60
 
-    init(json: Bool) {
+    private let total: Int
+
+    /// `total`: the top-level jobs expected (children are counted as they come).
+    init(json: Bool, total: Int = 0) {
         self.json = json
+        self.total = total
         self.progress = !json && Console.stdoutIsTerminal
     }
 
@@ -40,6 +45,7 @@ final class RunReporter: RunObserver {
         if json { Console.out(result.jsonLine) }
         let draw: String? = state.withLock { state in
             state.finished += 1
+            if result.parent == nil { state.topLevelFinished += 1 }
             if !result.status.isSuccess && !(result.parent != nil && result.status.isAcceptableForChild) { state.failed += 1 }
             if state.rows.count < rowLimit || !result.status.isSuccess && state.rows.count < 4 * rowLimit {
                 state.rows.append(result)
@@ -49,8 +55,15 @@ final class RunReporter: RunObserver {
             guard progress, state.lastDraw.duration(to: .now) > .milliseconds(200) else { return nil }
             state.lastDraw = .now
             state.progressShown = true
-            let elapsed = Double(started.duration(to: .now).components.seconds) + 0.001
-            return "\r\u{1B}[K  \(state.finished) done, \(state.failed) not ok, \(Int(Double(state.finished) / elapsed)) jobs/s"
+            let elapsed = Self.seconds(started.duration(to: .now))
+            let rate = Double(state.topLevelFinished) / max(elapsed, 0.001)
+            var line = "\r\u{1B}[K  \(state.topLevelFinished) of \(total) jobs done"
+            if state.finished > state.topLevelFinished { line += " (+\(state.finished - state.topLevelFinished) children)" }
+            line += ", \(state.failed) not ok, \(String(format: "%.0f", rate)) jobs/s"
+            if rate > 0, total > state.topLevelFinished {
+                line += ", about \(Self.clock(Double(total - state.topLevelFinished) / rate)) left"
+            }
+            return line
         }
         if let draw { Console.outRaw(draw) }
     }
@@ -85,6 +98,19 @@ final class RunReporter: RunObserver {
         Console.out("\n\(summary.total) job\(summary.total == 1 ? "" : "s"): \(counts.joined(separator: ", ")). "
             + "Payloads and records in \(Self.relative(store.root))/, run log \(Self.relative(runLog.path)).")
         if rows.contains(where: \.stale) { Console.out("* stale: the job failed; output points at the last good payload.") }
+        let slowest = summary.slowestFive.filter { $0.durationMs > 0 }
+        if summary.total > 1, !slowest.isEmpty {
+            Console.out("Slowest: " + slowest.map { "\(Self.shorten($0.key, 40)) \($0.durationMs) ms" }.joined(separator: ", "))
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    private static func clock(_ seconds: Double) -> String {
+        let s = Int(seconds.rounded(.up))
+        return s < 60 ? "\(s) s" : s < 3600 ? "\(s / 60) min \(s % 60) s" : "\(s / 3600) h \(s % 3600 / 60) min"
     }
 
     // MARK: - Formatting

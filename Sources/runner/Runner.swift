@@ -7,6 +7,7 @@ enum Runner {
         RunCommand.spec,
         ValidateCommand.spec,
         KindsCommand.spec,
+        ForgetCommand.spec,
         DemoCommand.spec,
         FixtureServerCommand.spec,
         CommandSpec(

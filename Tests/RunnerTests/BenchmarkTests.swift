@@ -30,7 +30,7 @@ struct BenchmarkTests {
 
     @Test func engineCostPerJob() async throws {
         let w = try Workspace()
-        let engine = JobEngine(configuration: .init(store: try OutputStore(root: w.out), http: InstantFetcher(), concurrency: 64))
+        let engine = JobEngine(configuration: .init(store: try OutputStore(root: w.out), http: InstantFetcher(), concurrency: 64, perHost: 64))
         let count = 100_000
         let jobs = (0..<count).lazy.map { i in
             JobDescriptor(kind: EntryKind(id: "e\(i)"), key: "e\(i)", url: URL(string: "http://127.0.0.1:9/e\(i)")!)
@@ -51,7 +51,7 @@ struct BenchmarkTests {
         }
         let collector = Collector()
         let engine = JobEngine(
-            configuration: .init(store: try OutputStore(root: w.out), http: URLSessionFetcher(maxConnectionsPerHost: 64), monitor: RouteMonitor(), concurrency: 1000),
+            configuration: .init(store: try OutputStore(root: w.out), http: URLSessionFetcher(maxConnectionsPerHost: 64), monitor: RouteMonitor(), concurrency: 1000, perHost: 1000),
             observer: collector)
         let jobs = (0..<1000).map { i in
             JobDescriptor(kind: EntryKind(id: "h\(i)"), key: "h\(i)", url: URL(string: "\(w.base)/entries/h\(i).json?hang=1")!, timeout: .seconds(1))

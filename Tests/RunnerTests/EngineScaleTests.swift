@@ -31,7 +31,7 @@ struct EngineScaleTests {
 
     func engine(_ folder: String, concurrency: Int, clock: CountingClock, http: URLSessionFetcher, observer: Collector) throws -> JobEngine {
         JobEngine(
-            configuration: .init(store: try OutputStore(root: folder), http: http, monitor: RouteMonitor(), clock: clock, concurrency: concurrency),
+            configuration: .init(store: try OutputStore(root: folder), http: http, monitor: RouteMonitor(), clock: clock, concurrency: concurrency, perHost: concurrency),
             observer: observer)
     }
 

@@ -9,11 +9,30 @@ public final class JobContext: Sendable {
     public let store: OutputStore
     private let http: any HTTPFetching
     private let payloads = Mutex<[Payload]>([])
+    /// The key's last good record, whose payload is still on disk: the source of validators
+    /// for a conditional request, and of the payload when the server says 304.
+    public let previous: JSONValue?
+    private let received = Mutex<Validators?>(nil)
 
-    init(job: JobDescriptor, store: OutputStore, http: any HTTPFetching) {
+    init(job: JobDescriptor, store: OutputStore, http: any HTTPFetching, previous: JSONValue? = nil) {
         self.job = job
         self.store = store
         self.http = http
+        self.previous = previous
+    }
+
+    /// The validators of the job's own URL as the server sent them in this attempt.
+    public var validators: Validators? { received.withLock { $0 } }
+
+    /// The payload path of the key's last good result, when it is still on disk.
+    public var previousOutput: String? { previous?["output"]?.stringValue }
+
+    /// The bytes of the key's last good payload, for a kind that must re-read it after a 304.
+    public func previousPayload() throws -> [UInt8] {
+        guard let output = previousOutput, let data = FileManager.default.contents(atPath: store.absolute(output)) else {
+            throw JobFailure.failed("the server said not modified, but the earlier payload is gone")
+        }
+        return [UInt8](data)
     }
 
     /// A fetched response with a 2xx status, its body in a temporary file.
@@ -27,6 +46,11 @@ public final class JobContext: Sendable {
     /// Throws `JobFailure`: `notFound` for 404 and 410, `notModified` for 304, `failed` for
     /// any other status or transport error (transient for 408, 429, 5xx and connection errors).
     public func fetch(_ url: URL? = nil, into folder: String, headers: [(name: String, value: String)] = []) async throws -> Response {
+        var headers = headers
+        let ownURL = url == nil
+        if ownURL, let validators = previous.flatMap(Validators.init(record:)) {
+            headers.append(contentsOf: validators.conditionalHeaders)
+        }
         let url = url ?? job.url
         let payload = Payload(store: store, folder: folder, maxBytes: job.maxBytes)
         payloads.withLock { $0.append(payload) }
@@ -41,6 +65,7 @@ public final class JobContext: Sendable {
             payload.discard()
             throw failure
         }
+        if ownURL { received.withLock { $0 = Validators(headers: head.headers) } }
         return Response(head: head, payload: payload)
     }
 

@@ -22,12 +22,19 @@ public final class JobEngine: Sendable {
         public var backoff: Backoff
         /// Where each finished job is appended, for `runner run` and watch sessions.
         public var runLog: RunLog?
+        /// Attempts talking to one host at once.
+        public var perHost: Int
+
+        /// The default of `perHost`: polite to one server, while a batch over many hosts still
+        /// uses all of `concurrency`.
+        public static let defaultPerHost = 8
 
         public init(
             store: OutputStore, http: any HTTPFetching, monitor: any ConnectivityMonitoring = AlwaysReachable(),
             clock: any Clock<Duration> = ContinuousClock(), concurrency: Int = 8, backoff: Backoff = Backoff(),
-            runLog: RunLog? = nil
+            runLog: RunLog? = nil, perHost: Int = defaultPerHost
         ) {
+            self.perHost = perHost
             self.store = store
             self.http = http
             self.monitor = monitor
@@ -41,6 +48,7 @@ public final class JobEngine: Sendable {
     public let configuration: Configuration
     public let taskManager: TaskManager
     private let limiter: SlotLimiter
+    private let hosts: HostLimiter
     private let policy: AttemptPolicy
     private let observer: any RunObserver
     private let writer = DispatchQueue(label: "runner.engine.writer")
@@ -49,6 +57,7 @@ public final class JobEngine: Sendable {
         self.configuration = configuration
         self.taskManager = taskManager
         self.limiter = SlotLimiter(limit: max(1, configuration.concurrency))
+        self.hosts = HostLimiter(limit: max(1, configuration.perHost))
         self.policy = AttemptPolicy(clock: configuration.clock, monitor: configuration.monitor)
         self.observer = observer
     }
@@ -116,21 +125,32 @@ public final class JobEngine: Sendable {
         var waited = Duration.zero
         var outcome: JobOutcome?
         var failure: JobFailure?
+        var validators: Validators?
+        let previous = lastGoodRecord(for: job.key)
         let host = job.url.host ?? ""
         let observer = self.observer
         let store = configuration.store
         let http = configuration.http
 
+        let hostSlots = hosts.limiter(for: host)
         while true {
             attempts += 1
-            let context = JobContext(job: job, store: store, http: http)
+            do {
+                try await hostSlots.acquire()
+            } catch {
+                failure = JobFailure(.cancelled, "cancelled")
+                break
+            }
+            let context = JobContext(job: job, store: store, http: http, previous: previous)
             let report = await policy.attempt(
                 host: host, timeout: job.timeout, noticeAfter: job.noticeAfter,
                 onNotice: { observer.jobNotice(job, message: "no network connection") }
             ) {
                 try await job.kind.run(in: context)
             }
+            hostSlots.release()
             context.discardLeftovers()
+            validators = context.validators
             waited += report.waitedForNetwork
             switch report.outcome {
             case .completed(.success(let value)):
@@ -167,6 +187,8 @@ public final class JobEngine: Sendable {
             result.bytes = outcome.bytes
             result.sha256 = outcome.sha256
             result.details = outcome.details
+            result.validators = validators
+            if outcome.status == .notModified, let previous { carryForward(previous, into: &result) }
             if !outcome.children.isEmpty {
                 let counts = await runChildren(outcome.children)
                 result.details.append(("children", .object(JobStatus.allCases.compactMap { status in
@@ -182,9 +204,15 @@ public final class JobEngine: Sendable {
             result.status = failure.status
             result.error = failure.message
             result.httpStatus = failure.httpStatus
-            if failure.status == .notModified, let previous = store.readRecord(forKey: job.key) {
-                result.output = previous["output"]?.stringValue
-                result.error = nil
+            if failure.status == .notModified {
+                if let previous {
+                    carryForward(previous, into: &result)
+                    result.error = nil
+                    result.validators = validators ?? Validators(record: previous)
+                } else {
+                    result.status = .failed
+                    result.error = "the server said 304 Not Modified, but there is no earlier payload of this key"
+                }
             }
         }
         result.finishedAt = Date()
@@ -204,14 +232,30 @@ public final class JobEngine: Sendable {
         }
     }
 
-    /// The payload of the key's last good result, if it is still on disk.
-    private func lastGoodOutput(for key: String) -> String? {
+    /// The key's last record, if it holds a good payload that is still on disk.
+    private func lastGoodRecord(for key: String) -> JSONValue? {
         let store = configuration.store
         guard let record = store.readRecord(forKey: key), let output = record["output"]?.stringValue,
             record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))?.isSuccess == true || record["stale"] == .bool(true),
             (try? JobDescriptor.validateOutput(output)) != nil, store.fileExists(output)
         else { return nil }
-        return output
+        return record
+    }
+
+    private func lastGoodOutput(for key: String) -> String? {
+        lastGoodRecord(for: key)?["output"]?.stringValue
+    }
+
+    /// A 304 keeps the earlier payload: its path, size, hash and details stand.
+    private func carryForward(_ previous: JSONValue, into result: inout JobResult) {
+        result.output = previous["output"]?.stringValue
+        result.bytes = previous["bytes"]?.intValue
+        result.sha256 = previous["sha256"]?.stringValue
+        result.httpStatus = 304
+        var details = previous["details"]?.objectValue?.filter { $0.key != "children" } ?? []
+        for (key, value) in result.details where !details.contains(where: { $0.key == key }) { details.append((key, value)) }
+        result.details = details
+        if result.validators == nil { result.validators = Validators(record: previous) }
     }
 
     /// Completes a result (the stale fallback), writes its record and run-log line, and tells

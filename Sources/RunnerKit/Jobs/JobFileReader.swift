@@ -33,23 +33,35 @@ public final class JobFileReader: IteratorProtocol {
     }
 
     /// Reads the whole file and returns every error, or the number of jobs when it is valid.
-    public static func validate(path: String, registry: KindRegistry, limit: Int = 20) -> (jobs: Int, errors: [JobFileError]) {
+    /// `counting` picks the jobs counted (all of them by default), e.g. those of one shard.
+    public static func validate(
+        path: String, registry: KindRegistry, limit: Int = 20, counting: (JobDescriptor) -> Bool = { _ in true }
+    ) -> (jobs: Int, errors: [JobFileError]) {
         let reader = JobFileReader(path: path, registry: registry)
         var count = 0
         var errors: [JobFileError] = []
         while let element = reader.next() {
             switch element {
-            case .success: count += 1
+            case .success(let job): if counting(job) { count += 1 }
             case .failure(let error):
                 errors.append(error)
                 if errors.count >= limit { return (count, errors) }
             }
         }
-        if errors.isEmpty && count == 0 { errors.append(JobFileError(file: path, "holds no jobs")) }
+        if errors.isEmpty && count == 0 && reader.sawJobs == false { errors.append(JobFileError(file: path, "holds no jobs")) }
         return (count, errors)
     }
 
+    /// Whether any job (valid or not) was read.
+    public private(set) var sawJobs = false
+
     public func next() -> Element? {
+        let element = nextElement()
+        if element != nil { sawJobs = true }
+        return element
+    }
+
+    private func nextElement() -> Element? {
         guard !finished else { return nil }
         switch source {
         case .failed(let error):

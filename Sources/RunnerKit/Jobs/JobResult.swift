@@ -21,6 +21,8 @@ public struct JobResult: Sendable {
     public var stale: Bool = false
     /// The key of the job that started this one (tree → entries, list → images), if any.
     public var parent: String?
+    /// The payload's ETag and Last-Modified, for the next run's conditional request.
+    public var validators: Validators?
 
     public init(
         key: String, kind: String, status: JobStatus, output: String? = nil, error: String? = nil,
@@ -65,6 +67,7 @@ public struct JobResult: Sendable {
         ]
         if stale { members.append(("stale", .bool(true))) }
         if let parent { members.append(("parent", .string(parent))) }
+        if let validators { members.append(("validators", validators.json)) }
         return .object(members)
     }
 

@@ -1,0 +1,34 @@
+/// A payload's HTTP validators, kept in its key's record so the next run can ask
+/// "has it changed?" (`If-None-Match`, `If-Modified-Since`) and get a 304 instead of the body.
+public struct Validators: Sendable, Equatable {
+    public var etag: String?
+    public var lastModified: String?
+
+    public init?(etag: String?, lastModified: String?) {
+        guard etag != nil || lastModified != nil else { return nil }
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    /// From response headers (names in lower case).
+    public init?(headers: [String: String]) {
+        self.init(etag: headers["etag"], lastModified: headers["last-modified"])
+    }
+
+    /// From a result record's `validators` member.
+    public init?(record: JSONValue) {
+        guard let member = record["validators"] else { return nil }
+        self.init(etag: member["etag"]?.stringValue, lastModified: member["lastModified"]?.stringValue)
+    }
+
+    public var conditionalHeaders: [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = []
+        if let etag { headers.append(("If-None-Match", etag)) }
+        if let lastModified { headers.append(("If-Modified-Since", lastModified)) }
+        return headers
+    }
+
+    public var json: JSONValue {
+        .object([("etag", JSONValue(etag)), ("lastModified", JSONValue(lastModified))])
+    }
+}

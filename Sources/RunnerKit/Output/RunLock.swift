@@ -1,0 +1,44 @@
+import Foundation
+import Glibc
+
+/// One run at a time per output directory: an exclusive `flock` on `<out>/.lock`, which the
+/// kernel frees when the holder exits or is killed, so a crashed run never leaves it stuck.
+public final class RunLock: Sendable {
+    /// Another process holds the lock.
+    public struct Busy: Error, CustomStringConvertible {
+        public var directory: String
+        public var holder: String?
+        public var description: String {
+            "another runner is using the output directory \(directory)" + (holder.map { " (process \($0))" } ?? "")
+                + "; wait for it, pass --wait, or use another --out"
+        }
+    }
+
+    private let fd: Int32
+
+    /// Takes the lock of `store`'s directory; with `wait`, blocks until it is free.
+    public init(store: OutputStore, wait: Bool) throws {
+        let path = store.root + "/.lock"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw OutputStore.WriteError(path: path, reason: String(cString: strerror(errno))) }
+        while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
+            if errno == EINTR { continue }
+            let busy = errno == EWOULDBLOCK
+            let reason = String(cString: strerror(errno))
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let n = read(fd, &buffer, buffer.count)
+            close(fd)
+            if busy {
+                let holder = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : nil
+                throw Busy(directory: store.root, holder: holder?.isEmpty == false ? holder : nil)
+            }
+            throw OutputStore.WriteError(path: path, reason: reason)
+        }
+        _ = ftruncate(fd, 0)
+        let pid = Array("\(getpid())\n".utf8)
+        _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress!, $0.count, 0) }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+}

@@ -1,0 +1,48 @@
+import RunnerKit
+
+/// `runner forget KEY… | --all`: drop keys from the cache the output directory is, so the next
+/// run fetches them afresh (the seeds' "delete cache by keys").
+enum ForgetCommand {
+    static let spec: CommandSpec = CommandSpec(
+        name: "forget",
+        summary: "Remove keys' payloads, records and validators, so the next run fetches them afresh.",
+        usage: "KEY… | --all [--out DIR]",
+        arguments: [("KEY…", "Keys to forget, as in the job files and records.")],
+        options: [
+            .init(name: "all", value: nil, help: "Forget every key in the output directory, without asking."),
+            .init(name: "out", value: "DIR", help: "Output directory. (default: ./out)"),
+        ],
+        positionals: (0, nil),
+        run: { arguments in
+            let all = arguments.flag("all")
+            guard all != !arguments.positionals.isEmpty else {
+                return Runner.usageError(UsageError(all ? "Give either keys or --all, not both" : "Missing expected argument 'KEY…' (or --all)"), spec: spec)
+            }
+            let out = arguments.value("out") ?? "out"
+            let store: OutputStore
+            let lock: RunLock
+            do {
+                store = try OutputStore(root: out)
+                lock = try RunLock(store: store, wait: false)
+            } catch let busy as RunLock.Busy {
+                Console.error(busy.description)
+                return RunCommand.busyExitCode
+            } catch {
+                Console.error("cannot use the output directory '\(out)': \(error)")
+                return 2
+            }
+            defer { withExtendedLifetime(lock) {} }
+            let keys = all ? store.recordedKeys() : arguments.positionals
+            var missing = 0
+            for key in keys {
+                if let forgotten = store.forget(key: key) {
+                    Console.out("forgot \(key): removed \(forgotten.removed.joined(separator: ", "))")
+                } else {
+                    missing += 1
+                    Console.err("runner: \(key): no record in \(RunReporter.relative(store.root)); nothing to forget")
+                }
+            }
+            if all && keys.isEmpty { Console.out("nothing to forget in \(RunReporter.relative(store.root))") }
+            return missing == 0 ? 0 : 1
+        })
+}
