@@ -10,6 +10,10 @@ enum Runner {
         ForgetCommand.spec,
         DemoCommand.spec,
         FixtureServerCommand.spec,
+        SpoolCommands.submit,
+        SpoolCommands.watch,
+        SpoolCommands.cancel,
+        SpoolCommands.status,
         CommandSpec(
             name: "connectivity", summary: "Print whether HOST is reachable, and with --watch each change (diagnostic).",
             usage: "HOST [--watch SECONDS] [--polling]", hidden: true, rawArguments: true,

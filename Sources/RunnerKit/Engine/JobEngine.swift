@@ -24,6 +24,9 @@ public final class JobEngine: Sendable {
         public var runLog: RunLog?
         /// Attempts talking to one host at once.
         public var perHost: Int
+        /// A lock per key across processes (the spool's), taken once the TaskManager admitted
+        /// the key; a key held elsewhere ends `duplicate`.
+        public var keyLock: (any KeyLocking)?
 
         /// The default of `perHost`: polite to one server, while a batch over many hosts still
         /// uses all of `concurrency`.
@@ -32,7 +35,7 @@ public final class JobEngine: Sendable {
         public init(
             store: OutputStore, http: any HTTPFetching, monitor: any ConnectivityMonitoring = AlwaysReachable(),
             clock: any Clock<Duration> = ContinuousClock(), concurrency: Int = 8, backoff: Backoff = Backoff(),
-            runLog: RunLog? = nil, perHost: Int = defaultPerHost
+            runLog: RunLog? = nil, perHost: Int = defaultPerHost, keyLock: (any KeyLocking)? = nil
         ) {
             self.perHost = perHost
             self.store = store
@@ -42,6 +45,7 @@ public final class JobEngine: Sendable {
             self.concurrency = concurrency
             self.backoff = backoff
             self.runLog = runLog
+            self.keyLock = keyLock
         }
     }
 
@@ -105,14 +109,25 @@ public final class JobEngine: Sendable {
     /// One job under the TaskManager; `slot` is already held and is released here.
     private func execute(_ job: JobDescriptor, slot: Slot) async -> JobResult {
         let startedAt = Date()
-        if let result = await taskManager.run(key: job.key, { await self.perform(job, slot: slot, startedAt: startedAt) }) {
+        let keyLock = configuration.keyLock
+        let admitted = await taskManager.run(key: job.key) { () async -> JobResult? in
+            var release: (@Sendable () -> Void)?
+            if let keyLock {
+                guard let held = keyLock.tryLock(key: job.key) else { return nil }
+                release = held
+            }
+            defer { release?() }
+            return await self.perform(job, slot: slot, startedAt: startedAt)
+        }
+        if let result = admitted ?? nil {
             return result
         }
         slot.release()
+        let elsewhere = admitted != nil
         let result = JobResult(
             key: job.key, kind: job.kindName, status: .duplicate,
-            error: "a task with the key '\(job.key)' is already running", startedAt: startedAt, finishedAt: Date(),
-            parent: job.parent)
+            error: "a task with the key '\(job.key)' is already running" + (elsewhere ? " in another process" : ""),
+            startedAt: startedAt, finishedAt: Date(), parent: job.parent)
         // A duplicate's record goes to the run log and the observer, not to results/: the file
         // there belongs to the task that is running.
         return await finish(result, record: false)

@@ -1,0 +1,80 @@
+import Foundation
+import Glibc
+@testable import RunnerKit
+import Testing
+
+/// The spool's locks and names, in process: the per-key flock, the engine's hook, watcher folders.
+@Suite(.timeLimit(.minutes(1)))
+struct SpoolLockTests {
+    @Test func aKeyLockIsExclusiveNamesItsHolderAndLeavesNoFileBehind() throws {
+        let folder = TemporaryFolder()
+        let spool = Spool(root: folder.path + "/spool")
+        try spool.makeFolders()
+        let lock = SpoolKeyLock(spool: spool)
+
+        let release = try #require(lock.tryLock(key: "image:a b"))
+        #expect(lock.tryLock(key: "image:a b") == nil, "a second open file description cannot take it")
+        let other = try #require(lock.tryLock(key: "image:other"), "other keys are free")
+        let held = lock.held()
+        #expect(Set(held.map(\.key)) == ["image:a b", "image:other"])
+        #expect(held.allSatisfy { $0.pid == Int(getpid()) })
+
+        release()
+        other()
+        #expect(FileSystem.names(in: spool.locks).isEmpty, "a released lock removes its file")
+        let again = try #require(lock.tryLock(key: "image:a b"))
+        again()
+    }
+
+    @Test func theEngineEndsAJobDuplicateWhenAnotherProcessHoldsItsKey() async throws {
+        struct HeldElsewhere: KeyLocking {
+            func tryLock(key: String) -> (@Sendable () -> Void)? {
+                if key == "probe:busy" { return nil }
+                return {}
+            }
+        }
+        let folder = TemporaryFolder()
+        let store = try OutputStore(root: folder.path)
+        let engine = JobEngine(configuration: .init(store: store, http: NoFetching(), keyLock: HeldElsewhere()))
+        let url = URL(string: "http://127.0.0.1/x")!
+        let busy = await engine.run(JobDescriptor(kind: ProbeKind(), key: "probe:busy", url: url))
+        #expect(busy.status == .duplicate)
+        #expect(busy.error == "a task with the key 'probe:busy' is already running in another process")
+        #expect(store.readRecord(forKey: "probe:busy") == nil, "the record of the running task is not overwritten")
+        let free = await engine.run(JobDescriptor(kind: ProbeKind(), key: "probe:free", url: url))
+        #expect(free.status == .succeeded)
+        #expect(!engine.taskManager.isRunning(key: "probe:busy"), "a refused key leaves the TaskManager")
+    }
+
+    @Test func recoveryTakesBackOnlyTheFilesOfDeadWatchers() throws {
+        let folder = TemporaryFolder()
+        let spool = Spool(root: folder.path + "/spool")
+        let live = try WatcherLease(spool: spool)
+        defer { live.end() }
+        folder.write("spool/active/\(live.id)/mine.json", "{}")
+        try FileManager.default.createDirectory(atPath: spool.active + "/4242-dead", withIntermediateDirectories: true)
+        folder.write("spool/active/4242-dead/lost.json", "{}")
+        folder.write("spool/active/4242-dead/.lost.json.results.jsonl", "{}")
+        folder.write("spool/inbox/lost.json", "{}")
+
+        let back = WatcherLease.recover(spool: spool, except: "someone-else")
+        #expect(back == ["lost-2.json"], "a waiting file of the same name is kept")
+        #expect(FileSystem.names(in: spool.inbox).sorted() == ["lost-2.json", "lost.json"])
+        #expect(FileSystem.names(in: spool.active) == [live.id], "the dead folder is gone, the live one stays")
+        #expect(FileSystem.names(in: "\(spool.active)/\(live.id)") == ["mine.json"])
+        #expect(WatcherLease.isAlive(spool: spool, folder: live.id))
+    }
+
+    @Test func numberedNamesKeepTheExtension() {
+        #expect(FileSystem.numbered("batch.jsonl", 1) == "batch.jsonl")
+        #expect(FileSystem.numbered("batch.jsonl", 3) == "batch-3.jsonl")
+        #expect(FileSystem.numbered("README", 2) == "README-2")
+        #expect(FileSystem.numbered(".hidden", 2) == ".hidden-2")
+    }
+}
+
+/// A fetcher for jobs that never fetch.
+private struct NoFetching: HTTPFetching {
+    struct Unused: Error {}
+    func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead { throw Unused() }
+}
