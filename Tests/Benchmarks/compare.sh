@@ -109,11 +109,14 @@ if [ "$build" -eq 1 ]; then
 fi
 [ -x "$runner" ] || fail "$runner is missing (drop --no-build)"
 
-# A port nobody answers on right now (nginx still fails loudly if it is taken meanwhile).
+# A port below the kernel's ephemeral range (so no outgoing connection holds it) that nobody
+# answers on right now; nginx is retried on another one if it is taken meanwhile.
 free_port() {
-    local port
+    local low port
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$low" -gt 12000 ] || low=32768
     for _ in $(seq 1 50); do
-        port=$((20000 + RANDOM % 40000))
+        port=$((10000 + RANDOM % (low - 10000)))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
     done
     fail "no free loopback port found"
@@ -135,14 +138,19 @@ wait_for() {
 root=$work/root
 mkdir -p "$root/entries" "$root/images"
 
-# Real image bytes from the fixture server: a PNG and a JPEG, used in turn.
-fixture_port=$(free_port)
-"$runner" fixture-server --port "$fixture_port" >"$work/fixture.log" 2>&1 &
+# Real image bytes from the fixture server (on a port it picks): a PNG and a JPEG, used in turn.
+setsid "$runner" fixture-server --port 0 >"$work/fixture.log" 2>&1 &
 fixture_pid=$!
-wait_for "http://127.0.0.1:$fixture_port/images/png.png" "the fixture server" "$fixture_pid" \
+fixture_url=""
+for _ in $(seq 1 100); do
+    fixture_url=$(grep -o 'http://[0-9.:]*' "$work/fixture.log" 2>/dev/null | head -1) || true
+    [ -n "$fixture_url" ] || ! kill -0 "$fixture_pid" 2>/dev/null && break
+    sleep 0.05
+done
+[ -n "$fixture_url" ] && wait_for "$fixture_url/images/png.png" "the fixture server" "$fixture_pid" \
     || { cat "$work/fixture.log" >&2; fail "the fixture server did not start"; }
-curl -sf -o "$work/sample.png" "http://127.0.0.1:$fixture_port/images/png.png"
-curl -sf -o "$work/sample.jpg" "http://127.0.0.1:$fixture_port/images/jpeg-baseline.jpg"
+curl -sf -o "$work/sample.png" "$fixture_url/images/png.png"
+curl -sf -o "$work/sample.jpg" "$fixture_url/images/jpeg-baseline.jpg"
 kill -TERM "$fixture_pid"; wait "$fixture_pid" 2>/dev/null || true; fixture_pid=""
 
 # Entries in the seeds' shape, a few hundred bytes each.
@@ -164,10 +172,12 @@ expected_bytes=$(find "$root" -type f -printf '%s\n' | awk '{ s += $1 } END { pr
 chmod -R a+rX "$work"   # nginx's workers may run as another user
 
 # --- nginx on loopback, in the foreground, with its own configuration ------------------------
-port=$(free_port)
-base=http://127.0.0.1:$port
+# (In a session of its own, so that a Ctrl-C stops the tool being measured, not the server under it.)
 mkdir -p "$work/nginx"
-cat >"$work/nginx/nginx.conf" <<EOF
+if [ "$entries" -gt 0 ]; then probe=entries/e1.json; else probe=images/i1.png; fi
+start_nginx() {
+    local port=$1
+    cat >"$work/nginx/nginx.conf" <<EOF
 daemon off;
 worker_processes auto;
 pid $work/nginx/nginx.pid;
@@ -194,11 +204,20 @@ http {
     }
 }
 EOF
-"$nginx_bin" -p "$work/nginx" -e "$work/nginx/error.log" -c "$work/nginx/nginx.conf" >"$work/nginx/stdout.log" 2>&1 &
-nginx_pid=$!
-wait_for "$base/entries/e1.json" nginx "$nginx_pid" 2>/dev/null \
-    || wait_for "$base/images/i1.png" nginx "$nginx_pid" \
-    || { cat "$work/nginx/error.log" >&2 2>/dev/null || true; fail "nginx did not start"; }
+    setsid "$nginx_bin" -p "$work/nginx" -e "$work/nginx/error.log" -c "$work/nginx/nginx.conf" >"$work/nginx/stdout.log" 2>&1 &
+    nginx_pid=$!
+    wait_for "http://127.0.0.1:$port/$probe" nginx "$nginx_pid" 2>/dev/null && return 0
+    kill -TERM "$nginx_pid" 2>/dev/null || true
+    wait "$nginx_pid" 2>/dev/null || true
+    nginx_pid=""
+    return 1
+}
+for attempt in 1 2 3 4 5; do
+    port=$(free_port)
+    start_nginx "$port" && break
+    [ "$attempt" -lt 5 ] || { cat "$work/nginx/error.log" >&2 2>/dev/null || true; fail "nginx did not start"; }
+done
+base=http://127.0.0.1:$port
 
 # --- The same work, in each tool's input format ----------------------------------------------
 # runner: one JSONL job per URL. curl: url/output pairs. aria2c: URL with dir/out. xargs: "FILE URL".
