@@ -75,12 +75,16 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 
-# --- Clean-up, also on failure or Ctrl-C -----------------------------------------------------
+[ -n "${EPOCHREALTIME:-}" ] || fail "needs bash 5 or later (EPOCHREALTIME)"
+
+# --- Where the tools write -------------------------------------------------------------------
 if [ -z "$out_base" ]; then
     out_base=${TMPDIR:-/tmp}
     if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && [ -w /dev/shm ]; then out_base=/dev/shm; fi
 fi
 [ -d "$out_base" ] && [ -w "$out_base" ] || fail "cannot write in '$out_base'"
+
+# --- Clean-up, also on failure or Ctrl-C -----------------------------------------------------
 work=$(mktemp -d "${TMPDIR:-/tmp}/runner-compare.XXXXXX")
 outputs=""
 nginx_pid=""
