@@ -295,7 +295,7 @@ measure() {
 
 # Warm nginx and the page cache once, untimed, so that the first tool measured is not penalized.
 outputs=$(mktemp -d "$out_base/runner-compare-out.XXXXXX")
-out_fs=$(findmnt -n -o FSTYPE --target "$outputs" 2>/dev/null || stat -f -c %T "$outputs")
+out_fs=$( (findmnt -n -o FSTYPE --target "$outputs" 2>/dev/null || stat -f -c %T "$outputs") | tail -1)
 top=$PWD
 mkdir -p "$outputs/warm/entries" "$outputs/warm/images"
 (cd "$outputs/warm" && curl --silent --show-error --fail --parallel --parallel-max "$parallel" -K "$lists/curl.config" >"$work/log" 2>&1) \
