@@ -1,0 +1,345 @@
+#!/usr/bin/env bash
+# Side by side: runner against curl --parallel, aria2c and xargs+curl on the same work.
+#
+# Serves N small JSON entries and M small images from nginx on loopback, then fetches all of
+# them with each tool, P at once, every tool writing one file per URL into a fresh folder.
+# Each tool runs R times (round-robin, so background noise spreads over all tools); the table
+# shows the median of the runs. Prints a Markdown table and one line about the machine.
+#
+# Usage: bash Tests/Benchmarks/compare.sh [--entries N] [--images M] [--runs R] [--parallel P]
+#                                         [--tools LIST] [--out-dir DIR] [--no-build]
+#   --entries N   JSON entries to fetch (default 2000, env BENCH_ENTRIES)
+#   --images M    images to fetch (default 200, env BENCH_IMAGES)
+#   --runs R      runs per tool; the median is shown (default 3, env BENCH_RUNS)
+#   --parallel P  fetches at once, for every tool (default 32, env BENCH_PARALLEL)
+#   --tools LIST  comma-separated subset of runner,curl,aria2c,xargs (default all, env BENCH_TOOLS)
+#   --out-dir DIR where the tools write (default: a tmpfs, /dev/shm, when there is one, so that
+#                 the tools are measured rather than the disk; env BENCH_OUT_DIR)
+#   --no-build    use the existing .build/release/runner instead of building it
+#
+# Needs nginx, aria2c, curl and GNU time; installs the missing ones from Debian's packages
+# (apt-get, as root). Listens on 127.0.0.1 only.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+entries=${BENCH_ENTRIES:-2000}
+images=${BENCH_IMAGES:-200}
+runs=${BENCH_RUNS:-3}
+parallel=${BENCH_PARALLEL:-32}
+tools=${BENCH_TOOLS:-runner,curl,aria2c,xargs}
+out_base=${BENCH_OUT_DIR:-}
+build=1
+
+usage() { sed -n '/^# Usage:/,/^# Needs/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --entries) entries=$2; shift 2 ;;
+        --images) images=$2; shift 2 ;;
+        --runs) runs=$2; shift 2 ;;
+        --parallel) parallel=$2; shift 2 ;;
+        --tools) tools=$2; shift 2 ;;
+        --out-dir) out_base=$2; shift 2 ;;
+        --no-build) build=0; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "compare.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+done
+for value in "$entries" "$images" "$runs" "$parallel"; do
+    [[ "$value" =~ ^[0-9]+$ ]] || { echo "compare.sh: '$value' is not a whole number" >&2; exit 2; }
+done
+[ "$runs" -ge 1 ] && [ "$parallel" -ge 1 ] && [ $((entries + images)) -ge 1 ] \
+    || { echo "compare.sh: runs, parallel and entries+images must be at least 1" >&2; exit 2; }
+IFS=, read -r -a tool_list <<<"$tools"
+for tool in "${tool_list[@]}"; do
+    case "$tool" in runner|curl|aria2c|xargs) ;; *) echo "compare.sh: unknown tool '$tool'" >&2; exit 2 ;; esac
+done
+total=$((entries + images))
+
+say() { echo "compare.sh: $*" >&2; }
+fail() { echo "compare.sh: FAILED: $*" >&2; exit 1; }
+
+# --- What it needs ---------------------------------------------------------------------------
+missing=()
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+command -v aria2c >/dev/null 2>&1 || missing+=(aria2)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+[ -x /usr/bin/time ] || missing+=(time)
+if [ ${#missing[@]} -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        say "installing ${missing[*]} from Debian's packages"
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+        fail "missing ${missing[*]}; install them (Debian: apt-get install ${missing[*]}) or run as root"
+    fi
+fi
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+
+[ -n "${EPOCHREALTIME:-}" ] || fail "needs bash 5 or later (EPOCHREALTIME)"
+
+# --- Where the tools write -------------------------------------------------------------------
+if [ -z "$out_base" ]; then
+    out_base=${TMPDIR:-/tmp}
+    if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && [ -w /dev/shm ]; then out_base=/dev/shm; fi
+fi
+[ -d "$out_base" ] && [ -w "$out_base" ] || fail "cannot write in '$out_base'"
+
+# --- Clean-up, also on failure or Ctrl-C -----------------------------------------------------
+work=$(mktemp -d "${TMPDIR:-/tmp}/runner-compare.XXXXXX")
+outputs=""
+nginx_pid=""
+fixture_pid=""
+cleanup() {
+    local code=$?
+    trap - EXIT INT TERM
+    for pid in "$fixture_pid" "$nginx_pid"; do
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+    rm -rf "$work" ${outputs:+"$outputs"}
+    exit "$code"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# --- The runner, in release ------------------------------------------------------------------
+runner=.build/release/runner
+if [ "$build" -eq 1 ]; then
+    say "building the runner in release"
+    swift build -c release >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; fail "swift build -c release"; }
+fi
+[ -x "$runner" ] || fail "$runner is missing (drop --no-build)"
+
+# A port below the kernel's ephemeral range (so no outgoing connection holds it) that nobody
+# answers on right now; nginx is retried on another one if it is taken meanwhile.
+free_port() {
+    local low port
+    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    [ "$low" -gt 12000 ] || low=32768
+    for _ in $(seq 1 50); do
+        port=$((10000 + RANDOM % (low - 10000)))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
+    done
+    fail "no free loopback port found"
+}
+
+# Waits until URL answers 200, or fails naming WHAT.
+wait_for() {
+    local url=$1 what=$2 pid=$3
+    for _ in $(seq 1 100); do
+        curl -sf -o /dev/null "$url" && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.05
+    done
+    say "$what did not answer $url"
+    return 1
+}
+
+# --- The document root: N entries, M images --------------------------------------------------
+root=$work/root
+mkdir -p "$root/entries" "$root/images"
+
+# Real image bytes from the fixture server (on a port it picks): a PNG and a JPEG, used in turn.
+setsid "$runner" fixture-server --port 0 >"$work/fixture.log" 2>&1 &
+fixture_pid=$!
+fixture_url=""
+for _ in $(seq 1 100); do
+    fixture_url=$(grep -o 'http://[0-9.:]*' "$work/fixture.log" 2>/dev/null | head -1) || true
+    [ -n "$fixture_url" ] || ! kill -0 "$fixture_pid" 2>/dev/null && break
+    sleep 0.05
+done
+[ -n "$fixture_url" ] && wait_for "$fixture_url/images/png.png" "the fixture server" "$fixture_pid" \
+    || { cat "$work/fixture.log" >&2; fail "the fixture server did not start"; }
+curl -sf -o "$work/sample.png" "$fixture_url/images/png.png"
+curl -sf -o "$work/sample.jpg" "$fixture_url/images/jpeg-baseline.jpg"
+kill -TERM "$fixture_pid"; wait "$fixture_pid" 2>/dev/null || true; fixture_pid=""
+
+# Entries in the seeds' shape, a few hundred bytes each.
+awk -v n="$entries" -v dir="$root/entries" 'BEGIN {
+    split("du@ijdu.cm pit@gon.bw ha@wu.ly sel@ebo.gy", who, " ")
+    for (i = 1; i <= n; i++) {
+        f = sprintf("%s/e%d.json", dir, i)
+        printf "{\n  \"id\": \"e%d\",\n  \"createdAt\": \"2023-%02d-%02dT%02d:%02d:47.099Z\",\n", i, 1 + i % 12, 1 + i % 28, i % 24, i % 60 > f
+        printf "  \"createdBy\": \"%s\",\n  \"lastModifiedAt\": \"2024-%02d-%02dT07:07:40.646Z\",\n", who[1 + i % 4], 1 + (i / 12) % 12, 1 + (i / 7) % 28 > f
+        printf "  \"lastModifiedBy\": \"%s\",\n", who[1 + (i + 1) % 4] > f
+        printf "  \"description\": \"Entry e%d. Duw orevoza jiprudis faz alnaimu sazafapa cuwpe zifehe kowo wasmag otu tuwulfoj bifo se botirgo. Kiojka roftan otecu ohukdu zuaruuze ow ko jogapob naw jadkawwa nem vo fasoz.\"\n}\n", i > f
+        close(f)
+    }
+}'
+for ((i = 1; i <= images; i++)); do
+    if ((i % 2)); then cp "$work/sample.png" "$root/images/i$i.png"; else cp "$work/sample.jpg" "$root/images/i$i.jpg"; fi
+done
+expected_bytes=$(find "$root" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+chmod -R a+rX "$work"   # nginx's workers may run as another user
+
+# --- nginx on loopback, in the foreground, with its own configuration ------------------------
+# (In a session of its own, so that a Ctrl-C stops the tool being measured, not the server under it.)
+mkdir -p "$work/nginx"
+if [ "$entries" -gt 0 ]; then probe=entries/e1.json; else probe=images/i1.png; fi
+start_nginx() {
+    local port=$1
+    cat >"$work/nginx/nginx.conf" <<EOF
+daemon off;
+worker_processes auto;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 65s;
+    keepalive_requests 1000000;
+    open_file_cache max=100000 inactive=60s;
+    types { application/json json; image/png png; image/jpeg jpg; }
+    default_type application/octet-stream;
+    client_body_temp_path $work/nginx/body;
+    proxy_temp_path $work/nginx/proxy;
+    fastcgi_temp_path $work/nginx/fastcgi;
+    uwsgi_temp_path $work/nginx/uwsgi;
+    scgi_temp_path $work/nginx/scgi;
+    server {
+        listen 127.0.0.1:$port;
+        root $root;
+    }
+}
+EOF
+    setsid "$nginx_bin" -p "$work/nginx" -e "$work/nginx/error.log" -c "$work/nginx/nginx.conf" >"$work/nginx/stdout.log" 2>&1 &
+    nginx_pid=$!
+    wait_for "http://127.0.0.1:$port/$probe" nginx "$nginx_pid" 2>/dev/null && return 0
+    kill -TERM "$nginx_pid" 2>/dev/null || true
+    wait "$nginx_pid" 2>/dev/null || true
+    nginx_pid=""
+    return 1
+}
+for attempt in 1 2 3 4 5; do
+    port=$(free_port)
+    start_nginx "$port" && break
+    [ "$attempt" -lt 5 ] || { cat "$work/nginx/error.log" >&2 2>/dev/null || true; fail "nginx did not start"; }
+done
+base=http://127.0.0.1:$port
+
+# --- The same work, in each tool's input format ----------------------------------------------
+# runner: one JSONL job per URL. curl: url/output pairs. aria2c: URL with dir/out. xargs: "FILE URL".
+lists=$work/lists
+mkdir -p "$lists"
+{
+    for ((i = 1; i <= entries; i++)); do
+        printf '{"kind": "entry", "id": "e%d", "url": "%s/entries/{id}.json"}\n' "$i" "$base"
+    done
+    for ((i = 1; i <= images; i++)); do
+        ((i % 2)) && ext=png || ext=jpg
+        printf '{"kind": "image", "url": "%s/images/i%d.%s"}\n' "$base" "$i" "$ext"
+    done
+} >"$lists/batch.jsonl"
+paths() {   # "folder/name url" for every file
+    for ((i = 1; i <= entries; i++)); do echo "entries/e$i.json $base/entries/e$i.json"; done
+    for ((i = 1; i <= images; i++)); do
+        ((i % 2)) && ext=png || ext=jpg
+        echo "images/i$i.$ext $base/images/i$i.$ext"
+    done
+}
+paths >"$lists/paths"
+awk '{ printf "url = \"%s\"\noutput = \"%s\"\n", $2, $1 }' "$lists/paths" >"$lists/curl.config"
+awk '{ n = split($1, p, "/"); printf "%s\n  dir=%s\n  out=%s\n", $2, p[1], p[2] }' "$lists/paths" >"$lists/aria2.list"
+
+# The command line of one tool; each runs in a fresh output folder as its working directory.
+runner_abs=$PWD/$runner
+tool_command() {
+    case "$1" in
+        runner) cmd=("$runner_abs" run "$lists/batch.jsonl" --concurrency "$parallel" --out .) ;;
+        curl) cmd=(curl --silent --show-error --fail --parallel --parallel-max "$parallel" -K "$lists/curl.config") ;;
+        aria2c) cmd=(aria2c --no-conf -j "$parallel" -x1 -i "$lists/aria2.list" --allow-overwrite=true
+                     --auto-file-renaming=false --console-log-level=warn --summary-interval=0
+                     --download-result=hide --file-allocation=none) ;;
+        xargs) cmd=(xargs -P "$parallel" -n 2 curl --silent --show-error --fail -o) ;;   # reads $lists/paths
+    esac
+}
+
+# Checks the output folder holds all N+M payloads, byte for byte in total.
+check_output() {
+    local tool=$1 dir=$2 count bytes
+    count=$(find "$dir/entries" "$dir/images" -type f ! -name '.*' ! -name '*.aria2' -size +0 2>/dev/null | wc -l)
+    bytes=$(find "$dir/entries" "$dir/images" -type f ! -name '.*' ! -name '*.aria2' -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+    [ "$count" -eq "$total" ] || fail "$tool wrote $count of $total files"
+    [ "$bytes" -eq "$expected_bytes" ] || fail "$tool wrote $bytes bytes, expected $expected_bytes"
+    if [ "$tool" = runner ]; then
+        count=$(find "$dir/results" -type f -name '*.json' | wc -l)
+        [ "$count" -eq "$total" ] || fail "runner wrote $count of $total result records"
+    fi
+}
+
+# One measured run: wall time from a microsecond clock around GNU time (whose %e has 10 ms
+# steps); CPU (user+sys) and peak RSS from GNU time, which counts every waited-for descendant.
+measure() {
+    local tool=$1 run=$2 dir=$outputs/$1.$2 start end code=0 user sys rss
+    tool_command "$tool"
+    mkdir -p "$dir/entries" "$dir/images"
+    sync
+    cd "$dir"
+    start=$EPOCHREALTIME
+    /usr/bin/time -f '%U %S %M' -o "$work/time" "${cmd[@]}" <"$lists/paths" >"$work/log" 2>&1 || code=$?
+    end=$EPOCHREALTIME
+    cd "$top"
+    [ "$code" -eq 0 ] || { tail -20 "$work/log" >&2; fail "$tool exited with $code (run $run)"; }
+    check_output "$tool" "$dir"
+    read -r user sys rss < <(tail -1 "$work/time")
+    awk -v t="$tool" -v s="$start" -v e="$end" -v u="$user" -v y="$sys" -v m="$rss" \
+        'BEGIN { printf "%s %.4f %.2f %d\n", t, e - s, u + y, m }' >>"$work/samples"
+    rm -rf "$dir"
+}
+
+# Warm nginx and the page cache once, untimed, so that the first tool measured is not penalized.
+outputs=$(mktemp -d "$out_base/runner-compare-out.XXXXXX")
+out_fs=$( (findmnt -n -o FSTYPE --target "$outputs" 2>/dev/null || stat -f -c %T "$outputs") | tail -1)
+top=$PWD
+mkdir -p "$outputs/warm/entries" "$outputs/warm/images"
+(cd "$outputs/warm" && curl --silent --show-error --fail --parallel --parallel-max "$parallel" -K "$lists/curl.config" >"$work/log" 2>&1) \
+    || fail "the warm-up fetch with curl failed"
+rm -rf "$outputs/warm"
+
+: >"$work/samples"
+for ((r = 1; r <= runs; r++)); do
+    for tool in "${tool_list[@]}"; do
+        say "run $r/$runs: $tool"
+        measure "$tool" "$r"
+    done
+done
+
+# --- The table -------------------------------------------------------------------------------
+median() {   # median of the given column for one tool
+    awk -v t="$1" -v c="$2" '$1 == t { print $c }' "$work/samples" | sort -g \
+        | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+curl_wall=""
+for tool in "${tool_list[@]}"; do [ "$tool" = curl ] && curl_wall=$(median curl 2); done
+
+echo "Fetching $entries JSON entries + $images images ($total files) from nginx on loopback, $parallel at once, written to $out_fs; median of $runs runs."
+echo
+echo "| tool | wall (s) | jobs/s | CPU user+sys (s) | CPU per job (ms) | peak RSS (MB) | wall vs curl |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+for tool in "${tool_list[@]}"; do
+    case "$tool" in
+        runner) label="\`runner run\` (JSONL batch)" ;;
+        curl) label="\`curl --parallel -K\`" ;;
+        aria2c) label="\`aria2c -j -i\`" ;;
+        xargs) label="\`xargs -P curl\`" ;;
+    esac
+    wall=$(median "$tool" 2); cpu=$(median "$tool" 3); rss=$(median "$tool" 4)
+    awk -v l="$label" -v w="$wall" -v c="$cpu" -v m="$rss" -v n="$total" -v cw="$curl_wall" 'BEGIN {
+        ratio = (cw == "" || cw == 0) ? "–" : sprintf("%.2f×", w / cw)
+        printf "| %s | %.3f | %.0f | %.2f | %.3f | %.1f | %s |\n", l, w, n / w, c, 1000 * c / n, m / 1024, ratio
+    }'
+done
+echo
+echo "Peak RSS is GNU time's: the largest single process (for xargs, one curl or xargs itself), not a sum."
+nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///')
+echo "Machine: $(nproc) cores ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), \
+$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r), \
+load $(cut -d' ' -f1-3 /proc/loadavg); $(swift --version 2>&1 | grep -o 'Swift version [^ ]*' | head -1), \
+curl $(curl --version | head -1 | cut -d' ' -f2), aria2c $(aria2c --version | head -1 | awk '{ print $3 }'), \
+nginx $nginx_version, $(xargs --version | head -1)."
