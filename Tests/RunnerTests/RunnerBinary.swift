@@ -1,5 +1,6 @@
 import FixtureServer
 import Foundation
+import Glibc
 import RunnerKit
 import Testing
 
@@ -38,7 +39,19 @@ struct RunnerBinary {
         process.standardInput = FileHandle.nullDevice
         try process.run()
         await beforeWait(process)
-        while process.isRunning { try await Task.sleep(for: .milliseconds(5)) }
+        // A runner that does not end within a minute is a failure, not a reason to hang the suite.
+        let limit = ContinuousClock.now.advanced(by: .seconds(60))
+        while process.isRunning {
+            if ContinuousClock.now > limit {
+                process.interrupt()
+                try await Task.sleep(for: .seconds(2))
+                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                Issue.record("runner \(arguments.joined(separator: " ")) did not end within 60 s")
+                break
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        process.waitUntilExit()
         return Output(
             status: process.terminationStatus,
             stdout: (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "",
