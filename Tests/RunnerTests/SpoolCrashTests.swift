@@ -35,11 +35,13 @@ struct SpoolCrashTests {
         var keys: Set<String> = []
         for name in done {
             let records = s.records(s.spool.done, name)
-            #expect(records.count == 1 && records[0]["status"] == .string("succeeded"), "\(name) is done with its result")
+            // A job fetched again after a crash revalidates the payload its killed run wrote: 304.
+            let status = records.first?["status"]?.stringValue
+            #expect(records.count == 1 && (status == "succeeded" || status == "notModified"), "\(name) is done with its result")
             records.compactMap { $0["key"]?.stringValue }.forEach { keys.insert($0) }
         }
         #expect(keys == Set((0..<count).map { "image:\($0)" }))
-        for i in 0..<count { #expect(try s.w.status("image:\(i)") == "succeeded") }
+        for i in 0..<count { #expect(["succeeded", "notModified"].contains(try s.w.status("image:\(i)"))) }
         #expect(s.log("watch-last").contains("put back in line") || leftBehind == 0)
         print("kill -9 at \(kills) ms after each start; \(leftBehind) file(s) left in active/ were put back; \(s.w.server.totalRequests) fetches for \(count) jobs")
     }
