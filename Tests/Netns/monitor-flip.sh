@@ -24,63 +24,12 @@ RUNNER_BIN=${RUNNER_BIN:-.build/debug/runner}
 LIMIT_MS=${LIMIT_MS:-100}
 POLL_LIMIT_MS=${POLL_LIMIT_MS:-200}
 
-skip() { echo "SKIP: $*"; exit 0; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-[ "$(id -u)" -eq 0 ] || skip "network namespaces need root"
-command -v ip >/dev/null 2>&1 || skip "iproute2 ('ip') is not installed"
+source "$(dirname "$0")/namespaces.bash"
 [ -x "$RUNNER_BIN" ] || fail "no runner binary at $RUNNER_BIN (build it, or set RUNNER_BIN)"
-
-CLIENT="rn-c-$$-$RANDOM"
-SERVER="rn-s-$$-$RANDOM"
-WORK=$(mktemp -d)
-WATCHERS=()
-
-cleanup() {
-    for pid in "${WATCHERS[@]}"; do kill "$pid" 2>/dev/null; done
-    wait 2>/dev/null
-    ip netns del "$CLIENT" 2>/dev/null
-    ip netns del "$SERVER" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-if ! ip netns add "$CLIENT" 2>"$WORK/err"; then
-    skip "cannot create a network namespace: $(cat "$WORK/err")"
-fi
-ip netns add "$SERVER" || fail "cannot create the server namespace"
-
-# MARK: - Topology (only inside the two namespaces)
-
-NET=$((RANDOM % 250 + 1))
-V4_SERVER="10.213.$NET.2"
-V6_SERVER="fd00:213:$NET::2"
-
-C() { ip -n "$CLIENT" "$@"; }
-S() { ip -n "$SERVER" "$@"; }
-
-C link add veth-c index 3 type veth peer name veth-s index 4 netns "$SERVER" || fail "cannot create the veth pair"
-# Keep static IPv6 addresses when a link goes down, so that "up" restores the routes.
-ip netns exec "$CLIENT" sysctl -qw net.ipv6.conf.veth-c.keep_addr_on_down=1
-ip netns exec "$SERVER" sysctl -qw net.ipv6.conf.veth-s.keep_addr_on_down=1
-C addr add "10.213.$NET.1/24" dev veth-c
-S addr add "$V4_SERVER/24" dev veth-s
-C -6 addr add "fd00:213:$NET::1/64" dev veth-c nodad
-S -6 addr add "$V6_SERVER/64" dev veth-s nodad
-for ns in "$CLIENT" "$SERVER"; do ip -n "$ns" link set lo up; done
-C link set veth-c up
-S link set veth-s up
-
-for ns in "$CLIENT" "$SERVER"; do
-    if [ -n "$(ip -n "$ns" route show default)$(ip -n "$ns" -6 route show default)" ]; then
-        fail "namespace $ns has a default route"
-    fi
-done
+make_namespaces 213
 
 # MARK: - Helpers
 
-now_ms() { date +%s%3N; }
 
 # Milliseconds since the epoch of a line "2026-11-22T10:00:00.123Z state".
 line_ms() { date -u -d "${1%% *}" +%s%3N; }
@@ -145,7 +94,7 @@ run_mode() {
         file="$WORK/$MODE-${target//:/_}.log"
         : >"$file"
         ip netns exec "$CLIENT" "$RUNNER_BIN" connectivity "$target" --watch 60 "${options[@]}" >"$file" 2>"$file.err" &
-        WATCHERS+=($!)
+        BACKGROUND+=($!)
         FILES+=("$file")
     done
     for file in "${FILES[@]}"; do
@@ -158,9 +107,9 @@ run_mode() {
     flip "server down (no carrier)" unreachable S link set veth-s down
     flip "server up (carrier back)" reachable S link set veth-s up
 
-    for pid in "${WATCHERS[@]}"; do kill "$pid" 2>/dev/null; done
+    for pid in "${BACKGROUND[@]}"; do kill "$pid" 2>/dev/null; done
     wait 2>/dev/null
-    WATCHERS=()
+    BACKGROUND=()
     for file in "${FILES[@]}"; do
         if [ "$(wc -l <"$file")" -ne 5 ]; then
             ROWS+=("$MODE: $(basename "$file"): expected 5 lines (start + 4 flips), got: $(tr '\n' '|' <"$file")")

@@ -28,65 +28,14 @@ RUNNER_BIN=${RUNNER_BIN:-.build/debug/runner}
 FLIP_LIMIT_MS=${FLIP_LIMIT_MS:-150}
 PORT=8080
 
-skip() { echo "SKIP: $*"; exit 0; }
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-[ "$(id -u)" -eq 0 ] || skip "network namespaces need root"
-command -v ip >/dev/null 2>&1 || skip "iproute2 ('ip') is not installed"
+source "$(dirname "$0")/namespaces.bash"
 command -v python3 >/dev/null 2>&1 || fail "python3 is needed to read the result records"
 [ -x "$RUNNER_BIN" ] || fail "no runner binary at $RUNNER_BIN (build it, or set RUNNER_BIN)"
 case $RUNNER_BIN in /*) ;; *) RUNNER_BIN="$PWD/$RUNNER_BIN" ;; esac
-
-CLIENT="rn-c-$$-$RANDOM"
-SERVER="rn-s-$$-$RANDOM"
-WORK=$(mktemp -d)
-SERVERS=()
-
-cleanup() {
-    for pid in "${SERVERS[@]}"; do kill "$pid" 2>/dev/null; done
-    wait 2>/dev/null
-    ip netns del "$CLIENT" 2>/dev/null
-    ip netns del "$SERVER" 2>/dev/null
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-if ! ip netns add "$CLIENT" 2>"$WORK/err"; then
-    skip "cannot create a network namespace: $(cat "$WORK/err")"
-fi
-ip netns add "$SERVER" || fail "cannot create the server namespace"
-
-# MARK: - Topology (only inside the two namespaces)
-
-NET=$((RANDOM % 250 + 1))
-V4_SERVER="10.214.$NET.2"
-V6_SERVER="fd00:214:$NET::2"
-
-C() { ip -n "$CLIENT" "$@"; }
-S() { ip -n "$SERVER" "$@"; }
-
-C link add veth-c index 3 type veth peer name veth-s index 4 netns "$SERVER" || fail "cannot create the veth pair"
-# Keep static IPv6 addresses when a link goes down, so that "up" restores the routes.
-ip netns exec "$CLIENT" sysctl -qw net.ipv6.conf.veth-c.keep_addr_on_down=1
-ip netns exec "$SERVER" sysctl -qw net.ipv6.conf.veth-s.keep_addr_on_down=1
-C addr add "10.214.$NET.1/24" dev veth-c
-S addr add "$V4_SERVER/24" dev veth-s
-C -6 addr add "fd00:214:$NET::1/64" dev veth-c nodad
-S -6 addr add "$V6_SERVER/64" dev veth-s nodad
-for ns in "$CLIENT" "$SERVER"; do ip -n "$ns" link set lo up; done
-C link set veth-c up
-S link set veth-s up
-
-for ns in "$CLIENT" "$SERVER"; do
-    if [ -n "$(ip -n "$ns" route show default)$(ip -n "$ns" -6 route show default)" ]; then
-        fail "namespace $ns has a default route"
-    fi
-done
+make_namespaces 214
 
 # MARK: - Fixture servers (server namespace)
 
-now_ms() { date +%s%3N; }
 
 # Polls (bounded; this only synchronises, it measures nothing) until the command succeeds.
 wait_for() {
@@ -100,7 +49,7 @@ wait_for() {
 for host in "$V4_SERVER" "$V6_SERVER"; do
     log="$WORK/server-${host//:/_}.log"
     ip netns exec "$SERVER" "$RUNNER_BIN" fixture-server --host "$host" --port "$PORT" >"$log" 2>&1 &
-    SERVERS+=($!)
+    BACKGROUND+=($!)
     wait_for grep -qs "Fixture server listening on http://" "$log" \
         || fail "the fixture server on $host did not start: $(cat "$log")"
 done
