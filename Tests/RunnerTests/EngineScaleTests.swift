@@ -78,4 +78,26 @@ struct EngineScaleTests {
         while http.activeTaskCount > 0 && ContinuousClock.now < limit { try await Task.sleep(for: .milliseconds(10)) }
         #expect(http.activeTaskCount == 0)
     }
+
+    @Test func cancelEndsARunningFetchWithin100msAndLeavesNoTemporaryFile() async throws {
+        let w = try Workspace()
+        let clock = CountingClock()
+        let http = URLSessionFetcher()
+        let collector = Collector()
+        let engine = try engine(w.out, concurrency: 8, clock: clock, http: http, observer: collector)
+        // The image trickles one byte every 100 ms, so a temporary file exists when the cancel comes.
+        let job = JobDescriptor(kind: ImageKind(), key: "slow", url: URL(string: "\(w.base)/images/bmp.bmp?trickle=100")!, timeout: .seconds(30))
+        let running = Task { await engine.run(job) }
+        let started = ContinuousClock.now.advanced(by: .seconds(5))
+        while w.leftovers().isEmpty && ContinuousClock.now < started { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(!w.leftovers().isEmpty, "the fetch has begun writing")
+        let before = ContinuousClock.now
+        #expect(engine.taskManager.cancel(key: "slow"))
+        let result = await running.value
+        let took = before.duration(to: .now)
+        #expect(result.status == .cancelled)
+        #expect(took < .milliseconds(100), "cancelled after \(took)")
+        #expect(w.leftovers().isEmpty)
+        #expect(w.outputFiles().filter { $0.hasPrefix("images/") }.isEmpty)
+    }
 }
