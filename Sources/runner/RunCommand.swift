@@ -34,7 +34,7 @@ enum RunCommand {
     /// `--http`, shared with `runner demo`.
     static let httpOption = CommandSpec.Option(
         name: "http", value: "CLIENT",
-        help: "HTTP client: urlsession or curl (libcurl's multi interface). (default: $\(HTTPClientKind.environmentVariable), else \(HTTPClientKind.standard.rawValue))")
+        help: "HTTP client: curl (libcurl's multi interface) or urlsession. (default: $\(HTTPClientKind.environmentVariable), else curl, or urlsession where libcurl cannot be loaded)")
 
     struct Options {
         var out: String
