@@ -10,13 +10,14 @@ enum RunCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "run",
         summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
-        usage: "FILE… [--out DIR] [--concurrency N] [--per-host N] [--shard I/N] [--wait] [--json]",
+        usage: "FILE… [--out DIR] [--concurrency N] [--per-host N] [--shard I/N] [--http CLIENT] [--wait] [--json]",
         arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl).")],
         options: [
             .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
             .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
             .init(name: "per-host", value: "N", help: "Jobs talking to one host at once. (default: 8)"),
             .init(name: "shard", value: "I/N", help: "Run only the jobs whose key hashes to shard I of N (0 ≤ I < N; FNV-1a of the key)."),
+            RunCommand.httpOption,
             .init(name: "wait", value: nil, help: "If another run uses the output directory, wait for it instead of exiting 3."),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line, children included."),
         ],
@@ -30,6 +31,11 @@ enum RunCommand {
             }
         })
 
+    /// `--http`, shared with `runner demo`.
+    static let httpOption = CommandSpec.Option(
+        name: "http", value: "CLIENT",
+        help: "HTTP client: curl (libcurl's multi interface) or urlsession. (default: $\(HTTPClientKind.environmentVariable), else curl, or urlsession where libcurl cannot be loaded)")
+
     struct Options {
         var out: String
         var concurrency: Int
@@ -37,6 +43,7 @@ enum RunCommand {
         var shard: Shard?
         var wait: Bool
         var json: Bool
+        var http: HTTPClientKind
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             out = arguments.value("out") ?? "out"
@@ -50,6 +57,11 @@ enum RunCommand {
             }
             wait = arguments.flag("wait")
             json = arguments.flag("json")
+            do {
+                http = try arguments.value("http").map(HTTPClientKind.named) ?? HTTPClientKind.fromEnvironment()
+            } catch {
+                throw UsageError("--http or $\(HTTPClientKind.environmentVariable): \(error)")
+            }
         }
     }
 
@@ -78,6 +90,13 @@ enum RunCommand {
             return 2
         }
 
+        let http: any HTTPFetching
+        do {
+            http = try options.http.make(maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost))
+        } catch {
+            Console.error("\(error)")
+            return 2
+        }
         let store: OutputStore
         let lock: RunLock
         let runLog: RunLog
@@ -96,7 +115,7 @@ enum RunCommand {
         let reporter = RunReporter(json: options.json, total: total)
         let engine = JobEngine(
             configuration: .init(
-                store: store, http: URLSessionFetcher(maxConnectionsPerHost: options.perHost),
+                store: store, http: http,
                 monitor: Runner.makeMonitor(), concurrency: options.concurrency, runLog: runLog, perHost: options.perHost),
             observer: reporter)
 

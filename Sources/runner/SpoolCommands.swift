@@ -89,8 +89,16 @@ enum SpoolCommands {
             Console.error("\(error)")
             return 2
         }
+        let http: any HTTPFetching
+        do {
+            // The client $RUNNER_HTTP names, as for `runner run`.
+            http = try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: max(8, concurrency), maxConnections: max(8, concurrency))
+        } catch {
+            Console.error("\(error)")
+            return 2
+        }
         let engine = JobEngine.Configuration(
-            store: store, http: URLSessionFetcher(maxConnectionsPerHost: max(8, concurrency)),
+            store: store, http: http,
             monitor: Runner.makeMonitor(), concurrency: concurrency, runLog: runLog)
         let watcher = SpoolWatcher(
             configuration: .init(spool: spool, engine: engine, registry: BuiltInKinds.registry()),

@@ -5,7 +5,7 @@ import RunnerKit
 import Synchronization
 import Testing
 
-/// The engine in-process with the real URLSession client and the fixture server: nothing of an
+/// The engine in-process with the real HTTP client ($RUNNER_HTTP) and the fixture server: nothing of an
 /// attempt outlives it, and real timers end a thousand hanging fetches at their deadline.
 @Suite(.timeLimit(.minutes(2)), .serialized)
 struct EngineScaleTests {
@@ -29,7 +29,7 @@ struct EngineScaleTests {
         var all: [JobResult] { results.withLock { $0 } }
     }
 
-    func engine(_ folder: String, concurrency: Int, clock: CountingClock, http: URLSessionFetcher, observer: Collector) throws -> JobEngine {
+    func engine(_ folder: String, concurrency: Int, clock: CountingClock, http: any HTTPClient, observer: Collector) throws -> JobEngine {
         JobEngine(
             configuration: .init(store: try OutputStore(root: folder), http: http, monitor: RouteMonitor(), clock: clock, concurrency: concurrency, perHost: concurrency),
             observer: observer)
@@ -38,7 +38,7 @@ struct EngineScaleTests {
     @Test func aThousandJobsLeaveNoTaskTimerOrTransferBehind() async throws {
         let w = try Workspace()
         let clock = CountingClock()
-        let http = URLSessionFetcher(maxConnectionsPerHost: 16)
+        let http = try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: 16)
         let collector = Collector()
         let engine = try engine(w.out, concurrency: 32, clock: clock, http: http, observer: collector)
         let ids = FixtureCatalog.treeLeafIDs.filter { !FixtureCatalog.missingEntryIDs.contains($0) }
@@ -56,7 +56,7 @@ struct EngineScaleTests {
     @Test func aThousandHangingFetchesEndTimedOutAtTheirDeadline() async throws {
         let w = try Workspace()
         let clock = CountingClock()
-        let http = URLSessionFetcher(maxConnectionsPerHost: 64)
+        let http = try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: 64)
         let collector = Collector()
         let engine = try engine(w.out, concurrency: 1000, clock: clock, http: http, observer: collector)
         let jobs = (0..<1000).map { i in
@@ -72,7 +72,7 @@ struct EngineScaleTests {
         #expect(late[late.count * 99 / 100] < 2500, "p99 lateness \(late[late.count * 99 / 100]) ms")
         #expect(engine.taskManager.count == 0)
         #expect(clock.pending == 0)
-        // The fetches were cancelled when their deadlines came; URLSession winds its transfers
+        // The fetches were cancelled when their deadlines came; the client winds its transfers
         // down on its own queue right after.
         let limit = ContinuousClock.now.advanced(by: .seconds(5))
         while http.activeTaskCount > 0 && ContinuousClock.now < limit { try await Task.sleep(for: .milliseconds(10)) }

@@ -1,0 +1,412 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// The HTTP client on libcurl's multi interface: one multi handle per instance, driven by one
+/// thread of its own, which reuses connections and caps them per host and in total.
+///
+/// libcurl is loaded at run time (see `CurlLibrary`). Bodies are decoded (gzip, deflate…)
+/// and written to the caller's sink on the client's thread as they arrive. Like
+/// `URLSessionFetcher`, this client sets no deadline of its own: the policy cancels the Swift
+/// task, the caller is answered at once, and the transfer is removed right after.
+public final class CurlFetcher: HTTPFetching {
+    private let multi: CurlMulti
+
+    /// - Parameters:
+    ///   - maxConnectionsPerHost: connections open to one host at once; more transfers wait.
+    ///   - maxConnections: connections open at once in total, and kept open for reuse.
+    /// - Throws: `CurlUnavailable` when libcurl (7.68 or later) cannot be loaded.
+    public init(maxConnectionsPerHost: Int = 16, maxConnections: Int = 256) throws(CurlUnavailable) {
+        let library = try CurlLibrary.shared.get()
+        multi = try CurlMulti(library: library, perHost: max(1, maxConnectionsPerHost), total: max(1, maxConnections))
+    }
+
+    deinit { multi.stop() }
+
+    /// The version of the libcurl in use, or why none can be.
+    public static var libraryVersion: Result<String, CurlUnavailable> { CurlLibrary.shared.map(\.version) }
+
+    /// Transfers handed to libcurl and not yet removed from it: zero when nothing is in flight.
+    public var activeTaskCount: Int { multi.activeCount }
+
+    public func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
+        try Task.checkCancellation()
+        let transfer = try CurlTransfer(request: request, sink: body, library: multi.library)
+        let multi = self.multi
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
+                guard transfer.setContinuation(continuation) else { return }
+                multi.submit(transfer)
+            }
+        } onCancel: {
+            // Answer the caller at once; the client's thread removes the transfer next.
+            transfer.finish(.failure(CancellationError()))
+            multi.cancel(transfer)
+        }
+    }
+}
+
+// MARK: - The multi handle and its thread
+
+/// One multi handle and the thread that drives it. Other threads only queue work in `inbox`
+/// and wake the thread with `curl_multi_wakeup`; everything else happens on the thread.
+private final class CurlMulti: @unchecked Sendable {
+    let library: CurlLibrary
+    private let handle: CurlLibrary.Handle
+
+    private struct Inbox {
+        var adds: [CurlTransfer] = []
+        var cancels: [CurlTransfer] = []
+        var stopping = false
+        var isEmpty: Bool { adds.isEmpty && cancels.isEmpty && !stopping }
+    }
+    private let inbox = Mutex(Inbox())
+    private let active = Atomic<Int>(0)
+    /// Transfers in the multi handle, by easy handle; touched only on the thread.
+    private var running: [CurlLibrary.Handle: CurlTransfer] = [:]
+
+    init(library: CurlLibrary, perHost: Int, total: Int) throws(CurlUnavailable) {
+        guard let handle = library.multiInit() else { throw CurlUnavailable(reason: "curl_multi_init failed") }
+        self.library = library
+        self.handle = handle
+        _ = library.multiSetoptLong(handle, Curl.MultiOption.maxHostConnections, perHost)
+        _ = library.multiSetoptLong(handle, Curl.MultiOption.maxTotalConnections, total)
+        _ = library.multiSetoptLong(handle, Curl.MultiOption.maxConnects, total)
+        let thread = Thread { [self] in run() }
+        thread.name = "runner.curl"
+        thread.start()
+    }
+
+    var activeCount: Int { active.load(ordering: .relaxed) }
+
+    func submit(_ transfer: CurlTransfer) {
+        active.add(1, ordering: .relaxed)
+        post { $0.adds.append(transfer) }
+    }
+
+    func cancel(_ transfer: CurlTransfer) {
+        post { $0.cancels.append(transfer) }
+    }
+
+    func stop() {
+        post { $0.stopping = true }
+    }
+
+    /// Queues work; wakes the thread only if the inbox was empty (else a wake-up is on its way).
+    private func post(_ change: (inout Inbox) -> Void) {
+        let wasEmpty = inbox.withLock { inbox in
+            let wasEmpty = inbox.isEmpty
+            change(&inbox)
+            return wasEmpty
+        }
+        if wasEmpty { _ = library.multiWakeup(handle) }
+    }
+
+    private func run() {
+        var adds: [CurlTransfer] = []
+        var cancels: [CurlTransfer] = []
+        var stillRunning: Int32 = 0
+        var left: Int32 = 0
+        while true {
+            let stopping = inbox.withLock { inbox in
+                swap(&adds, &inbox.adds)
+                swap(&cancels, &inbox.cancels)
+                return inbox.stopping
+            }
+            for transfer in adds { start(transfer) }
+            for transfer in cancels { remove(transfer) }
+            adds.removeAll(keepingCapacity: true)
+            cancels.removeAll(keepingCapacity: true)
+            if stopping { break }
+
+            _ = library.multiPerform(handle, &stillRunning)
+            while let message = library.multiInfoRead(handle, &left) {
+                // struct CURLMsg { CURLMSG msg; CURL *easy_handle; union { void *; CURLcode result; } data; }
+                guard message.load(as: Int32.self) == Curl.messageDone,
+                      let easy = message.load(fromByteOffset: MemoryLayout<Int>.size, as: CurlLibrary.Handle?.self)
+                else { continue }
+                let code = message.load(fromByteOffset: 2 * MemoryLayout<Int>.size, as: Int32.self)
+                guard let transfer = running.removeValue(forKey: easy) else { continue }
+                _ = library.multiRemoveHandle(handle, easy)
+                active.subtract(1, ordering: .relaxed)
+                transfer.complete(code)
+            }
+            _ = library.multiPoll(handle, nil, 0, 1000, nil)
+        }
+        for (easy, transfer) in running {
+            _ = library.multiRemoveHandle(handle, easy)
+            transfer.finish(.failure(CancellationError()))
+        }
+        running.removeAll()
+        _ = library.multiCleanup(handle)
+    }
+
+    private func start(_ transfer: CurlTransfer) {
+        guard !transfer.isFinished else {
+            active.subtract(1, ordering: .relaxed)
+            return
+        }
+        let code = library.multiAddHandle(handle, transfer.easy)
+        guard code == 0 else {
+            active.subtract(1, ordering: .relaxed)
+            transfer.finish(.failure(HTTPError.other("libcurl refused the transfer (CURLMcode \(code))")))
+            return
+        }
+        running[transfer.easy] = transfer
+    }
+
+    private func remove(_ transfer: CurlTransfer) {
+        guard running.removeValue(forKey: transfer.easy) != nil else { return }
+        _ = library.multiRemoveHandle(handle, transfer.easy)
+        active.subtract(1, ordering: .relaxed)
+    }
+}
+
+// MARK: - One transfer
+
+/// One GET on one easy handle. The continuation is resumed exactly once, by whoever finishes
+/// first (the client's thread on completion, or the caller's cancellation); everything else
+/// is touched only by libcurl's callbacks and `complete`, on the client's thread.
+private final class CurlTransfer: @unchecked Sendable {
+    let easy: CurlLibrary.Handle
+    private let library: CurlLibrary
+    private let sink: any BodySink
+    private let maxBytes: Int
+    private let url: URL
+    private var headerList: UnsafeMutableRawPointer?
+    private let errorBuffer: UnsafeMutablePointer<CChar>
+    private let continuation = Mutex<(waiting: CheckedContinuation<HTTPResponseHead, any Error>?, finished: Bool)>((nil, false))
+
+    // The response so far, on the client's thread.
+    private var status = 0
+    private var headers: [String: String] = [:]
+    /// The URL that answers the current response; `redirectTarget` once libcurl follows it.
+    private var currentURL: URL
+    private var redirectTarget: URL?
+    /// The current header block ended with a redirect that libcurl follows: its body is not ours.
+    private var redirecting = false
+    /// The final response's headers are complete (later header lines are trailers).
+    private var headersComplete = false
+    /// Why this side aborted the transfer, when it did.
+    private var abortReason: (any Error)?
+
+    init(request: HTTPRequest, sink: any BodySink, library: CurlLibrary) throws(HTTPError) {
+        guard let easy = library.easyInit() else { throw HTTPError.other("curl_easy_init failed") }
+        self.easy = easy
+        self.library = library
+        self.sink = sink
+        self.maxBytes = request.maxBytes
+        self.url = request.url
+        self.currentURL = request.url
+        errorBuffer = .allocate(capacity: Curl.errorSize)
+        errorBuffer.initialize(repeating: 0, count: Curl.errorSize)
+
+        let me = Unmanaged.passUnretained(self).toOpaque()
+        setString(Curl.Option.url, request.url.absoluteString)
+        setLong(Curl.Option.noSignal, 1)
+        setLong(Curl.Option.followLocation, 1)
+        setLong(Curl.Option.maxRedirs, 20)
+        if library.easySetoptPointer(easy, Curl.Option.protocolsString, "http,https") != Curl.Code.ok {
+            setLong(Curl.Option.protocols, Curl.protocolHTTP | Curl.protocolHTTPS)
+        }
+        if library.easySetoptPointer(easy, Curl.Option.redirProtocolsString, "http,https") != Curl.Code.ok {
+            setLong(Curl.Option.redirProtocols, Curl.protocolHTTP | Curl.protocolHTTPS)
+        }
+        setString(Curl.Option.acceptEncoding, "")  // every coding libcurl can decode
+        setString(Curl.Option.userAgent, "runner/1")
+        setLong(Curl.Option.tcpKeepAlive, 1)
+        // The runner enforces its own deadlines; this only stops a transfer stalled for an hour.
+        setLong(Curl.Option.lowSpeedLimit, 1)
+        setLong(Curl.Option.lowSpeedTime, 3600)
+        _ = library.easySetoptPointer(easy, Curl.Option.errorBuffer, errorBuffer)
+        _ = library.easySetoptPointer(easy, Curl.Option.writeFunction, unsafeBitCast(curlWriteCallback, to: UnsafeRawPointer.self))
+        _ = library.easySetoptPointer(easy, Curl.Option.writeData, me)
+        _ = library.easySetoptPointer(easy, Curl.Option.headerFunction, unsafeBitCast(curlHeaderCallback, to: UnsafeRawPointer.self))
+        _ = library.easySetoptPointer(easy, Curl.Option.headerData, me)
+        if !request.headers.isEmpty {
+            for header in request.headers {
+                headerList = library.slistAppend(headerList, "\(header.name): \(header.value)")
+            }
+            _ = library.easySetoptPointer(easy, Curl.Option.httpHeader, headerList)
+        }
+    }
+
+    deinit {
+        library.easyCleanup(easy)
+        library.slistFreeAll(headerList)
+        errorBuffer.deallocate()
+    }
+
+    private func setLong(_ option: Int32, _ value: Int) {
+        _ = library.easySetoptLong(easy, option, value)
+    }
+
+    /// libcurl copies the strings it is given.
+    private func setString(_ option: Int32, _ value: String) {
+        _ = library.easySetoptPointer(easy, option, value)
+    }
+
+    // MARK: Finishing
+
+    /// Stores the caller's continuation; false (and the continuation resumed) if already finished.
+    func setContinuation(_ waiting: CheckedContinuation<HTTPResponseHead, any Error>) -> Bool {
+        let started = continuation.withLock { state -> Bool in
+            guard !state.finished else { return false }
+            state.waiting = waiting
+            return true
+        }
+        if !started { waiting.resume(throwing: CancellationError()) }
+        return started
+    }
+
+    var isFinished: Bool { continuation.withLock { $0.finished } }
+
+    /// Resumes the caller once; later calls do nothing.
+    func finish(_ result: Result<HTTPResponseHead, any Error>) {
+        let waiting = continuation.withLock { state -> CheckedContinuation<HTTPResponseHead, any Error>? in
+            guard !state.finished else { return nil }
+            state.finished = true
+            defer { state.waiting = nil }
+            return state.waiting
+        }
+        waiting?.resume(with: result)
+    }
+
+    /// libcurl is done with the transfer (it was removed from the multi handle).
+    func complete(_ code: Int32) {
+        if let abortReason {
+            finish(.failure(abortReason))
+        } else if code == Curl.Code.ok {
+            if status >= 200 {
+                finish(.success(HTTPResponseHead(status: status, headers: headers, url: currentURL)))
+            } else {
+                finish(.failure(HTTPError.badResponse("no HTTP response")))
+            }
+        } else {
+            finish(.failure(translate(code)))
+        }
+    }
+
+    private func translate(_ code: Int32) -> any Error {
+        let host = url.host ?? "the server"
+        switch code {
+        case Curl.Code.couldNotResolveHost: return HTTPError.cannotResolveHost(host)
+        case Curl.Code.couldNotConnect, Curl.Code.couldNotResolveProxy:
+            return HTTPError.cannotConnect(url.port.map { "\(host):\($0)" } ?? host)
+        case Curl.Code.partialFile, Curl.Code.recvError, Curl.Code.sendError, Curl.Code.gotNothing:
+            return HTTPError.connectionLost
+        case Curl.Code.operationTimedOut: return HTTPError.timedOut
+        case Curl.Code.weirdServerReply, Curl.Code.badContentEncoding, Curl.Code.http2, Curl.Code.http2Stream:
+            return HTTPError.badResponse(message(code))
+        case Curl.Code.tooManyRedirects: return HTTPError.other("too many redirects")
+        case Curl.Code.unsupportedProtocol: return HTTPError.redirectRefused(currentURL.absoluteString)
+        default: return HTTPError.other("HTTP transfer failed: \(message(code)) (curl error \(code))")
+        }
+    }
+
+    /// libcurl's message for the failure: the detailed one when it wrote one.
+    private func message(_ code: Int32) -> String {
+        errorBuffer.pointee != 0 ? String(cString: errorBuffer) : library.describe(code)
+    }
+
+    // MARK: Callbacks (on the client's thread)
+
+    /// A piece of the body (decoded); returning fewer bytes than given aborts the transfer.
+    fileprivate func received(body bytes: UnsafeRawBufferPointer) -> Int {
+        if redirecting { return bytes.count }
+        guard abortReason == nil, !isFinished else { return 0 }
+        do {
+            try sink.write(bytes)
+        } catch {
+            abortReason = error
+            return 0
+        }
+        return bytes.count
+    }
+
+    /// One header line, with its line ending; an empty line ends a header block.
+    fileprivate func received(header line: UnsafeRawBufferPointer) -> Int {
+        var end = line.count
+        while end > 0, line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: "\r") { end -= 1 }
+        let text = UnsafeRawBufferPointer(rebasing: line[..<end])
+        if text.starts(with: Self.statusPrefix) {
+            // A new response: the first, the next after a redirect or an interim 1xx.
+            status = Self.statusCode(text)
+            headers.removeAll(keepingCapacity: true)
+            if let redirectTarget { currentURL = redirectTarget }
+            redirectTarget = nil
+            redirecting = false
+            headersComplete = false
+            return line.count
+        }
+        if headersComplete || redirecting { return line.count }
+        if text.isEmpty {
+            return endOfHeaders() ? line.count : 0
+        }
+        guard let colon = text.firstIndex(of: UInt8(ascii: ":")) else { return line.count }
+        let name = String(decoding: UnsafeRawBufferPointer(rebasing: text[..<colon]), as: UTF8.self).lowercased()
+        var start = colon + 1
+        var stop = text.count
+        while start < stop, text[start] == UInt8(ascii: " ") || text[start] == UInt8(ascii: "\t") { start += 1 }
+        while stop > start, text[stop - 1] == UInt8(ascii: " ") || text[stop - 1] == UInt8(ascii: "\t") { stop -= 1 }
+        let value = String(decoding: UnsafeRawBufferPointer(rebasing: text[start..<stop]), as: UTF8.self)
+        if let earlier = headers[name] {
+            headers[name] = earlier + ", " + value
+        } else {
+            headers[name] = value
+        }
+        return line.count
+    }
+
+    /// Decides at the end of a header block, before any of its body is read; false aborts.
+    private func endOfHeaders() -> Bool {
+        if status < 200 { return true }  // interim response; the real one follows
+        if Self.followedStatuses.contains(status), let location = headers["location"] {
+            let target = URL(string: location, relativeTo: currentURL)?.absoluteURL
+            let scheme = target?.scheme?.lowercased()
+            guard let target, scheme == "http" || scheme == "https" else {
+                abortReason = HTTPError.redirectRefused(target?.absoluteString ?? location)
+                return false
+            }
+            redirectTarget = target
+            redirecting = true
+            return true
+        }
+        headersComplete = true
+        if (200..<300).contains(status), let length = headers["content-length"].flatMap({ Int($0) }), length > maxBytes {
+            abortReason = HTTPError.tooLarge(limit: maxBytes)
+            return false
+        }
+        return true
+    }
+
+    /// The statuses libcurl follows when the response names a `Location`.
+    private static let followedStatuses: Set<Int> = [300, 301, 302, 303, 307, 308]
+    private static let statusPrefix = Array("HTTP/".utf8)
+
+    /// The number after the protocol in "HTTP/1.1 200 OK" or "HTTP/2 404".
+    private static func statusCode(_ line: UnsafeRawBufferPointer) -> Int {
+        guard let space = line.firstIndex(of: UInt8(ascii: " ")) else { return 0 }
+        var code = 0
+        var index = space + 1
+        while index < line.count, index < space + 4, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(line[index]) {
+            code = code * 10 + Int(line[index] - UInt8(ascii: "0"))
+            index += 1
+        }
+        return code
+    }
+}
+
+/// libcurl's write callback: `size_t (char *data, size_t size, size_t count, void *userdata)`.
+private let curlWriteCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { data, size, count, user in
+    guard let user else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+    return transfer.received(body: UnsafeRawBufferPointer(start: data, count: size * count))
+}
+
+/// libcurl's header callback, one whole header line per call.
+private let curlHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, Int, Int, UnsafeMutableRawPointer?) -> Int = { data, size, count, user in
+    guard let user else { return 0 }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+    return transfer.received(header: UnsafeRawBufferPointer(start: data, count: size * count))
+}

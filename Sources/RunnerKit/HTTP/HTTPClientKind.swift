@@ -1,0 +1,56 @@
+import Foundation
+
+/// An HTTP client that can tell how many transfers it has in flight.
+public protocol HTTPClient: HTTPFetching {
+    /// Transfers started and not yet wound down: zero when nothing is in flight.
+    var activeTaskCount: Int { get }
+}
+
+extension URLSessionFetcher: HTTPClient {}
+extension CurlFetcher: HTTPClient {}
+
+/// The HTTP clients the runner can use: `urlsession` (FoundationNetworking) or `curl`
+/// (libcurl's multi interface, loaded at run time).
+public enum HTTPClientKind: String, Sendable, CaseIterable {
+    case urlsession
+    case curl
+
+    /// The environment variable that chooses the client when no option does.
+    public static let environmentVariable = "RUNNER_HTTP"
+
+    /// The client used when neither an option nor the environment chooses one: `curl` (it costs
+    /// about a third of URLSession's CPU per request), or `urlsession` where libcurl 7.68 or
+    /// later cannot be loaded.
+    public static var standard: HTTPClientKind {
+        (try? CurlLibrary.shared.get()) != nil ? .curl : .urlsession
+    }
+
+    /// The client `RUNNER_HTTP` names, or `standard` when it is unset or empty.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(InvalidName) -> HTTPClientKind {
+        guard let name = environment[environmentVariable], !name.isEmpty else { return standard }
+        return try named(name)
+    }
+
+    /// The client of that name.
+    public static func named(_ name: String) throws(InvalidName) -> HTTPClientKind {
+        guard let kind = HTTPClientKind(rawValue: name.lowercased()) else { throw InvalidName(name: name) }
+        return kind
+    }
+
+    /// A new client of this kind; make one per process.
+    /// - Throws: `CurlUnavailable` for `curl` when libcurl cannot be loaded.
+    public func make(maxConnectionsPerHost: Int, maxConnections: Int = 256) throws -> any HTTPClient {
+        switch self {
+        case .urlsession: return URLSessionFetcher(maxConnectionsPerHost: maxConnectionsPerHost)
+        case .curl: return try CurlFetcher(maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections)
+        }
+    }
+
+    /// A name that is not one of the clients.
+    public struct InvalidName: Error, Sendable, CustomStringConvertible {
+        public var name: String
+        public var description: String {
+            "unknown HTTP client '\(name)': use \(HTTPClientKind.allCases.map(\.rawValue).joined(separator: " or "))"
+        }
+    }
+}
