@@ -82,7 +82,7 @@ struct EngineScaleTests {
     @Test func cancelEndsARunningFetchWithin100msAndLeavesNoTemporaryFile() async throws {
         let w = try Workspace()
         let clock = CountingClock()
-        let http = URLSessionFetcher()
+        let http = try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: 8)
         let collector = Collector()
         let engine = try engine(w.out, concurrency: 8, clock: clock, http: http, observer: collector)
         // The image trickles one byte every 100 ms, so a temporary file exists when the cancel comes.
