@@ -19,8 +19,12 @@ public final class RunLock: Sendable {
     /// Takes the lock of `store`'s directory; with `wait`, blocks until it is free.
     public init(store: OutputStore, wait: Bool) throws {
         let path = store.root + "/.lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw OutputStore.WriteError(path: path, reason: String(cString: strerror(errno))) }
+        // Never through a link: the lock file is truncated and written.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else {
+            let reason = errno == ELOOP ? "it is a symbolic link; remove it" : String(cString: strerror(errno))
+            throw OutputStore.WriteError(path: path, reason: reason)
+        }
         while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
             if errno == EINTR { continue }
             let busy = errno == EWOULDBLOCK
