@@ -22,6 +22,28 @@ public final class OutputStore: Sendable {
         public var path: String
         public var reason: String
         public var description: String { "could not write \(path): \(reason)" }
+
+        public init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
+
+        /// The failure of a system call, by its `errno`.
+        public init(path: String, errno code: Int32) {
+            self.init(path: path, reason: Self.reason(errno: code))
+        }
+
+        /// What an `errno` means for a write, in words a user can act on.
+        public static func reason(errno code: Int32) -> String {
+            switch code {
+            case ENOSPC: return "no space left on the device (free some space, or point --out at a larger disk)"
+            case EDQUOT: return "the disk quota is exceeded (free some space, or point --out elsewhere)"
+            case EROFS: return "the file system is read-only"
+            case EACCES, EPERM: return "permission denied (check who owns the output directory)"
+            case ELOOP: return "it is a symbolic link, which the runner never writes through"
+            default: return String(cString: strerror(code))
+            }
+        }
     }
 
     /// The output directory, absolute.
@@ -128,7 +150,7 @@ public final class OutputStore: Sendable {
             var info = stat()
             if lstat(path, &info) != 0 {
                 guard errno == ENOENT, mkdir(path, 0o755) == 0 || errno == EEXIST, lstat(path, &info) == 0 else {
-                    throw WriteError(path: path, reason: "could not create the folder (\(String(cString: strerror(errno))))")
+                    throw WriteError(path: path, reason: "could not create the folder (\(WriteError.reason(errno: errno)))")
                 }
             }
             switch info.st_mode & S_IFMT {
@@ -178,7 +200,7 @@ public final class OutputStore: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
-            throw WriteError(path: path, reason: "could not create the directory (\(String(cString: strerror(errno))))")
+            throw WriteError(path: path, reason: "could not create the directory (\(WriteError.reason(errno: errno)))")
         }
     }
 }

@@ -13,7 +13,7 @@ public final class RunLog: Sendable {
         let folder = try store.makeFolder("runs")
         self.path = "\(folder)/\(runID).jsonl"
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw OutputStore.WriteError(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw OutputStore.WriteError(path: path, errno: errno) }
         self.fd = Mutex(fd)
     }
 
