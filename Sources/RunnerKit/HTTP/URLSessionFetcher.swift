@@ -246,14 +246,21 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
             return HTTPError.cannotConnect(hostPort(url))
         case .networkConnectionLost: return HTTPError.connectionLost
         case .timedOut: return HTTPError.timedOut
-        case .badServerResponse, .cannotParseResponse, .cannotDecodeContentData, .cannotDecodeRawData:
-            return HTTPError.badResponse(urlError.localizedDescription)
+        case .badServerResponse, .cannotParseResponse:
+            return HTTPError.badResponse("it is not valid HTTP")
+        case .cannotDecodeContentData, .cannotDecodeRawData:
+            return HTTPError.badResponse("its content coding (such as gzip) could not be decoded")
         case .httpTooManyRedirects, .redirectToNonExistentLocation:
-            return HTTPError.other("too many redirects")
+            return HTTPError.other("the server redirected too many times")
         case .unsupportedURL:
             return HTTPError.redirectRefused(url.absoluteString)
+        case .badURL where host.contains(":"):
+            return HTTPError.other(
+                "URLSession on Linux cannot fetch a URL with an IPv6 address literal ([\(host)]); use a host name that resolves to that address")
+        case .badURL:
+            return HTTPError.other("the HTTP client refused the URL '\(url.absoluteString)' as malformed")
         default:
-            return HTTPError.other("HTTP transfer failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))")
+            return HTTPError.other("the HTTP transfer failed (URLError \(urlError.code.rawValue))")
         }
     }
 
