@@ -50,13 +50,13 @@ struct FullDiskTests {
         let out = "\(disk.path)/out"
         let png = FixtureCatalog.images.first { $0.format == "png" }!
         let gif = FixtureCatalog.images.first { $0.format == "gif" }!
-        let big = "\(w.base)/bytes/3000000"  // 3 MB on a 2 MiB disk
+        let big = "\(w.base)/bytes/3000000"  // 3 MB on a 2 MiB disk; a debug build writes it slowly
 
         // Given a first run that fits.
         w.write("first.json", """
             [{"kind": "image", "key": "image:a", "url": "\(w.base)/images/\(png.name)"},
-             {"kind": "image", "key": "image:big", "url": "\(big)"},
-             {"kind": "entry", "id": "x", "key": "entry:big", "url": "\(big)"},
+             {"kind": "image", "key": "image:big", "url": "\(big)", "timeout": 30},
+             {"kind": "entry", "id": "x", "key": "entry:big", "url": "\(big)", "timeout": 30},
              {"kind": "image", "key": "image:b", "url": "\(w.base)/images/\(gif.name)"}]
             """)
         let first = try await w.run(["run", "first.json", "--out", out, "--concurrency", "1"])
@@ -72,7 +72,7 @@ struct FullDiskTests {
 
         // When a key with a good payload meets the full disk.
         w.write("second.json", """
-            [{"kind": "image", "key": "image:a", "url": "\(big)"},
+            [{"kind": "image", "key": "image:a", "url": "\(big)", "timeout": 30},
              {"kind": "image", "key": "image:c", "url": "\(w.base)/images/\(png.name)"}]
             """)
         let second = try await w.run(["run", "second.json", "--out", out, "--concurrency", "1"])
