@@ -10,6 +10,7 @@ import Foundation
 /// | `/images.json` | `[{"id": 1, "imageUrl": "<base>/images/<name>"}, …]`, plus one image that answers 404 |
 /// | `/images/<name>` | the image bytes under its Content-Type; 404 for an unknown name |
 /// | `/bytes/N` | N bytes, byte i being i % 256 |
+/// | `/gzip/N` | N zero bytes sent gzip-compressed (`Content-Encoding: gzip`), about N/1000 bytes on the wire |
 /// | `/redirect?to=URL` | 302 to URL |
 /// | `/echo-headers` | the request's header fields as a JSON object, names lowercased |
 /// | `/` | a plain-text list of these routes |
@@ -64,6 +65,15 @@ enum FixtureRoutes {
                 return .text(400, "/bytes/N needs a non-negative integer N")
             }
             return HTTPResponse(status: 200, contentType: "application/octet-stream", body: .pattern(count: count))
+        }
+        if let count = component(of: path, after: "/gzip/") {
+            guard let count = Int(count), count >= 0 else {
+                return .text(400, "/gzip/N needs a non-negative integer N")
+            }
+            var response = HTTPResponse(
+                status: 200, contentType: "application/octet-stream", body: .bytes(GzipZeros.compress(count: count)))
+            response.headers.append(("Content-Encoding", "gzip"))
+            return response
         }
         return .text(404, "no route for \(path)")
     }
@@ -130,6 +140,7 @@ enum FixtureRoutes {
           /images.json          the image list
           /images/{name}        an image
           /bytes/N              N bytes (?chunked=1 for chunked coding)
+          /gzip/N               N zero bytes, gzip-encoded (a gzip bomb for large N)
           /redirect?to=URL      302 to URL
           /echo-headers         the request's header fields as JSON
         Fault parameters on any path: delay=MS status=N retryAfter=S hang=1 truncate=N reset=1 html=1 trickle=MS close=1

@@ -85,7 +85,10 @@ struct SpoolTests {
         let watcher = try s.startWatcher()
         defer { watcher.terminate() }
         try s.drop("hang.json", s.imageJob("image:hang", query: "?hang=1"))
-        let running = await s.wait(upTo: .seconds(10)) { !s.names(s.spool.locks).isEmpty }
+        // Running means its request reached the server, not only that its lock was taken.
+        let running = await s.wait(upTo: .seconds(10)) {
+            !s.names(s.spool.locks).isEmpty && s.w.server.requestCount(path: "/images/png.png") == 1
+        }
         #expect(running, "the job started: \(s.log())")
 
         let requested = ContinuousClock.now

@@ -69,7 +69,7 @@ public enum HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
         case .cannotConnect(let host): return "could not connect to \(host)"
         case .connectionLost: return "the connection was lost before the response was complete"
         case .timedOut: return "the HTTP client timed out"
-        case .tooLarge(let limit): return "the payload is larger than maxBytes (\(limit) bytes)"
+        case .tooLarge(let limit): return "the payload is larger than maxBytes (\(limit) bytes); raise maxBytes in the job if so large a payload is expected"
         case .redirectRefused(let target): return "refused a redirect to '\(target)': only http and https are followed"
         case .badResponse(let what): return "the server's response was malformed: \(what)"
         case .other(let what): return what

@@ -28,8 +28,8 @@ public final class URLSessionFetcher: HTTPFetching {
         configuration.timeoutIntervalForRequest = 3600
         configuration.timeoutIntervalForResource = 3600
         configuration.httpAdditionalHeaders = ["User-Agent": "runner/1"]
-        let delegate = SessionDelegate()
-        let queue = OperationQueue()
+        let delegate = SessionDelegate(control: control)
+        let queue = BoundedOperationQueue(limit: 64)
         queue.maxConcurrentOperationCount = 1
         queue.name = "runner.urlsession"
         self.delegate = delegate
@@ -71,24 +71,44 @@ public final class URLSessionFetcher: HTTPFetching {
 
 // MARK: - Delegate
 
-/// Per-transfer state. `head` and `abortReason` are touched only on the session's serial
-/// delegate queue; the continuation is resumed exactly once, by whoever finishes first
-/// (the delegate on completion, or the caller's cancellation).
+/// Per-transfer state. `head` and `received` are touched only on the session's serial delegate
+/// queue; the continuation is resumed exactly once, by whoever finishes first (the delegate on
+/// completion, or the caller's cancellation).
+///
+/// URLSession on Linux hands each piece of the body (after libcurl's content decoding) to the
+/// delegate queue as it arrives, with no back-pressure: a sink slower than the network would let
+/// the pieces pile up in memory, and a gzip bomb inflates far faster than any disk. So the
+/// delegate only counts the bytes against `maxBytes` and passes them on to `writer`, a serial
+/// queue of this transfer that feeds the sink in order; a body over the limit is refused as soon
+/// as its bytes arrive, whatever the sink's pace, and at most `maxBytes` wait for the sink.
 private final class TransferState: @unchecked Sendable {
     let sink: any BodySink
     let maxBytes: Int
     let url: URL
     private let continuation = Mutex<(waiting: CheckedContinuation<HTTPResponseHead, any Error>?, finished: Bool)>((nil, false))
     var head: HTTPResponseHead?
+    /// Body bytes that arrived so far, after content decoding.
+    var received = 0
+    /// Feeds the sink in order; completion goes through it too, after the last piece.
+    let writer = DispatchQueue(label: "runner.urlsession.body")
     /// The URLSession task, once created; touched only on the fetcher's control queue.
     var task: URLSessionDataTask?
-    /// Why this side aborted the transfer, when it did.
-    var abortReason: (any Error)?
+    private let abort = Mutex<(any Error)?>(nil)
 
     init(sink: any BodySink, maxBytes: Int, url: URL) {
         self.sink = sink
         self.maxBytes = maxBytes
         self.url = url
+    }
+
+    /// Why this side aborted the transfer, when it did.
+    var abortReason: (any Error)? { abort.withLock { $0 } }
+
+    /// Records why this side aborts the transfer; the first reason wins.
+    func abort(because reason: any Error) {
+        abort.withLock { current in
+            if current == nil { current = reason }
+        }
     }
 
     /// Stores the caller's continuation; false (and the continuation resumed) if already finished.
@@ -118,6 +138,17 @@ private final class TransferState: @unchecked Sendable {
 
 private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecked Sendable {
     private let transfers = Mutex<[Int: TransferState]>([:])
+    /// The fetcher's control queue. Cancelling a task waits for URLSession's internal queue,
+    /// which may itself be waiting for room on the delegate queue: never cancel from here.
+    private let control: DispatchQueue
+
+    init(control: DispatchQueue) {
+        self.control = control
+    }
+
+    private func cancel(_ task: URLSessionTask) {
+        control.async { task.cancel() }
+    }
 
     var activeCount: Int { transfers.withLock { $0.count } }
 
@@ -142,9 +173,14 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
         state.head = HTTPResponseHead(status: http.statusCode, headers: headers, url: http.url ?? state.url)
-        if (200..<300).contains(http.statusCode), let length = headers["content-length"].flatMap({ Int($0) }), length > state.maxBytes {
-            state.abortReason = HTTPError.tooLarge(limit: state.maxBytes)
-            completionHandler(.cancel)
+        // A declared length counts only without a content coding: with one it is the coded size.
+        let coded = headers["content-encoding"].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
+        if (200..<300).contains(http.statusCode), !coded, let length = headers["content-length"].flatMap({ Int($0) }),
+            length > state.maxBytes
+        {
+            state.abort(because: HTTPError.tooLarge(limit: state.maxBytes))
+            completionHandler(.cancel)  // ignored by URLSession on Linux, hence the cancel
+            cancel(dataTask)
             return
         }
         completionHandler(.allow)
@@ -152,11 +188,20 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard let state = state(dataTask), state.abortReason == nil, !state.isFinished else { return }
-        do {
-            try data.withUnsafeBytes { try state.sink.write($0) }
-        } catch {
-            state.abortReason = error
-            dataTask.cancel()
+        state.received += data.count
+        guard state.received <= state.maxBytes else {
+            state.abort(because: HTTPError.tooLarge(limit: state.maxBytes))
+            cancel(dataTask)
+            return
+        }
+        state.writer.async { [control] in
+            guard state.abortReason == nil, !state.isFinished else { return }
+            do {
+                try data.withUnsafeBytes { try state.sink.write($0) }
+            } catch {
+                state.abort(because: error)
+                control.async { dataTask.cancel() }
+            }
         }
     }
 
@@ -168,22 +213,26 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         if scheme == "http" || scheme == "https" {
             completionHandler(request)
         } else {
-            state(task)?.abortReason = HTTPError.redirectRefused(request.url?.absoluteString ?? "?")
+            state(task)?.abort(because: HTTPError.redirectRefused(request.url?.absoluteString ?? "?"))
             completionHandler(nil)
-            task.cancel()
+            cancel(task)
         }
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         guard let state = transfers.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
-        if let reason = state.abortReason {
-            state.finish(.failure(reason))
-        } else if let error {
-            state.finish(.failure(Self.translate(error, url: state.url)))
-        } else if let head = state.head {
-            state.finish(.success(head))
-        } else {
-            state.finish(.failure(HTTPError.badResponse("no HTTP response")))
+        let head = state.head
+        // After the pieces still on their way to the sink.
+        state.writer.async {
+            if let reason = state.abortReason {
+                state.finish(.failure(reason))
+            } else if let error {
+                state.finish(.failure(Self.translate(error, url: state.url)))
+            } else if let head {
+                state.finish(.success(head))
+            } else {
+                state.finish(.failure(HTTPError.badResponse("no HTTP response")))
+            }
         }
     }
 
@@ -197,19 +246,52 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
             return HTTPError.cannotConnect(hostPort(url))
         case .networkConnectionLost: return HTTPError.connectionLost
         case .timedOut: return HTTPError.timedOut
-        case .badServerResponse, .cannotParseResponse, .cannotDecodeContentData, .cannotDecodeRawData:
-            return HTTPError.badResponse(urlError.localizedDescription)
+        case .badServerResponse, .cannotParseResponse:
+            return HTTPError.badResponse("it is not valid HTTP")
+        case .cannotDecodeContentData, .cannotDecodeRawData:
+            return HTTPError.badResponse("its content coding (such as gzip) could not be decoded")
         case .httpTooManyRedirects, .redirectToNonExistentLocation:
-            return HTTPError.other("too many redirects")
+            return HTTPError.other("the server redirected too many times")
         case .unsupportedURL:
             return HTTPError.redirectRefused(url.absoluteString)
+        case .badURL where host.contains(":"):
+            return HTTPError.other(
+                "URLSession on Linux cannot fetch a URL with an IPv6 address literal ([\(host)]); use a host name that resolves to that address")
+        case .badURL:
+            return HTTPError.other("the HTTP client refused the URL '\(url.absoluteString)' as malformed")
         default:
-            return HTTPError.other("HTTP transfer failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))")
+            return HTTPError.other("the HTTP transfer failed (URLError \(urlError.code.rawValue))")
         }
     }
 
     private static func hostPort(_ url: URL) -> String {
         guard let host = url.host else { return "the server" }
         return url.port.map { "\(host):\($0)" } ?? host
+    }
+}
+
+// MARK: - Delegate queue
+
+/// The session's delegate queue, with back-pressure.
+///
+/// URLSession on Linux adds one operation per piece of body to this queue from its internal
+/// queue and never waits for them, so a server faster than the delegate would pile the pieces
+/// up in memory. Here adding waits while `limit` operations are pending, which holds up
+/// URLSession's internal queue and with it the reading of sockets (TCP then slows the server).
+/// The wait is bounded, so that nothing can deadlock on it: at worst a piece is admitted late.
+private final class BoundedOperationQueue: OperationQueue, @unchecked Sendable {
+    private let room: DispatchSemaphore
+
+    init(limit: Int) {
+        room = DispatchSemaphore(value: limit)
+        super.init()
+    }
+
+    override func addOperation(_ block: @escaping @Sendable () -> Void) {
+        let admitted = room.wait(timeout: .now() + .milliseconds(100)) == .success
+        super.addOperation { [room] in
+            block()
+            if admitted { room.signal() }
+        }
     }
 }

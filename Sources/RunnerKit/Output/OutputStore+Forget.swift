@@ -12,10 +12,12 @@ extension OutputStore {
     /// afresh. Returns nil when the key has no record.
     public func forget(key: String) -> Forgotten? {
         let recordPath = recordPath(forKey: key)
-        guard fileExists(recordPath) else { return nil }
+        guard isConfined(recordPath), fileExists(recordPath) else { return nil }
         var removed: [String] = []
         if let output = readRecord(forKey: key)?["output"]?.stringValue,
-            (try? JobDescriptor.validateOutput(output)) == output, fileExists(output), unlink(absolute(output)) == 0 {
+            (try? JobDescriptor.validateOutput(output)) == output, isConfined(output), fileExists(output),
+            unlink(absolute(output)) == 0
+        {
             removed.append(output)
         }
         if unlink(absolute(recordPath)) == 0 { removed.append(recordPath) }

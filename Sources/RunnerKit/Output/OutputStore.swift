@@ -4,6 +4,12 @@ import Glibc
 /// The output directory: payloads, result records and run logs, all written atomically
 /// (a temporary file in the same folder, then rename), and never outside the directory.
 ///
+/// Confinement: relative paths never climb (`..` is refused when a job is read, and again
+/// here), and the folders inside the directory are made and checked one level at a time
+/// without following links: a symbolic link planted where a folder should be (`out/images ->
+/// /elsewhere`) is refused with an error, never written through. A link at a payload's own
+/// path is replaced by the rename. The output directory itself may be a link.
+///
 /// ```
 /// out/
 ///   images/ trees/ entries/ lists/   payloads
@@ -16,6 +22,28 @@ public final class OutputStore: Sendable {
         public var path: String
         public var reason: String
         public var description: String { "could not write \(path): \(reason)" }
+
+        public init(path: String, reason: String) {
+            self.path = path
+            self.reason = reason
+        }
+
+        /// The failure of a system call, by its `errno`.
+        public init(path: String, errno code: Int32) {
+            self.init(path: path, reason: Self.reason(errno: code))
+        }
+
+        /// What an `errno` means for a write, in words a user can act on.
+        public static func reason(errno code: Int32) -> String {
+            switch code {
+            case ENOSPC: return "no space left on the device (free some space, or point --out at a larger disk)"
+            case EDQUOT: return "the disk quota is exceeded (free some space, or point --out elsewhere)"
+            case EROFS: return "the file system is read-only"
+            case EACCES, EPERM: return "permission denied (check who owns the output directory)"
+            case ELOOP: return "it is a symbolic link, which the runner never writes through"
+            default: return String(cString: strerror(code))
+            }
+        }
     }
 
     /// The output directory, absolute.
@@ -25,7 +53,7 @@ public final class OutputStore: Sendable {
         let absolute = root.hasPrefix("/") ? root : FileManager.default.currentDirectoryPath + "/" + root
         self.root = (absolute as NSString).standardizingPath
         try Self.makeDirectory(self.root)
-        try Self.makeDirectory(self.root + "/results")
+        try makeFolder("results")
     }
 
     /// The absolute path of a payload path relative to the root.
@@ -35,17 +63,15 @@ public final class OutputStore: Sendable {
 
     /// A new, empty temporary file in the folder `relativeFolder` (created on demand).
     public func makeTemporaryFile(in relativeFolder: String) throws -> TemporaryFile {
-        let folder = relativeFolder.isEmpty ? root : absolute(relativeFolder)
-        try Self.makeDirectory(folder)
-        return try TemporaryFile(folder: folder)
+        try TemporaryFile(folder: makeFolder(relativeFolder))
     }
 
     /// Moves a complete temporary file to `relativePath`, replacing what was there
     /// (a symlink there is replaced, never written through).
     public func commit(_ file: TemporaryFile, to relativePath: String) throws {
-        let target = absolute(relativePath)
-        try Self.makeDirectory((target as NSString).deletingLastPathComponent)
-        try file.commit(to: target)
+        let name = try Self.fileName(of: relativePath)
+        let folder = try makeFolder((relativePath as NSString).deletingLastPathComponent)
+        try file.commit(to: folder + "/" + name)
     }
 
     /// Writes `bytes` to `relativePath` atomically.
@@ -108,6 +134,61 @@ public final class OutputStore: Sendable {
         return out
     }
 
+    // MARK: - Confinement
+
+    /// Makes the folder `relativeFolder` ("" for the root) and those on its way, one level at a
+    /// time, without following links; answers its absolute path. A symbolic link or a file
+    /// where a folder should be, or a `..`, is refused: nothing is ever written outside the root.
+    @discardableResult
+    public func makeFolder(_ relativeFolder: String) throws -> String {
+        var path = root
+        for part in relativeFolder.split(separator: "/") where part != "." {
+            guard part != ".." else {
+                throw WriteError(path: absolute(relativeFolder), reason: "the path climbs out of the output directory")
+            }
+            path += "/" + part
+            var info = stat()
+            if lstat(path, &info) != 0 {
+                guard errno == ENOENT, mkdir(path, 0o755) == 0 || errno == EEXIST, lstat(path, &info) == 0 else {
+                    throw WriteError(path: path, reason: "could not create the folder (\(WriteError.reason(errno: errno)))")
+                }
+            }
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR:
+                continue
+            case S_IFLNK:
+                throw WriteError(
+                    path: path,
+                    reason: "it is a symbolic link, and the runner never writes through a link inside the output directory (make it a real folder, or point --out elsewhere)")
+            default:
+                throw WriteError(path: path, reason: "it exists and is not a folder")
+            }
+        }
+        return path
+    }
+
+    /// Whether every folder on the way to `relativePath` is a real folder inside the root
+    /// (no link, no `..`): what `forget` checks before it removes anything.
+    func isConfined(_ relativePath: String) -> Bool {
+        var path = root
+        let parts = relativePath.split(separator: "/").filter { $0 != "." }
+        for part in parts.dropLast() {
+            guard part != ".." else { return false }
+            path += "/" + part
+            var info = stat()
+            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return false }
+        }
+        return parts.last.map { $0 != ".." } ?? false
+    }
+
+    private static func fileName(of relativePath: String) throws -> String {
+        let name = (relativePath as NSString).lastPathComponent
+        guard !name.isEmpty, name != ".", name != "..", !relativePath.hasSuffix("/") else {
+            throw WriteError(path: relativePath, reason: "the path does not name a file")
+        }
+        return name
+    }
+
     // MARK: - Helpers
 
     static func makeDirectory(_ path: String) throws {
@@ -119,7 +200,7 @@ public final class OutputStore: Sendable {
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
         } catch {
-            throw WriteError(path: path, reason: "could not create the directory (\(String(cString: strerror(errno))))")
+            throw WriteError(path: path, reason: "could not create the directory (\(WriteError.reason(errno: errno)))")
         }
     }
 }

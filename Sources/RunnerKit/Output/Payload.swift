@@ -9,7 +9,7 @@ public final class Payload: BodySink {
     /// The body grew past the job's `maxBytes`.
     public struct TooLarge: Error, CustomStringConvertible {
         public var limit: Int
-        public var description: String { "the payload is larger than maxBytes (\(limit) bytes)" }
+        public var description: String { "the payload is larger than maxBytes (\(limit) bytes); raise maxBytes in the job if so large a payload is expected" }
     }
 
     /// How many leading bytes are kept in memory for sniffing.

@@ -19,12 +19,15 @@ public final class RunLock: Sendable {
     /// Takes the lock of `store`'s directory; with `wait`, blocks until it is free.
     public init(store: OutputStore, wait: Bool) throws {
         let path = store.root + "/.lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw OutputStore.WriteError(path: path, reason: String(cString: strerror(errno))) }
+        // Never through a link: the lock file is truncated and written.
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else {
+            throw OutputStore.WriteError(path: path, errno: errno)
+        }
         while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
             if errno == EINTR { continue }
             let busy = errno == EWOULDBLOCK
-            let reason = String(cString: strerror(errno))
+            let code = errno
             var buffer = [UInt8](repeating: 0, count: 32)
             let n = read(fd, &buffer, buffer.count)
             close(fd)
@@ -32,7 +35,7 @@ public final class RunLock: Sendable {
                 let holder = n > 0 ? String(decoding: buffer[0..<n], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines) : nil
                 throw Busy(directory: store.root, holder: holder?.isEmpty == false ? holder : nil)
             }
-            throw OutputStore.WriteError(path: path, reason: reason)
+            throw OutputStore.WriteError(path: path, errno: code)
         }
         _ = ftruncate(fd, 0)
         let pid = Array("\(getpid())\n".utf8)

@@ -10,11 +10,10 @@ public final class RunLog: Sendable {
 
     public init(store: OutputStore, runID: String = Timestamp.runID()) throws {
         self.runID = runID
-        let folder = store.root + "/runs"
-        try OutputStore.makeDirectory(folder)
+        let folder = try store.makeFolder("runs")
         self.path = "\(folder)/\(runID).jsonl"
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw OutputStore.WriteError(path: path, reason: String(cString: strerror(errno))) }
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
+        guard fd >= 0 else { throw OutputStore.WriteError(path: path, errno: errno) }
         self.fd = Mutex(fd)
     }
 

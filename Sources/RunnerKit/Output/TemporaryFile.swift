@@ -12,7 +12,7 @@ public final class TemporaryFile: Sendable {
         var template = Array("\(folder)/.tmp-XXXXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else {
-            throw OutputStore.WriteError(path: folder, reason: String(cString: strerror(errno)))
+            throw OutputStore.WriteError(path: folder, errno: errno)
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         self.path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
@@ -30,7 +30,7 @@ public final class TemporaryFile: Sendable {
                 let n = Glibc.write(state.fd, bytes.baseAddress! + offset, bytes.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw OutputStore.WriteError(path: path, reason: String(cString: strerror(errno)))
+                    throw OutputStore.WriteError(path: (path as NSString).deletingLastPathComponent, errno: errno)
                 }
                 offset += n
             }
@@ -57,13 +57,13 @@ public final class TemporaryFile: Sendable {
             if close(state.fd) != 0 {
                 state.done = true
                 unlink(path)
-                throw OutputStore.WriteError(path: target, reason: String(cString: strerror(errno)))
+                throw OutputStore.WriteError(path: target, errno: errno)
             }
             state.done = true
             if rename(path, target) != 0 {
-                let reason = String(cString: strerror(errno))
+                let code = errno
                 unlink(path)
-                throw OutputStore.WriteError(path: target, reason: reason)
+                throw OutputStore.WriteError(path: target, errno: code)
             }
         }
     }

@@ -44,7 +44,8 @@ extension SpoolWatcher {
         guard results >= 0 else {
             return finish(progress, path: path, results: nil, outcome: .returned, counts: [:], reason: "cannot write \(resultsPath)")
         }
-        let tally = Mutex<(counts: [JobStatus: Int], failures: [String], jobs: Int, interrupted: Bool)>(([:], [], 0, false))
+        let tally = Mutex<(counts: [JobStatus: Int], failures: [String], jobs: Int, interrupted: Bool, changed: [String])>(
+            ([:], [], 0, false, []))
         let record = { @Sendable (result: JobResult) in
             var line = JSONWriter.data(result.json)
             line.append(0x0A)
@@ -62,7 +63,14 @@ extension SpoolWatcher {
         await withTaskGroup(of: JobResult.self) { group in
             var running = 0
             while let element = reader.next() {
-                guard case .success(let job) = element else { continue }
+                // It validated a moment ago: an error now means the file changed under the watcher
+                // (rewritten or truncated in place). The jobs read so far run; the file fails.
+                guard case .success(let job) = element else {
+                    if case .failure(let error) = element {
+                        tally.withLock { $0.changed.append(error.description) }
+                    }
+                    continue
+                }
                 if isDraining {
                     tally.withLock { $0.interrupted = true }
                     break
@@ -88,11 +96,17 @@ extension SpoolWatcher {
         }
         close(results)
 
-        var (counts, failures, jobs, interrupted) = tally.withLock { $0 }
+        var (counts, failures, jobs, interrupted, changed) = tally.withLock { $0 }
         if isHardStopped, counts[.cancelled, default: 0] > 0 { interrupted = true }
         if interrupted {
             unlink(resultsPath)
             return finish(progress, path: path, results: nil, outcome: .returned, counts: counts, reason: nil)
+        }
+        if let first = changed.first {
+            let reason = "\(name) changed while it was being read, after it had been validated (\(first)); "
+                + "the \(jobs) job\(jobs == 1 ? "" : "s") read before that ran (records beside this file): "
+                + "write job files elsewhere and rename them into inbox/, then submit it again"
+            return finish(progress, path: path, results: resultsPath, outcome: .failed, counts: counts, reason: reason)
         }
         let bad = counts.filter { !$0.key.isSuccess }.values.reduce(0, +)
         if bad == 0 {

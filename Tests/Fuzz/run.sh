@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets and runs each for a fixed budget (not part of `swift test`).
+#
+#   bash Tests/Fuzz/run.sh [SECONDS_PER_TARGET]     (default 60)
+#
+# jobfile      JSONParser, JSONWriter and JobFileReader/JobDescriptor.decode on arbitrary bytes
+# imageheader  ImageHeader.parse / isComplete / describe on arbitrary bytes
+#
+# Seeds and the inputs that once found a bug live in corpus/<target>/ (the regression test
+# FuzzCorpusTests feeds them to the same code); new findings are written as crash-* files into
+# the build folder, to be minimized and moved into corpus/ once fixed.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+budget=${1:-60}
+build=.build/fuzz
+mkdir -p "$build"
+
+flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6
+       -enable-upcoming-feature ExistentialAny -enable-upcoming-feature MemberImportVisibility)
+
+# The linker's notes about sanitizer symbols are noise.
+quiet() { "$@" 2> >(grep -v "Cannot export local symbol" >&2); }
+echo "building jobfile…"
+quiet swiftc "${flags[@]}" -module-name JobFileFuzz -o "$build/jobfile" \
+    $(find Sources/RunnerKit -name '*.swift' | sort) Tests/Fuzz/JobFileFuzzer.swift
+echo "building imageheader…"
+quiet swiftc "${flags[@]}" -module-name ImageHeaderFuzz -o "$build/imageheader" \
+    Sources/RunnerKinds/ImageHeader.swift Tests/Fuzz/ImageHeaderFuzzer.swift
+
+status=0
+for target in jobfile imageheader; do
+    work="$build/corpus-$target"
+    mkdir -p "$work"
+    echo "fuzzing $target for ${budget}s…"
+    # Findings go to the build folder; the checked-in corpus is read, never written.
+    if ! "$build/$target" -max_total_time="$budget" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$build/$target-" -print_final_stats=1 "$work" "Tests/Fuzz/corpus/$target" \
+        2>"$build/$target.log"; then
+        echo "$target: found a problem; see $build/$target.log and $build/$target-crash-*"
+        status=1
+    fi
+    grep -E "stat::number_of_executed_units|stat::peak_rss_mb|cov:" "$build/$target.log" | tail -3 || true
+done
+exit $status

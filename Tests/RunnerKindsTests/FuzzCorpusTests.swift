@@ -1,0 +1,65 @@
+import Foundation
+import RunnerKinds
+import RunnerKit
+import Testing
+
+/// The fuzzers' seeds and every input that once found a bug (Tests/Fuzz/corpus/), fed to the same
+/// code the fuzz targets drive: each must be answered (a value or an error), never trap.
+@Suite struct FuzzCorpusTests {
+    static let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Fuzz/corpus").path
+
+    static func inputs(_ target: String) -> [String] {
+        let folder = "\(corpus)/\(target)"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).sorted().map { "\(folder)/\($0)" }
+    }
+
+    struct Kind: JobKind {
+        static let name = "fuzz"
+        static let summary = "A kind for the fuzz corpus."
+        static let parameters = [KindParameter("id", type: "string", "A string."), KindParameter("count", type: "int", "A number.")]
+        init(fields: inout JobFields) throws(JobSpecError) {
+            _ = try fields.string("id")
+            _ = try fields.int("count")
+        }
+        func run(in context: JobContext) async throws -> JobOutcome { JobOutcome() }
+    }
+
+    @Test func jobFileInputsAreAnsweredInOneLineEach() throws {
+        let inputs = Self.inputs("jobfile")
+        #expect(!inputs.isEmpty)
+        let registry = try KindRegistry([Kind.self])
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("runner-fuzz-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        for input in inputs {
+            let bytes = try #require(FileManager.default.contents(atPath: input))
+            if let value = try? JSONParser.parse([UInt8](bytes)) {
+                #expect(try JSONParser.parse(JSONWriter.data(value)) == value, "round trip of \(input)")
+            }
+            for name in ["jobs.json", "jobs.jsonl"] {
+                let path = "\(folder)/\(name)"
+                _ = FileManager.default.createFile(atPath: path, contents: bytes)
+                let report = JobFileReader.validate(path: path, registry: registry)
+                for error in report.errors {
+                    #expect(!error.description.contains("\n"), "\(input): \(error.description)")
+                }
+            }
+        }
+    }
+
+    @Test func imageHeaderInputsAreAnswered() throws {
+        let inputs = Self.inputs("imageheader")
+        #expect(!inputs.isEmpty)
+        for input in inputs {
+            let bytes = [UInt8](try #require(FileManager.default.contents(atPath: input)))
+            if let header = try? ImageHeader.parse(bytes) {
+                #expect(header.width > 0 && header.height > 0, "\(input)")
+            }
+            for format in ImageFormat.allCases {
+                _ = ImageHeader.isComplete(format, prefix: bytes, suffix: Array(bytes.suffix(64)), totalLength: bytes.count)
+            }
+            #expect(!ImageHeader.describe(bytes).isEmpty)
+        }
+    }
+}

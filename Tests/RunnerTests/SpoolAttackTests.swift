@@ -1,0 +1,71 @@
+import Foundation
+import Glibc
+import RunnerKit
+import Testing
+
+/// The spool against files that change under the watcher and cancel requests for nothing.
+@Suite(.timeLimit(.minutes(2)))
+struct SpoolAttackTests {
+    /// A file rewritten in place after it was validated fails with a reason that says so; the jobs
+    /// read before the change keep their records, and the watcher goes on.
+    @Test func aFileRewrittenWhileItIsReadFailsSayingSoAndNothingIsLost() async throws {
+        let s = try SpoolWorld()
+        try s.spool.makeFolders()
+        let slow = s.imageJob("image:first", query: "?delay=1500")
+        let second = s.imageJob("image:second")
+        // Blank lines are skipped; enough of them keep the third job out of the reader's buffer.
+        let padding = String(repeating: String(repeating: " ", count: 1000) + "\n", count: 2000)
+        let third = s.imageJob("image:third")
+        let text = slow + "\n" + second + "\n" + padding + third + "\n"
+        let watcher = try s.startWatcher(["--concurrency", "1"])
+        defer { watcher.terminate() }
+        try s.drop("changing.jsonl", text)
+
+        // While the first job runs, the producer overwrites the third line in place.
+        let claimed = await s.wait(upTo: .seconds(10)) { s.activeFiles() == ["changing.jsonl"] && !s.names(s.spool.locks).isEmpty }
+        #expect(claimed, "\(s.log())")
+        let watcherFolder = try #require(s.names(s.spool.active).first)
+        let path = "\(s.spool.active)/\(watcherFolder)/changing.jsonl"
+        let fd = open(path, O_WRONLY)
+        #expect(fd >= 0)
+        let head = Array(#"{"kind": "image", "url": "#.utf8)
+        let garbage = head + Array(repeating: UInt8(ascii: " "), count: third.utf8.count - head.count)
+        let offset = off_t(text.utf8.count - third.utf8.count - 1)
+        #expect(pwrite(fd, garbage, garbage.count, offset) == garbage.count)
+        close(fd)
+
+        let settled = await s.wait(upTo: .seconds(20)) { s.jobFiles(s.spool.failed) == ["changing.jsonl"] }
+        #expect(settled, "failed: \(s.names(s.spool.failed)), log: \(s.log())")
+        let reason = s.text("\(s.spool.failed)/changing.jsonl\(Spool.errorSuffix)")
+        #expect(reason.contains("changed while it was being read"), "\(reason)")
+        #expect(reason.contains("line 2003"), "the reason names the line: \(reason)")
+        let records = s.records(s.spool.failed, "changing.jsonl")
+        #expect(records.compactMap { $0["key"]?.stringValue }.sorted() == ["image:first", "image:second"])
+        #expect(records.allSatisfy { $0["status"] == .string("succeeded") })
+        #expect(s.activeFiles().isEmpty && s.names(s.spool.inbox).isEmpty, "the file is in failed/, nowhere else")
+
+        // The watcher goes on.
+        try s.drop("after.json", s.imageJob("image:after"))
+        #expect(await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.done) == ["after.json"] })
+        #expect(watcher.isRunning)
+    }
+
+    /// A cancel request for a key nobody runs, and junk in cancel/: said plainly, and harmless.
+    @Test func cancelRequestsForUnknownKeysAndJunkAreHarmless() async throws {
+        let s = try SpoolWorld()
+        try s.spool.makeFolders()
+        let watcher = try s.startWatcher()
+        defer { watcher.terminate() }
+        let result = try await s.w.run(["cancel", "no-such-key", "--spool", s.spool.root])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("cancel requested for no-such-key"), "\(result.stdout)")
+        try FileManager.default.createDirectory(atPath: "\(s.spool.cancel)/a-folder", withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: "\(s.spool.cancel)/binary", contents: Data([0xFF, 0xFE, 0x00, 0x80]))
+        let told = await s.wait(upTo: .seconds(10)) { s.log().contains("cancel no-such-key: no task with that key is running") }
+        #expect(told, "\(s.log())")
+
+        try s.drop("later.json", s.imageJob("image:later"))
+        #expect(await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.done) == ["later.json"] }, "\(s.log())")
+        #expect(watcher.isRunning)
+    }
+}
