@@ -167,7 +167,7 @@ private final class CurlMulti: @unchecked Sendable {
 /// One GET on one easy handle. The continuation is resumed exactly once, by whoever finishes
 /// first (the client's thread on completion, or the caller's cancellation); everything else
 /// is touched only by libcurl's callbacks and `complete`, on the client's thread.
-private final class CurlTransfer: @unchecked Sendable {
+private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     let easy: CurlLibrary.Handle
     private let library: CurlLibrary
     private let sink: any BodySink
@@ -175,7 +175,7 @@ private final class CurlTransfer: @unchecked Sendable {
     private let url: URL
     private var headerList: UnsafeMutableRawPointer?
     private let errorBuffer: UnsafeMutablePointer<CChar>
-    private let continuation = Mutex<(waiting: CheckedContinuation<HTTPResponseHead, any Error>?, finished: Bool)>((nil, false))
+    let reply = OneShotReply()
 
     // The response so far, on the client's thread.
     private var status = 0
@@ -247,30 +247,6 @@ private final class CurlTransfer: @unchecked Sendable {
     }
 
     // MARK: Finishing
-
-    /// Stores the caller's continuation; false (and the continuation resumed) if already finished.
-    func setContinuation(_ waiting: CheckedContinuation<HTTPResponseHead, any Error>) -> Bool {
-        let started = continuation.withLock { state -> Bool in
-            guard !state.finished else { return false }
-            state.waiting = waiting
-            return true
-        }
-        if !started { waiting.resume(throwing: CancellationError()) }
-        return started
-    }
-
-    var isFinished: Bool { continuation.withLock { $0.finished } }
-
-    /// Resumes the caller once; later calls do nothing.
-    func finish(_ result: Result<HTTPResponseHead, any Error>) {
-        let waiting = continuation.withLock { state -> CheckedContinuation<HTTPResponseHead, any Error>? in
-            guard !state.finished else { return nil }
-            state.finished = true
-            defer { state.waiting = nil }
-            return state.waiting
-        }
-        waiting?.resume(with: result)
-    }
 
     /// libcurl is done with the transfer (it was removed from the multi handle).
     func complete(_ code: Int32) {

@@ -81,11 +81,11 @@ public final class URLSessionFetcher: HTTPFetching {
 /// delegate only counts the bytes against `maxBytes` and passes them on to `writer`, a serial
 /// queue of this transfer that feeds the sink in order; a body over the limit is refused as soon
 /// as its bytes arrive, whatever the sink's pace, and at most `maxBytes` wait for the sink.
-private final class TransferState: @unchecked Sendable {
+private final class TransferState: RepliesOnce, @unchecked Sendable {
     let sink: any BodySink
     let maxBytes: Int
     let url: URL
-    private let continuation = Mutex<(waiting: CheckedContinuation<HTTPResponseHead, any Error>?, finished: Bool)>((nil, false))
+    let reply = OneShotReply()
     var head: HTTPResponseHead?
     /// Body bytes that arrived so far, after content decoding.
     var received = 0
@@ -109,30 +109,6 @@ private final class TransferState: @unchecked Sendable {
         abort.withLock { current in
             if current == nil { current = reason }
         }
-    }
-
-    /// Stores the caller's continuation; false (and the continuation resumed) if already finished.
-    func setContinuation(_ waiting: CheckedContinuation<HTTPResponseHead, any Error>) -> Bool {
-        let started = continuation.withLock { state -> Bool in
-            guard !state.finished else { return false }
-            state.waiting = waiting
-            return true
-        }
-        if !started { waiting.resume(throwing: CancellationError()) }
-        return started
-    }
-
-    var isFinished: Bool { continuation.withLock { $0.finished } }
-
-    /// Resumes the caller once; later calls do nothing.
-    func finish(_ result: Result<HTTPResponseHead, any Error>) {
-        let waiting = continuation.withLock { state -> CheckedContinuation<HTTPResponseHead, any Error>? in
-            guard !state.finished else { return nil }
-            state.finished = true
-            defer { state.waiting = nil }
-            return state.waiting
-        }
-        waiting?.resume(with: result)
     }
 }
 
