@@ -70,14 +70,13 @@ public final class OutputStore: Sendable {
     /// (a symlink there is replaced, never written through).
     public func commit(_ file: TemporaryFile, to relativePath: String) throws {
         let name = try Self.fileName(of: relativePath)
-        let folder = try makeFolder((relativePath as NSString).deletingLastPathComponent)
+        let folder = try makeFolder(Self.folder(of: relativePath))
         try file.commit(to: folder + "/" + name)
     }
 
     /// Writes `bytes` to `relativePath` atomically.
     public func write(_ bytes: [UInt8], to relativePath: String) throws {
-        let folder = (relativePath as NSString).deletingLastPathComponent
-        let file = try makeTemporaryFile(in: folder)
+        let file = try makeTemporaryFile(in: Self.folder(of: relativePath))
         try file.append(bytes)
         try commit(file, to: relativePath)
     }
@@ -101,8 +100,8 @@ public final class OutputStore: Sendable {
 
     /// The key's last result record, if one exists and parses.
     public func readRecord(forKey key: String) -> JSONValue? {
-        guard let data = FileManager.default.contents(atPath: absolute(recordPath(forKey: key))) else { return nil }
-        return try? JSONParser.parse([UInt8](data))
+        guard let bytes = Self.readFile(absolute(recordPath(forKey: key))) else { return nil }
+        return try? JSONParser.parse(bytes)
     }
 
     // MARK: - Names
@@ -181,8 +180,30 @@ public final class OutputStore: Sendable {
         return parts.last.map { $0 != ".." } ?? false
     }
 
+    /// The folder part of a relative path ("" for a bare name); plain string work, no bridging.
+    static func folder(of relativePath: String) -> String {
+        guard let slash = relativePath.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
+        return String(relativePath[..<slash])
+    }
+
+    /// A small file's bytes, or nil when it cannot be read (it does not exist, most often).
+    static func readFile(_ path: String) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { return nil }
+            if n == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+    }
+
     private static func fileName(of relativePath: String) throws -> String {
-        let name = (relativePath as NSString).lastPathComponent
+        let name = relativePath.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
         guard !name.isEmpty, name != ".", name != "..", !relativePath.hasSuffix("/") else {
             throw WriteError(path: relativePath, reason: "the path does not name a file")
         }
