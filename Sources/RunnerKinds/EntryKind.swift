@@ -23,7 +23,7 @@ public struct EntryKind: JobKind {
     public func defaultKey(url: String) -> String { "entry:\(id)" }
 
     public func run(in context: JobContext) async throws -> JobOutcome {
-        let response = try await context.fetch(into: context.job.output?.folderPart ?? "entries")
+        let response = try await context.fetch(into: context.payloadFolder(default: "entries"))
         let document = try JSONPayload.parse(response.payload, expected: "an entry object")
         guard case .object = document else {
             throw JobFailure.failed("expected an entry object, but the JSON holds \(document.typeDescription)", httpStatus: response.head.status)

@@ -11,7 +11,7 @@ public struct ImageKind: JobKind {
     public init(fields: inout JobFields) throws(JobSpecError) {}
 
     public func run(in context: JobContext) async throws -> JobOutcome {
-        let response = try await context.fetch(into: context.job.output?.folderPart ?? "images")
+        let response = try await context.fetch(into: context.payloadFolder(default: "images"))
         let payload = response.payload
         let header: ImageHeader
         do {

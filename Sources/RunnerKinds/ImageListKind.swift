@@ -26,7 +26,7 @@ public struct ImageListKind: JobKind {
     }
 
     public func run(in context: JobContext) async throws -> JobOutcome {
-        let (document, response) = try await JSONPayload.fetchDocument(context, into: context.job.output?.folderPart ?? "lists", expected: "a JSON image list")
+        let (document, response) = try await JSONPayload.fetchDocument(context, into: context.payloadFolder(default: "lists"), expected: "a JSON image list")
         guard case .array(let elements) = document else {
             throw JobFailure.failed("expected an image list (an array), but the JSON holds \(document.typeDescription)", httpStatus: response?.head.status)
         }

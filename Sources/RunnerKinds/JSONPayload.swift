@@ -47,11 +47,3 @@ enum JSONPayload {
         return template.replacingOccurrences(of: "{id}", with: encoded)
     }
 }
-
-extension String {
-    /// The folder part of a relative path ("" for a bare name).
-    var folderPart: String {
-        guard let slash = lastIndex(of: "/") else { return "" }
-        return String(self[..<slash])
-    }
-}

@@ -22,7 +22,7 @@ public struct TreeKind: JobKind {
     }
 
     public func run(in context: JobContext) async throws -> JobOutcome {
-        let (document, response) = try await JSONPayload.fetchDocument(context, into: context.job.output?.folderPart ?? "trees", expected: "a JSON tree")
+        let (document, response) = try await JSONPayload.fetchDocument(context, into: context.payloadFolder(default: "trees"), expected: "a JSON tree")
         let tree: Tree
         do {
             tree = try Tree(document)

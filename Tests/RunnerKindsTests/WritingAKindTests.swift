@@ -18,7 +18,7 @@ public struct TextKind: JobKind {
     }
 
     public func run(in context: JobContext) async throws -> JobOutcome {
-        let response = try await context.fetch(into: "texts")      // 404 → notFound, 5xx → failed (transient)
+        let response = try await context.fetch(into: context.payloadFolder(default: "texts"))  // 404 → notFound, 5xx → failed (transient)
         let bytes = try response.payload.bytes()
         guard let text = String(validating: bytes, as: UTF8.self), text.count >= minLength else {
             throw JobFailure.failed("expected UTF-8 text of at least \(minLength) characters")

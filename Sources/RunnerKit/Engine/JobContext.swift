@@ -69,6 +69,12 @@ public final class JobContext: Sendable {
         return Response(head: head, payload: payload)
     }
 
+    /// The folder the payload goes to: that of the job's `output` if set, else `folder`. Fetch into
+    /// it, so the temporary file is renamed into place within one folder.
+    public func payloadFolder(default folder: String) -> String {
+        job.output.map(OutputStore.folder(of:)) ?? folder
+    }
+
     /// The payload path: the job's `output` if set, else `<folder>/<key without its kind>.<ext>`.
     public func payloadPath(folder: String, fileExtension: String) -> String {
         if let output = job.output { return output }

@@ -181,7 +181,7 @@ public final class OutputStore: Sendable {
     }
 
     /// The folder part of a relative path ("" for a bare name); plain string work, no bridging.
-    static func folder(of relativePath: String) -> String {
+    public static func folder(of relativePath: String) -> String {
         guard let slash = relativePath.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
         return String(relativePath[..<slash])
     }
