@@ -1,3 +1,4 @@
+import Foundation
 import RunnerKit
 import Testing
 
@@ -63,5 +64,30 @@ import Testing
         let chunk = [UInt8](repeating: 0x61, count: 1000)
         for _ in 0..<1000 { million.update(chunk) }
         #expect(million.finalizeHex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
+    }
+}
+
+@Suite struct JSONWriterTests {
+    @Test func escapesOnlyWhatJSONRequiresAndCopiesTheRest() {
+        let text = "plain \"quoted\" back\\slash\nnew\ttab\r\u{01}é😀"
+        let written = JSONWriter.string(.string(text))
+        #expect(written == #""plain \"quoted\" back\\slash\nnew\ttab\r\u0001é😀""#)
+        #expect(JSONWriter.string(.string("")) == #""""#)
+        #expect(JSONWriter.string(.string("\"")) == #""\"""#)
+    }
+
+    @Test func writtenStringsParseBackToThemselves() throws {
+        for text in ["", "a", "\u{1F}", "x\"y\\z", String(repeating: "ab\n", count: 100), "ünïcödé \u{7F}"] {
+            #expect(try JSONParser.parse(JSONWriter.data(.object([(text, .string(text))]))) == .object([(text, .string(text))]))
+        }
+    }
+}
+
+@Suite struct TimestampTests {
+    @Test func iso8601HasMillisecondsAndUTC() {
+        #expect(Timestamp.iso8601(Date(timeIntervalSince1970: 0)) == "1970-01-01T00:00:00.000Z")
+        #expect(Timestamp.iso8601(Date(timeIntervalSince1970: 1_795_000_000.041)) == "2026-11-18T11:06:40.041Z")
+        #expect(Timestamp.iso8601(Date(timeIntervalSince1970: 951_782_399.999)) == "2000-02-28T23:59:59.999Z")
+        #expect(Timestamp.iso8601(Date(timeIntervalSince1970: -0.5)) == "1969-12-31T23:59:59.500Z")
     }
 }

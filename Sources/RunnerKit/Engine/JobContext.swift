@@ -29,10 +29,10 @@ public final class JobContext: Sendable {
 
     /// The bytes of the key's last good payload, for a kind that must re-read it after a 304.
     public func previousPayload() throws -> [UInt8] {
-        guard let output = previousOutput, let data = FileManager.default.contents(atPath: store.absolute(output)) else {
+        guard let output = previousOutput, let bytes = OutputStore.readFile(in: AT_FDCWD, store.absolute(output)) else {
             throw JobFailure.failed("the server said not modified, but the earlier payload is gone")
         }
-        return [UInt8](data)
+        return bytes
     }
 
     /// A fetched response with a 2xx status, its body in a temporary file.

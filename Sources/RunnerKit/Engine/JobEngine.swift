@@ -284,14 +284,15 @@ public final class JobEngine: Sendable {
                     result.output = previous
                     result.stale = true
                 }
+                let json = result.json
                 if record {
                     do {
-                        try self.configuration.store.writeRecord(result)
+                        try self.configuration.store.writeRecord(json, key: result.key)
                     } catch {
                         self.observer.problem("\(result.key): the result record could not be written: \(error)")
                     }
                 }
-                self.configuration.runLog?.append(result)
+                self.configuration.runLog?.append(record: json)
                 self.observer.jobFinished(result)
                 continuation.resume(returning: result)
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// The output directory: payloads, result records and run logs, all written atomically
 /// (a temporary file in the same folder, then rename), and never outside the directory.
@@ -21,6 +22,8 @@ public final class OutputStore: Sendable {
     public struct WriteError: Error, CustomStringConvertible {
         public var path: String
         public var reason: String
+        /// The system's `errno`, when a system call failed.
+        public var code: Int32?
         public var description: String { "could not write \(path): \(reason)" }
 
         public init(path: String, reason: String) {
@@ -31,6 +34,7 @@ public final class OutputStore: Sendable {
         /// The failure of a system call, by its `errno`.
         public init(path: String, errno code: Int32) {
             self.init(path: path, reason: Self.reason(errno: code))
+            self.code = code
         }
 
         /// What an `errno` means for a write, in words a user can act on.
@@ -48,11 +52,19 @@ public final class OutputStore: Sendable {
 
     /// The output directory, absolute.
     public let root: String
+    private let rootFolder: Folder
+    /// Folders already made and checked, by relative path, each held open.
+    private let folders = Mutex<[String: Folder]>([:])
+    /// How many folders stay open at most; past that, a folder is opened for each write.
+    static let openFolderLimit = 256
 
     public init(root: String) throws {
         let absolute = root.hasPrefix("/") ? root : FileManager.default.currentDirectoryPath + "/" + root
         self.root = (absolute as NSString).standardizingPath
         try Self.makeDirectory(self.root)
+        let fd = open(self.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw WriteError(path: self.root, errno: errno) }
+        self.rootFolder = Folder(fd: fd, path: self.root)
         try makeFolder("results")
     }
 
@@ -63,15 +75,21 @@ public final class OutputStore: Sendable {
 
     /// A new, empty temporary file in the folder `relativeFolder` (created on demand).
     public func makeTemporaryFile(in relativeFolder: String) throws -> TemporaryFile {
-        try TemporaryFile(folder: makeFolder(relativeFolder))
+        let folder = try openFolder(relativeFolder)
+        do {
+            return try TemporaryFile(folder: folder)
+        } catch where error.code == ENOENT {
+            // The folder was removed while held open: make it again, once.
+            forgetFolder(relativeFolder)
+            return try TemporaryFile(folder: openFolder(relativeFolder))
+        }
     }
 
     /// Moves a complete temporary file to `relativePath`, replacing what was there
     /// (a symlink there is replaced, never written through).
     public func commit(_ file: TemporaryFile, to relativePath: String) throws {
         let name = try Self.fileName(of: relativePath)
-        let folder = try makeFolder(Self.folder(of: relativePath))
-        try file.commit(to: folder + "/" + name)
+        try file.commit(to: openFolder(Self.folder(of: relativePath)), name: name)
     }
 
     /// Writes `bytes` to `relativePath` atomically.
@@ -93,14 +111,21 @@ public final class OutputStore: Sendable {
 
     /// Writes the key's last result atomically.
     public func writeRecord(_ result: JobResult) throws {
-        var bytes = JSONWriter.data(result.json, pretty: true)
+        try writeRecord(result.json, key: result.key)
+    }
+
+    /// Writes a record already made JSON (`JobResult.json`) as the key's last result.
+    public func writeRecord(_ record: JSONValue, key: String) throws {
+        var bytes = JSONWriter.data(record, pretty: true)
         bytes.append(0x0A)
-        try write(bytes, to: recordPath(forKey: result.key))
+        try write(bytes, to: recordPath(forKey: key))
     }
 
     /// The key's last result record, if one exists and parses.
     public func readRecord(forKey key: String) -> JSONValue? {
-        guard let bytes = Self.readFile(absolute(recordPath(forKey: key))) else { return nil }
+        guard let results = try? openFolder("results"),
+            let bytes = Self.readFile(in: results.fd, "\(Self.fileName(forKey: key)).json")
+        else { return nil }
         return try? JSONParser.parse(bytes)
     }
 
@@ -140,30 +165,80 @@ public final class OutputStore: Sendable {
     /// where a folder should be, or a `..`, is refused: nothing is ever written outside the root.
     @discardableResult
     public func makeFolder(_ relativeFolder: String) throws -> String {
-        var path = root
+        try openFolder(relativeFolder).path
+    }
+
+    /// An open folder inside the root, made on demand (see `makeFolder`). Checked once, then
+    /// held open: later writes there go through its descriptor and check nothing again.
+    func openFolder(_ relativeFolder: String) throws(WriteError) -> Folder {
+        if relativeFolder.isEmpty { return rootFolder }
+        if let folder = folders.withLock({ $0[relativeFolder] }) { return folder }
+        var folder = rootFolder
+        var relative = ""
         for part in relativeFolder.split(separator: "/") where part != "." {
             guard part != ".." else {
                 throw WriteError(path: absolute(relativeFolder), reason: "the path climbs out of the output directory")
             }
-            path += "/" + part
-            var info = stat()
-            if lstat(path, &info) != 0 {
-                guard errno == ENOENT, mkdir(path, 0o755) == 0 || errno == EEXIST, lstat(path, &info) == 0 else {
-                    throw WriteError(path: path, reason: "could not create the folder (\(WriteError.reason(errno: errno)))")
-                }
-            }
-            switch info.st_mode & S_IFMT {
-            case S_IFDIR:
+            relative += relative.isEmpty ? String(part) : "/" + part
+            if let known = folders.withLock({ $0[relative] }) {
+                folder = known
                 continue
-            case S_IFLNK:
-                throw WriteError(
-                    path: path,
-                    reason: "it is a symbolic link, and the runner never writes through a link inside the output directory (make it a real folder, or point --out elsewhere)")
-            default:
-                throw WriteError(path: path, reason: "it exists and is not a folder")
+            }
+            folder = try Self.openChild(String(part), of: folder)
+            let opened = folder
+            folders.withLock { folders in
+                if folders.count < Self.openFolderLimit { folders[relative] = opened }
             }
         }
-        return path
+        return folder
+    }
+
+    /// Drops a folder (and those below it) from the open ones, after it was found removed.
+    private func forgetFolder(_ relativeFolder: String) {
+        folders.withLock { folders in
+            folders = folders.filter { $0.key != relativeFolder && !$0.key.hasPrefix(relativeFolder + "/") && !relativeFolder.hasPrefix($0.key + "/") }
+        }
+    }
+
+    /// Opens (making it if missing) the folder `name` in `parent`, never following a link.
+    private static func openChild(_ name: String, of parent: Folder) throws(WriteError) -> Folder {
+        let path = parent.path + "/" + name
+        let flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
+        var fd = openat(parent.fd, name, flags)
+        if fd < 0 && errno == ENOENT {
+            guard mkdirat(parent.fd, name, 0o755) == 0 || errno == EEXIST else {
+                throw WriteError(path: path, reason: "could not create the folder (\(WriteError.reason(errno: errno)))")
+            }
+            fd = openat(parent.fd, name, flags)
+        }
+        guard fd >= 0 else {
+            let code = errno
+            var info = stat()
+            if fstatat(parent.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
+                if (info.st_mode & S_IFMT) == S_IFLNK {
+                    throw WriteError(
+                        path: path,
+                        reason: "it is a symbolic link, and the runner never writes through a link inside the output directory (make it a real folder, or point --out elsewhere)")
+                }
+                if (info.st_mode & S_IFMT) != S_IFDIR { throw WriteError(path: path, reason: "it exists and is not a folder") }
+            }
+            throw WriteError(path: path, reason: "could not open the folder (\(WriteError.reason(errno: code)))")
+        }
+        return Folder(fd: fd, path: path)
+    }
+
+    /// A folder held open by its descriptor, closed when the last user lets go.
+    final class Folder: Sendable {
+        let fd: Int32
+        /// Absolute, for messages.
+        let path: String
+
+        init(fd: Int32, path: String) {
+            self.fd = fd
+            self.path = path
+        }
+
+        deinit { close(fd) }
     }
 
     /// Whether every folder on the way to `relativePath` is a real folder inside the root
@@ -186,13 +261,17 @@ public final class OutputStore: Sendable {
         return String(relativePath[..<slash])
     }
 
-    /// A small file's bytes, or nil when it cannot be read (it does not exist, most often).
-    static func readFile(_ path: String) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    /// The bytes of the file `name` in the folder open as `folder` (or at the path `name` for
+    /// AT_FDCWD), never through a link; nil when it cannot be read (most often: it does not exist).
+    static func readFile(in folder: Int32, _ name: String) -> [UInt8]? {
+        let fd = openat(folder, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
+        var info = stat()
+        let expected = fstat(fd, &info) == 0 && info.st_size > 0 ? Int(info.st_size) : 0
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        bytes.reserveCapacity(expected + 1)
+        var chunk = [UInt8](repeating: 0, count: max(expected + 1, 4096))
         while true {
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if n < 0 && errno == EINTR { continue }

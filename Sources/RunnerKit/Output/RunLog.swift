@@ -20,8 +20,11 @@ public final class RunLog: Sendable {
     deinit { _ = fd.withLock { close($0) } }
 
     /// Appends one record as one line, in a single write.
-    public func append(_ result: JobResult) {
-        var line = JSONWriter.data(result.json)
+    public func append(_ result: JobResult) { append(record: result.json) }
+
+    /// Appends a record already made JSON (`JobResult.json`).
+    public func append(record: JSONValue) {
+        var line = JSONWriter.data(record)
         line.append(0x0A)
         fd.withLock { fd in
             _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }

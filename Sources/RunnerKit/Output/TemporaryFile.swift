@@ -1,36 +1,50 @@
-import Foundation
 import Glibc
 import Synchronization
 
 /// A hidden file (`.tmp-…`) that becomes a payload by rename, or disappears: when discarded,
 /// and at the latest when the value is released, so no temporary file outlives its job.
+///
+/// Made and renamed relative to its folder's open descriptor (`openat`, `renameat`), so a
+/// write resolves one name, not a whole path, and never follows a link.
 public final class TemporaryFile: Sendable {
-    public let path: String
+    let folder: OutputStore.Folder
+    let name: String
     private let state: Mutex<(fd: Int32, done: Bool)>
 
-    init(folder: String) throws {
-        var template = Array("\(folder)/.tmp-XXXXXXXX".utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard fd >= 0 else {
-            throw OutputStore.WriteError(path: folder, errno: errno)
+    /// Names are unique within the process (a counter) and across processes (a random prefix).
+    private static let prefix = ".tmp-" + String(UInt32.random(in: 0...UInt32.max) | 0x1000_0000, radix: 16) + "-"
+    private static let counter = Atomic<Int>(0)
+
+    init(folder: OutputStore.Folder) throws(OutputStore.WriteError) {
+        while true {
+            let name = Self.prefix + String(Self.counter.add(1, ordering: .relaxed).newValue, radix: 36)
+            let fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+            if fd >= 0 {
+                self.folder = folder
+                self.name = name
+                self.state = Mutex((fd, false))
+                return
+            }
+            let code = errno
+            guard code == EEXIST || code == EINTR else { throw OutputStore.WriteError(path: folder.path, errno: code) }
         }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        self.path = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        self.state = Mutex((fd, false))
     }
 
     deinit { discard() }
 
+    /// The file's absolute path (for messages and reading back).
+    public var path: String { folder.path + "/" + name }
+
     /// Appends bytes; a short write (a full disk) throws with the system's reason.
     public func append(_ bytes: UnsafeRawBufferPointer) throws {
-        try state.withLock { state in
+        try state.withLock { state throws(OutputStore.WriteError) in
             guard !state.done else { throw OutputStore.WriteError(path: path, reason: "the temporary file was already removed") }
             var offset = 0
             while offset < bytes.count {
                 let n = Glibc.write(state.fd, bytes.baseAddress! + offset, bytes.count - offset)
                 if n < 0 {
                     if errno == EINTR { continue }
-                    throw OutputStore.WriteError(path: (path as NSString).deletingLastPathComponent, errno: errno)
+                    throw OutputStore.WriteError(path: folder.path, errno: errno)
                 }
                 offset += n
             }
@@ -43,27 +57,28 @@ public final class TemporaryFile: Sendable {
 
     /// Reads the whole file back (for payloads that must be parsed, bounded by maxBytes).
     public func readAll() throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let bytes = OutputStore.readFile(in: folder.fd, name) else {
             throw OutputStore.WriteError(path: path, reason: "could not read the temporary file back")
         }
-        return [UInt8](data)
+        return bytes
     }
 
-    /// Renames to `target`. Atomic against a crash of the process (readers see the old file or
-    /// the new one, never half); not fsync'd, so a power loss may lose the latest writes.
-    func commit(to target: String) throws {
-        try state.withLock { state in
-            guard !state.done else { throw OutputStore.WriteError(path: target, reason: "the temporary file is gone") }
-            if close(state.fd) != 0 {
-                state.done = true
-                unlink(path)
-                throw OutputStore.WriteError(path: target, errno: errno)
-            }
+    /// Renames to `name` in `target`. Atomic against a crash of the process (readers see the old
+    /// file or the new one, never half); not fsync'd, so a power loss may lose the latest writes.
+    func commit(to target: OutputStore.Folder, name targetName: String) throws(OutputStore.WriteError) {
+        try state.withLock { state throws(OutputStore.WriteError) in
+            let targetPath = target.path + "/" + targetName
+            guard !state.done else { throw OutputStore.WriteError(path: targetPath, reason: "the temporary file is gone") }
             state.done = true
-            if rename(path, target) != 0 {
+            if close(state.fd) != 0 {
                 let code = errno
-                unlink(path)
-                throw OutputStore.WriteError(path: target, errno: code)
+                unlinkat(folder.fd, name, 0)
+                throw OutputStore.WriteError(path: targetPath, errno: code)
+            }
+            if renameat(folder.fd, name, target.fd, targetName) != 0 {
+                let code = errno
+                unlinkat(folder.fd, name, 0)
+                throw OutputStore.WriteError(path: targetPath, errno: code)
             }
         }
     }
@@ -73,7 +88,7 @@ public final class TemporaryFile: Sendable {
         state.withLock { state in
             guard !state.done else { return }
             close(state.fd)
-            unlink(path)
+            unlinkat(folder.fd, name, 0)
             state.done = true
         }
     }

@@ -2,17 +2,30 @@ import Foundation
 
 /// UTC timestamps with milliseconds, as records show them: `2026-11-22T10:00:00.041Z`.
 public enum Timestamp {
+    private static let template = Array("0000-00-00T00:00:00.000Z".utf8)
+
     public static func iso8601(_ date: Date) -> String {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-        var seconds = time_t(millis / 1000)
+        var seconds = time_t(millis >= 0 ? millis / 1000 : (millis - 999) / 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let s = String(value)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
+        // Fixed width, so built as bytes: this runs twice for every record.
+        var bytes = template
+        func put(_ value: Int32, at offset: Int, width: Int) {
+            var value = value
+            for i in stride(from: offset + width - 1, through: offset, by: -1) {
+                bytes[i] = UInt8(ascii: "0") + UInt8(value % 10)
+                value /= 10
+            }
         }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis % 1000), 3))Z"
+        put(parts.tm_year + 1900, at: 0, width: 4)
+        put(parts.tm_mon + 1, at: 5, width: 2)
+        put(parts.tm_mday, at: 8, width: 2)
+        put(parts.tm_hour, at: 11, width: 2)
+        put(parts.tm_min, at: 14, width: 2)
+        put(parts.tm_sec, at: 17, width: 2)
+        put(Int32((millis % 1000 + 1000) % 1000), at: 20, width: 3)
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A compact, sortable id for a run: `20261122T100000Z-4f2a`.
