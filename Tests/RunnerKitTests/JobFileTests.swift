@@ -141,6 +141,23 @@ import Testing
         #expect(folder.files() == ["out/entries/a.json"])
     }
 
+    @Test func aFolderRemovedDuringARunIsMadeAgain() throws {
+        let store = try OutputStore(root: folder.path + "/out")
+        try store.write(Array("first".utf8), to: "entries/a.json")
+        try FileManager.default.removeItem(atPath: store.absolute("entries"))
+        try store.write(Array("second".utf8), to: "entries/b.json")
+        #expect(folder.files() == ["out/entries/b.json"])
+    }
+
+    @Test func aLinkPlantedWhereAFolderShouldBeIsRefused() throws {
+        let store = try OutputStore(root: folder.path + "/out")
+        try FileManager.default.createDirectory(atPath: folder.path + "/elsewhere", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: store.absolute("images"), withDestinationPath: folder.path + "/elsewhere")
+        #expect(throws: OutputStore.WriteError.self) { try store.write([1], to: "images/x.png") }
+        #expect(throws: OutputStore.WriteError.self) { try store.write([1], to: "images/deeper/x.png") }
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/elsewhere")) == [])
+    }
+
     @Test func aTemporaryFileDisappearsWithItsOwner() throws {
         let store = try OutputStore(root: folder.path + "/out")
         do {
