@@ -149,7 +149,7 @@ struct Connection {
         }
         if !isHead && !response.isBodiless {
             let limit = faults?.truncate
-            guard writeBody(response.body, limit: limit, trickle: faults?.trickle, chunked: chunked) else {
+            guard writeBody(response.body, limit: limit, trickle: faults?.trickle, after: faults?.trickleAfter ?? 0, chunked: chunked) else {
                 return false
             }
             if limit != nil {
@@ -163,24 +163,29 @@ struct Connection {
         return keepAlive
     }
 
-    /// Streams the body in pieces of at most 64 KiB, so a large `/bytes/N` never sits in memory whole.
-    private func writeBody(_ body: HTTPResponse.Body, limit: Int?, trickle: Int?, chunked: Bool) -> Bool {
+    /// Streams the body in pieces of at most 64 KiB, so a large `/bytes/N` never sits in memory
+    /// whole; with `trickle`, the bytes from offset `after` on go one at a time.
+    private func writeBody(_ body: HTTPResponse.Body, limit: Int?, trickle: Int?, after: Int, chunked: Bool) -> Bool {
         var left = min(body.count, limit ?? .max)
         var offset = 0
         while left > 0 {
             let length = min(left, Self.pattern.count)
-            let sent: Bool
+            let piece: ArraySlice<UInt8>
             switch body {
             case .empty:
                 return true
             case .bytes(let bytes):
-                sent = writePiece(bytes[offset..<(offset + length)], trickle: trickle, chunked: chunked)
+                piece = bytes[offset..<(offset + length)]
             case .pattern:
                 // The pattern's length is a multiple of 256, so every piece starts the cycle afresh.
-                sent = writePiece(Self.pattern[0..<length], trickle: trickle, chunked: chunked)
+                piece = Self.pattern[0..<length]
             }
-            guard sent else {
-                return false
+            let fast = piece.startIndex + max(0, min(length, after - offset))
+            if fast > piece.startIndex {
+                guard writePiece(piece[..<fast], trickle: nil, chunked: chunked) else { return false }
+            }
+            if fast < piece.endIndex {
+                guard writePiece(piece[fast...], trickle: trickle, chunked: chunked) else { return false }
             }
             left -= length
             offset += length

@@ -10,6 +10,7 @@
 /// | `reset=1` | read the request, then close with a reset (RST) |
 /// | `html=1` | answer 200 with an HTML page under the Content-Type the path would have (a captive portal) |
 /// | `trickle=MS` | send the body one byte every MS milliseconds |
+/// | `trickleAfter=N` | with `trickle`: send the first N bytes at once, then trickle |
 /// | `close=1` | answer with `Connection: close`, then close |
 /// | `chunked=1` | send the body with chunked transfer coding, without Content-Length |
 struct FaultOptions: Equatable {
@@ -21,6 +22,7 @@ struct FaultOptions: Equatable {
     var reset = false
     var html = false
     var trickle: Int?
+    var trickleAfter: Int?
     var close = false
     var chunked = false
 
@@ -34,6 +36,7 @@ struct FaultOptions: Equatable {
         reset = try Self.flag(query, "reset")
         html = try Self.flag(query, "html")
         trickle = try Self.number(query, "trickle")
+        trickleAfter = try Self.number(query, "trickleAfter")
         close = try Self.flag(query, "close")
         chunked = try Self.flag(query, "chunked")
         if let status, !(200...599).contains(status) {

@@ -143,6 +143,6 @@ enum FixtureRoutes {
           /gzip/N               N zero bytes, gzip-encoded (a gzip bomb for large N)
           /redirect?to=URL      302 to URL
           /echo-headers         the request's header fields as JSON
-        Fault parameters on any path: delay=MS status=N retryAfter=S hang=1 truncate=N reset=1 html=1 trickle=MS close=1
+        Fault parameters on any path: delay=MS status=N retryAfter=S hang=1 truncate=N reset=1 html=1 trickle=MS trickleAfter=N close=1
         """
 }

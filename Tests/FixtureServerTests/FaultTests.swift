@@ -125,6 +125,18 @@ struct FaultTests {
         #expect(elapsed >= 250 && elapsed < 2000, "took \(elapsed) ms")
     }
 
+    @Test func trickleAfterSendsTheFirstBytesAtOnce() throws {
+        let server = try startedServer()
+        defer { server.stop() }
+        let client = try RawHTTPClient(port: server.port)
+        let start = ContinuousClock.now
+        client.request("/bytes/70000?trickle=50&trickleAfter=69997")
+        let response = try client.readResponse()
+        let elapsed = milliseconds(since: start)
+        #expect(response.body == (0..<70000).map { UInt8(truncatingIfNeeded: $0) })
+        #expect(elapsed >= 150 && elapsed < 2000, "three trickled bytes took \(elapsed) ms")
+    }
+
     @Test func closeAnswersThenCloses() throws {
         let server = try startedServer()
         defer { server.stop() }

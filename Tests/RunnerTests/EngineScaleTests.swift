@@ -85,8 +85,11 @@ struct EngineScaleTests {
         let http = try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: 8)
         let collector = Collector()
         let engine = try engine(w.out, concurrency: 8, clock: clock, http: http, observer: collector)
-        // The image trickles one byte every 100 ms, so a temporary file exists when the cancel comes.
-        let job = JobDescriptor(kind: ImageKind(), key: "slow", url: URL(string: "\(w.base)/images/bmp.bmp?trickle=100")!, timeout: .seconds(30))
+        // The body outgrows memory at once and then trickles one byte every 100 ms, so a
+        // temporary file exists when the cancel comes.
+        let job = JobDescriptor(
+            kind: ImageKind(), key: "slow", url: URL(string: "\(w.base)/bytes/200000?trickle=100&trickleAfter=\(Payload.memoryLimit + 1000)")!,
+            timeout: .seconds(30))
         let running = Task { await engine.run(job) }
         let started = ContinuousClock.now.advanced(by: .seconds(5))
         while w.leftovers().isEmpty && ContinuousClock.now < started { try await Task.sleep(for: .milliseconds(5)) }

@@ -1,10 +1,12 @@
 import Synchronization
 
-/// A response body on its way to disk: written to a temporary file as it arrives, counted
-/// against `maxBytes`, hashed, with its first and last bytes kept for format checks.
+/// A response body on its way to disk: counted against `maxBytes`, hashed, with its first and
+/// last bytes kept for format checks.
 ///
-/// The temporary file is made with the first byte, so a fetch that fails or times out before
-/// any body arrives never touches the disk.
+/// A small body stays in memory until it is committed (the temporary file is made then, on
+/// the committing thread, not on the HTTP client's); past `memoryLimit` it spills to a
+/// temporary file and streams there. A fetch that fails before the body outgrew memory never
+/// touches the disk.
 public final class Payload: BodySink {
     /// The body grew past the job's `maxBytes`.
     public struct TooLarge: Error, CustomStringConvertible {
@@ -15,6 +17,8 @@ public final class Payload: BodySink {
     /// How many leading bytes are kept in memory for sniffing.
     public static let prefixLimit = 512 * 1024
     public static let suffixLimit = 64
+    /// A body up to this size is held in memory until it is committed.
+    public static let memoryLimit = 64 * 1024
 
     public let maxBytes: Int
     private let store: OutputStore
@@ -25,8 +29,11 @@ public final class Payload: BodySink {
         var file: TemporaryFile?
         var discarded = false
         var count = 0
+        /// Fed once the body spilled to the file; before that, the hash is taken of `prefix`.
         var hasher = SHA256()
+        /// The first bytes; while there is no file, the whole body.
         var prefix: [UInt8] = []
+        /// The last bytes, kept once the body spilled to the file.
         var suffix: [UInt8] = []
     }
 
@@ -39,7 +46,15 @@ public final class Payload: BodySink {
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         try state.withLock { state in
+            guard !state.discarded else {
+                throw OutputStore.WriteError(path: folder, reason: "the payload was already discarded")
+            }
             guard state.count + bytes.count <= maxBytes else { throw TooLarge(limit: maxBytes) }
+            if state.file == nil && state.count + bytes.count <= Self.memoryLimit {
+                state.prefix.append(contentsOf: bytes)
+                state.count += bytes.count
+                return
+            }
             try Self.file(&state, store, folder).append(bytes)
             state.count += bytes.count
             state.hasher.update(bytes)
@@ -51,17 +66,23 @@ public final class Payload: BodySink {
         }
     }
 
+    /// The temporary file, made on first need with everything held in memory so far.
     private static func file(_ state: inout State, _ store: OutputStore, _ folder: String) throws -> TemporaryFile {
         if let file = state.file { return file }
         guard !state.discarded else {
             throw OutputStore.WriteError(path: folder, reason: "the payload was already discarded")
         }
         let file = try store.makeTemporaryFile(in: folder)
+        try state.prefix.withUnsafeBytes { held in
+            try file.append(held)
+            state.hasher.update(held)
+            state.suffix = Array(held.suffix(suffixLimit))
+        }
         state.file = file
         return file
     }
 
-    /// The temporary file holding the body (made now if no byte arrived).
+    /// The temporary file holding the body (made now if the body is still in memory).
     public func file() throws -> TemporaryFile {
         try state.withLock { try Self.file(&$0, store, folder) }
     }
@@ -80,10 +101,11 @@ public final class Payload: BodySink {
     /// The first bytes (up to 512 KiB).
     public var prefix: [UInt8] { state.withLock { $0.prefix } }
     /// The last bytes (up to 64).
-    public var suffix: [UInt8] { state.withLock { $0.suffix } }
+    public var suffix: [UInt8] { state.withLock { $0.file == nil ? Array($0.prefix.suffix(Self.suffixLimit)) : $0.suffix } }
     /// The SHA-256 of everything received, in hex.
     public var sha256: String { state.withLock { state in
         var copy = state.hasher
+        if state.file == nil { copy.update(state.prefix) }
         return copy.finalizeHex()
     } }
 
