@@ -251,7 +251,8 @@ awk '{ n = split($1, p, "/"); printf "%s\n  dir=%s\n  out=%s\n", $2, p[1], p[2] 
 runner_abs=$PWD/$runner
 tool_command() {
     case "$1" in
-        runner) cmd=("$runner_abs" run "$lists/batch.jsonl" --concurrency "$parallel" --out .) ;;
+        # Every URL is on one host, so --per-host (8 by default, to be polite) is raised to P too.
+        runner) cmd=("$runner_abs" run "$lists/batch.jsonl" --concurrency "$parallel" --per-host "$parallel" --out .) ;;
         curl) cmd=(curl --silent --show-error --fail --parallel --parallel-max "$parallel" -K "$lists/curl.config") ;;
         aria2c) cmd=(aria2c --no-conf -j "$parallel" -x1 -i "$lists/aria2.list" --allow-overwrite=true
                      --auto-file-renaming=false --console-log-level=warn --summary-interval=0

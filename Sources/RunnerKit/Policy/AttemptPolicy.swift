@@ -1,4 +1,4 @@
-
+import Synchronization
 
 /// One attempt under the policy: wait for connectivity, then run, all within a deadline.
 ///
@@ -10,9 +10,11 @@
 ///               │ at noticeAfter: "no network connection"
 ///   deadline ───┴──► offline (still waiting) | timedOut (operation running)
 /// ```
-/// The waiting-then-operation task and the deadline task race in one task group; the first
-/// to finish decides and the other is cancelled. The group returns only when both children
-/// have ended, so nothing of an attempt keeps running after it.
+/// When the host is reachable at once (the common case), the operation runs in one task and
+/// the deadline is a timer that cancels it. Otherwise the waiting-then-operation task and the
+/// deadline task race in one task group; the first to finish decides and the other is
+/// cancelled. Either way the attempt returns only when the operation has ended, so nothing of
+/// an attempt keeps running after it.
 public struct AttemptPolicy: Sendable {
     public let clock: any Clock<Duration>
     public let monitor: any ConnectivityMonitoring
@@ -74,6 +76,9 @@ public struct AttemptPolicy: Sendable {
         let phase = Locked<(phase: Phase, waited: Duration)>((.waiting, .zero))
         let monitor = self.monitor
         let reachableNow = monitor.isReachable(host: host)
+        if reachableNow {
+            return await run(clock: clock, deadline: deadline, operation: operation)
+        }
 
         let winner: Race<Value> = await withTaskGroup(of: Race<Value>.self) { group in
             group.addTask {
@@ -141,5 +146,51 @@ public struct AttemptPolicy: Sendable {
         case .notice, .cancelled:
             return Report(outcome: .cancelled, waitedForNetwork: waited)
         }
+    }
+
+    /// The attempt when the host is reachable at once (nearly always): the operation runs in
+    /// one task and the deadline is an armed timer that cancels it, rather than a second task
+    /// sleeping in a race. An operation that returns a value is completed, even when the
+    /// deadline came as it did; one that fails after the deadline came is timed out.
+    private func run<C: Clock, Value: Sendable>(
+        clock: C, deadline: C.Instant, operation: @escaping @Sendable () async throws -> Value
+    ) async -> Report<Value> where C.Duration == Duration {
+        let task = Task { try await operation() }
+        let expired = Atomic<Bool>(false)
+        let disarm = Self.arm(clock: clock, at: deadline) {
+            expired.store(true, ordering: .sequentiallyConsistent)
+            task.cancel()
+        }
+        let result = await withTaskCancellationHandler {
+            await task.result
+        } onCancel: {
+            task.cancel()
+        }
+        disarm()
+        if case .failure = result {
+            if expired.load(ordering: .sequentiallyConsistent) { return Report(outcome: .timedOut, waitedForNetwork: .zero) }
+            if Task.isCancelled { return Report(outcome: .cancelled, waitedForNetwork: .zero) }
+        }
+        return Report(outcome: .completed(result), waitedForNetwork: .zero)
+    }
+
+    /// Calls `action` at `deadline` unless the returned closure is called first. The real
+    /// clock uses the shared `DeadlineTimer`; any other clock (a test's) a task sleeping on it.
+    private static func arm<C: Clock>(
+        clock: C, at deadline: C.Instant, _ action: @escaping @Sendable () -> Void
+    ) -> @Sendable () -> Void where C.Duration == Duration {
+        if let continuous = clock as? ContinuousClock, let instant = deadline as? ContinuousClock.Instant {
+            let handle = DeadlineTimer.shared.schedule(after: continuous.now.duration(to: instant), action)
+            return { handle.cancel() }
+        }
+        let sleeper = Task {
+            do {
+                try await clock.sleep(until: deadline, tolerance: nil)
+            } catch {
+                return
+            }
+            action()
+        }
+        return { sleeper.cancel() }
     }
 }
