@@ -39,46 +39,44 @@ enum JSONPayload {
     static func fill(_ template: String, id: String) -> String {
         var text = template
         let filled = text.withUTF8 { (bytes) -> String? in
-            var ascii = true
-            var firstMatch = -1
-            var i = 0
-            while i < bytes.count {
-                let byte = bytes[i]
-                if byte >= 0x80 {
-                    ascii = false
-                    break
-                }
-                if firstMatch < 0, byte == openBrace, isPlaceholder(bytes, at: i) { firstMatch = i }
-                i += 1
-            }
-            guard ascii else {
+            guard bytes.allSatisfy({ $0 < 0x80 }) else {
                 return String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "{id}", with: encode(id))
             }
-            guard firstMatch >= 0 else { return nil }
-            let encoded = encodeBytes(id)
-            var result: [UInt8] = []
-            result.reserveCapacity(bytes.count + encoded.count)
-            result.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<firstMatch]))
-            i = firstMatch
+            var matches = 0
+            var i = 0
             while i < bytes.count {
-                if bytes[i] == openBrace, isPlaceholder(bytes, at: i) {
-                    result.append(contentsOf: encoded)
+                if isPlaceholder(bytes, at: i) {
+                    matches += 1
                     i += 4
                 } else {
-                    result.append(bytes[i])
                     i += 1
                 }
             }
-            return String(decoding: result, as: UTF8.self)
+            guard matches > 0 else { return nil }
+            var encodedCount = 0
+            for byte in id.utf8 { encodedCount += keeps[Int(byte)] ? 1 : 3 }
+            return String(unsafeUninitializedCapacity: bytes.count + matches * (encodedCount - 4)) { out in
+                var written = 0
+                i = 0
+                while i < bytes.count {
+                    if isPlaceholder(bytes, at: i) {
+                        written = writeEncoded(id, into: out, at: written)
+                        i += 4
+                    } else {
+                        out[written] = bytes[i]
+                        written += 1
+                        i += 1
+                    }
+                }
+                return written
+            }
         }
         return filled ?? template
     }
 
-    private static let openBrace = UInt8(ascii: "{")
-
     /// Whether `{id}` starts at `index`.
     private static func isPlaceholder(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Bool {
-        index + 4 <= bytes.count && bytes[index] == openBrace && bytes[index + 1] == UInt8(ascii: "i")
+        index + 4 <= bytes.count && bytes[index] == UInt8(ascii: "{") && bytes[index + 1] == UInt8(ascii: "i")
             && bytes[index + 2] == UInt8(ascii: "d") && bytes[index + 3] == UInt8(ascii: "}")
     }
 
@@ -91,21 +89,27 @@ enum JSONPayload {
 
     private static let hexDigits = Array("0123456789ABCDEF".utf8)
 
-    /// The id's UTF-8 bytes, percent-encoded.
-    private static func encodeBytes(_ id: String) -> [UInt8] {
-        var encoded: [UInt8] = []
-        encoded.reserveCapacity(id.utf8.count)
+    /// Writes the id's UTF-8 bytes percent-encoded at `index`; returns the index after them.
+    private static func writeEncoded(_ id: String, into out: UnsafeMutableBufferPointer<UInt8>, at index: Int) -> Int {
+        var index = index
         for byte in id.utf8 {
             if keeps[Int(byte)] {
-                encoded.append(byte)
+                out[index] = byte
+                index += 1
             } else {
-                encoded.append(UInt8(ascii: "%"))
-                encoded.append(hexDigits[Int(byte >> 4)])
-                encoded.append(hexDigits[Int(byte & 0x0F)])
+                out[index] = UInt8(ascii: "%")
+                out[index + 1] = hexDigits[Int(byte >> 4)]
+                out[index + 2] = hexDigits[Int(byte & 0x0F)]
+                index += 3
             }
         }
-        return encoded
+        return index
     }
 
-    private static func encode(_ id: String) -> String { String(decoding: encodeBytes(id), as: UTF8.self) }
+    /// The id percent-encoded, for templates beyond ASCII.
+    private static func encode(_ id: String) -> String {
+        var encodedCount = 0
+        for byte in id.utf8 { encodedCount += keeps[Int(byte)] ? 1 : 3 }
+        return String(unsafeUninitializedCapacity: encodedCount) { writeEncoded(id, into: $0, at: 0) }
+    }
 }
