@@ -107,6 +107,10 @@ public struct JobDescriptor: Sendable {
         guard scheme == "http" || scheme == "https" else {
             throw JobSpecError(field: field, "uses the scheme '\(scheme)'; only http and https are supported")
         }
+        // Without a '%', the host as written is the host decoded: skip decoding it.
+        if let written = url.host(percentEncoded: true), !written.isEmpty, !written.utf8.contains(UInt8(ascii: "%")) {
+            return url
+        }
         guard let host = url.host, !host.isEmpty else {
             throw JobSpecError(field: field, "has no host: '\(text)'")
         }
