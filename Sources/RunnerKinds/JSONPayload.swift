@@ -32,18 +32,84 @@ enum JSONPayload {
     }
 
     /// Replaces `{id}` in a URL template with the percent-encoded id.
+    ///
+    /// Every byte of the id but the unreserved ones (RFC 3986) and `@` becomes `%XX`. An ASCII
+    /// template (nearly every URL template) is filled byte by byte; any other template goes
+    /// through Foundation, whose match rules around combining marks it has always followed.
     static func fill(_ template: String, id: String) -> String {
-        var allowed = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
-        allowed.insert(UInt8(ascii: "@"))
-        var encoded = ""
-        for byte in id.utf8 {
-            if allowed.contains(byte) {
-                encoded.unicodeScalars.append(UnicodeScalar(byte))
-            } else {
-                let hex = String(byte, radix: 16, uppercase: true)
-                encoded += "%" + (hex.count == 1 ? "0" + hex : hex)
+        var text = template
+        let filled = text.withUTF8 { (bytes) -> String? in
+            guard bytes.allSatisfy({ $0 < 0x80 }) else {
+                return String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "{id}", with: encode(id))
+            }
+            var matches = 0
+            var i = 0
+            while i < bytes.count {
+                if isPlaceholder(bytes, at: i) {
+                    matches += 1
+                    i += 4
+                } else {
+                    i += 1
+                }
+            }
+            guard matches > 0 else { return nil }
+            var encodedCount = 0
+            for byte in id.utf8 { encodedCount += keeps[Int(byte)] ? 1 : 3 }
+            return String(unsafeUninitializedCapacity: bytes.count + matches * (encodedCount - 4)) { out in
+                var written = 0
+                i = 0
+                while i < bytes.count {
+                    if isPlaceholder(bytes, at: i) {
+                        written = writeEncoded(id, into: out, at: written)
+                        i += 4
+                    } else {
+                        out[written] = bytes[i]
+                        written += 1
+                        i += 1
+                    }
+                }
+                return written
             }
         }
-        return template.replacingOccurrences(of: "{id}", with: encoded)
+        return filled ?? template
+    }
+
+    /// Whether `{id}` starts at `index`.
+    private static func isPlaceholder(_ bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Bool {
+        index + 4 <= bytes.count && bytes[index] == UInt8(ascii: "{") && bytes[index + 1] == UInt8(ascii: "i")
+            && bytes[index + 2] == UInt8(ascii: "d") && bytes[index + 3] == UInt8(ascii: "}")
+    }
+
+    /// Which bytes an id keeps as they are: ALPHA, DIGIT, `-._~` and `@`.
+    private static let keeps: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~@".utf8 { table[Int(byte)] = true }
+        return table
+    }()
+
+    private static let hexDigits = Array("0123456789ABCDEF".utf8)
+
+    /// Writes the id's UTF-8 bytes percent-encoded at `index`; returns the index after them.
+    private static func writeEncoded(_ id: String, into out: UnsafeMutableBufferPointer<UInt8>, at index: Int) -> Int {
+        var index = index
+        for byte in id.utf8 {
+            if keeps[Int(byte)] {
+                out[index] = byte
+                index += 1
+            } else {
+                out[index] = UInt8(ascii: "%")
+                out[index + 1] = hexDigits[Int(byte >> 4)]
+                out[index + 2] = hexDigits[Int(byte & 0x0F)]
+                index += 3
+            }
+        }
+        return index
+    }
+
+    /// The id percent-encoded, for templates beyond ASCII.
+    private static func encode(_ id: String) -> String {
+        var encodedCount = 0
+        for byte in id.utf8 { encodedCount += keeps[Int(byte)] ? 1 : 3 }
+        return String(unsafeUninitializedCapacity: encodedCount) { writeEncoded(id, into: $0, at: 0) }
     }
 }

@@ -68,6 +68,11 @@ enum RunCommand {
     /// Exit code when another run holds the output directory.
     static let busyExitCode: Int32 = 3
 
+    /// Up to this many jobs across all files (every shard counted), the jobs validated are kept
+    /// and run without reading the files again; beyond it the files are read again to run, so
+    /// a batch of millions of lines still runs in flat memory.
+    static let maxKeptJobs = 100_000
+
     /// Exit codes: 0 all succeeded or notModified, 1 any other status, 2 bad input (nothing ran),
     /// 3 the output directory is in use by another run, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     static func execute(files: [String], options: Options, displayNames: [String: String] = [:]) async -> Int32 {
@@ -75,8 +80,17 @@ enum RunCommand {
         let shard = options.shard
         var invalid = false
         var total = 0
+        // The validated jobs of this shard, kept to run unless the files hold too many jobs.
+        var kept: [JobDescriptor]? = []
+        var read = 0
         for file in files {
-            let report = JobFileReader.validate(path: file, registry: registry) { shard?.contains(key: $0.key) ?? true }
+            let report = JobFileReader.validate(path: file, registry: registry) { job in
+                read += 1
+                if read > maxKeptJobs { kept = nil }
+                guard shard?.contains(key: job.key) ?? true else { return false }
+                kept?.append(job)
+                return true
+            }
             total += report.jobs
             for error in report.errors {
                 var message = error.description
@@ -119,7 +133,9 @@ enum RunCommand {
                 monitor: Runner.makeMonitor(), concurrency: options.concurrency, runLog: runLog, perHost: options.perHost),
             observer: reporter)
 
+        let validated = kept.take().map(DrainingJobs.init)
         let runTask = Task {
+            if let validated { return await engine.run(validated) }
             let jobs = files.lazy.flatMap { file in
                 IteratorSequence(JobFileReader(path: file, registry: registry)).lazy.compactMap { try? $0.get() }
             }.filter { shard?.contains(key: $0.key) ?? true }
@@ -136,6 +152,19 @@ enum RunCommand {
         if let received { return 128 + received }
         return summary.allSucceeded ? 0 : 1
     }
+}
+
+/// Validated jobs handed to the engine one at a time, each let go as soon as it is taken.
+final class DrainingJobs: Sequence, IteratorProtocol, @unchecked Sendable {  // iterated by one task only
+    /// Last job first, so that taking one is a pop.
+    private var reversed: [JobDescriptor]
+
+    init(_ jobs: consuming [JobDescriptor]) {
+        reversed = jobs
+        reversed.reverse()
+    }
+
+    func next() -> JobDescriptor? { reversed.popLast() }
 }
 
 /// Turns signals into a callback on a dispatch queue, instead of the default of dying.

@@ -35,6 +35,27 @@ import Testing
 
     @Test func invalidUTF8InsideAStringIsRefused() {
         #expect(throws: JSONParser.Error.self) { try JSONParser.parse([0x22, 0xFF, 0x22]) }
+        // {"a":"\xC3"}: the error points just after the closing quote, with or without an escape before it
+        let message = "a string is not valid UTF-8"
+        #expect(throws: JSONParser.Error(message: message, line: 1, column: 9)) {
+            try JSONParser.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xC3, 0x22, 0x7D])
+        }
+        #expect(throws: JSONParser.Error(message: message, line: 1, column: 11)) {
+            try JSONParser.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0x5C, 0x6E, 0xC3, 0x22, 0x7D])
+        }
+    }
+
+    @Test func stringsOfEveryScriptDecode() throws {
+        #expect(try JSONParser.parse(#"["plain", "é日本😀", "é\n日", "", "\u0041"]"#)
+            == .array([.string("plain"), .string("é日本😀"), .string("é\n日"), .string(""), .string("A")]))
+    }
+
+    @Test func aSliceParsesOnItsOwn() throws {
+        let bytes = Array(#"xx{"a": "b"}yy{"a": 1,}"#.utf8)
+        #expect(try JSONParser.parse(bytes[2..<12]) == .object([("a", .string("b"))]))
+        #expect(throws: JSONParser.Error(message: "expected a member name in double quotes", line: 1, column: 9)) {
+            try JSONParser.parse(bytes[14...])
+        }
     }
 }
 

@@ -4,26 +4,56 @@
 /// read are reported as unknown. Fields that came from a batch's `defaults` are never unknown:
 /// they apply only to the kinds that accept them.
 public struct JobFields: Sendable {
-    private var values: [String: JSONValue]
-    private let explicit: [String]
-    private var read: Set<String> = []
+    /// The job's own fields in the job's order, then the defaults it does not override.
+    /// A job has a handful of fields, so a linear search beats hashing every name.
+    private var fields: [Field]
+
+    private struct Field: Sendable {
+        var name: String
+        var value: JSONValue
+        /// Set by the job itself rather than by `defaults`.
+        var explicit: Bool
+        var read = false
+    }
 
     /// `job` wins over `defaults` field by field.
     public init(_ job: [(key: String, value: JSONValue)], defaults: [(key: String, value: JSONValue)] = []) {
-        var values: [String: JSONValue] = [:]
-        for (key, value) in defaults { values[key] = value }
-        for (key, value) in job { values[key] = value }
-        self.values = values
-        self.explicit = job.map(\.key)
+        var fields: [Field] = []
+        fields.reserveCapacity(job.count + defaults.count)
+        for (key, value) in job {
+            if let i = fields.firstIndex(where: { $0.name == key }) {
+                fields[i].value = value
+            } else {
+                fields.append(Field(name: key, value: value, explicit: true))
+            }
+        }
+        for (key, value) in defaults {
+            if let i = fields.firstIndex(where: { $0.name == key }) {
+                if !fields[i].explicit { fields[i].value = value }
+            } else {
+                fields.append(Field(name: key, value: value, explicit: false))
+            }
+        }
+        self.fields = fields
     }
 
-    public func has(_ name: String) -> Bool { values[name] != nil && values[name] != .null }
+    private func index(_ name: String) -> Int? {
+        for i in fields.indices where fields[i].name == name { return i }
+        return nil
+    }
+
+    public func has(_ name: String) -> Bool {
+        guard let i = index(name) else { return false }
+        if case .null = fields[i].value { return false }
+        return true
+    }
 
     /// The raw value of a field, marking it read.
     public mutating func value(_ name: String) -> JSONValue? {
-        read.insert(name)
-        guard let value = values[name], value != .null else { return nil }
-        return value
+        guard let i = index(name) else { return nil }
+        fields[i].read = true
+        if case .null = fields[i].value { return nil }
+        return fields[i].value
     }
 
     public mutating func string(_ name: String) throws(JobSpecError) -> String? {
@@ -69,7 +99,7 @@ public struct JobFields: Sendable {
 
     /// The first field the job set itself that no decoder read.
     public func firstUnknownField() -> String? {
-        explicit.first { !read.contains($0) }
+        fields.first { $0.explicit && !$0.read }?.name
     }
 
     private func mistyped(_ name: String, _ expected: String, _ value: JSONValue) -> JobSpecError {

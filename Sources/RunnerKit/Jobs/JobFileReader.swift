@@ -194,12 +194,12 @@ public final class JobFileReader: IteratorProtocol {
             let number = reader.lineNumber
             if number == 1, line.starts(with: [0xEF, 0xBB, 0xBF]) { line = line.dropFirst(3) }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
-            guard String(validating: line, as: UTF8.self) != nil else {
+            guard Self.isUTF8(line) else {
                 return .failure(JobFileError(file: path, location: .line(number), problem: JobSpecError(field: nil, "is not UTF-8 text")))
             }
             let value: JSONValue
             do {
-                value = try JSONParser.parse(Array(line))
+                value = try JSONParser.parse(line)
             } catch {
                 return .failure(JobFileError(file: path, location: .line(number), problem: JobSpecError(field: nil, "is not valid JSON: \(error.message) at column \(error.column)")))
             }
@@ -218,6 +218,16 @@ public final class JobFileReader: IteratorProtocol {
 
     /// Defaults may only come before the first job.
     private func firstContentLine(_ number: Int) -> Int { sawContent ? -1 : number }
+
+    /// Whether `bytes` are valid UTF-8; plain ASCII, the usual line, is told by one quick pass.
+    static func isUTF8(_ bytes: ArraySlice<UInt8>) -> Bool {
+        let ascii = bytes.withUnsafeBufferPointer { buffer in
+            var high: UInt8 = 0
+            for byte in buffer { high |= byte }
+            return high < 0x80
+        }
+        return ascii || String(validating: bytes, as: UTF8.self) != nil
+    }
 
     /// The line of the first byte that is not valid UTF-8, or nil when the whole text is valid.
     static func firstInvalidUTF8Line(_ bytes: [UInt8]) -> Int? {

@@ -25,6 +25,14 @@ public struct JSONParser {
         }
     }
 
+    /// Parses a slice that holds one JSON document; lines and columns count from its start.
+    public static func parse(_ bytes: ArraySlice<UInt8>) throws(JSONParser.Error) -> JSONValue {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParser.Error) -> JSONValue in
+            var parser = JSONParser(buffer)
+            return try parser.parseDocument()
+        }
+    }
+
     /// Parses a string that holds one JSON document.
     public static func parse(_ text: String) throws(JSONParser.Error) -> JSONValue {
         try parse(Array(text.utf8))
@@ -132,17 +140,20 @@ public struct JSONParser {
     private mutating func parseString() throws(JSONParser.Error) -> String {
         index += 1  // opening quote
         let start = index
+        var high: UInt8 = 0  // every byte or-ed together: below 0x80 means ASCII
         // Fast path: no escapes.
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
+                if high < 0x80 { return String(decoding: slice, as: UTF8.self) }
                 guard let string = String(validating: slice, as: UTF8.self) else {
                     throw error("a string is not valid UTF-8")
                 }
                 return string
             }
+            high |= byte
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("a control character inside a string") }
             index += 1

@@ -25,7 +25,7 @@ public final class LineReader {
     /// The next line without its line break (a trailing `\r` is dropped too), or nil at the end.
     public func next() throws -> ArraySlice<UInt8>? {
         while true {
-            if let newline = buffer[start...].firstIndex(of: 0x0A) {
+            if let newline = newlineIndex() {
                 var end = newline
                 if end > start, buffer[end - 1] == 0x0D { end -= 1 }
                 let line = buffer[start..<end]
@@ -44,6 +44,16 @@ public final class LineReader {
                 return line
             }
             fill()
+        }
+    }
+
+    /// The index of the first line feed at or after `start`.
+    private func newlineIndex() -> Int? {
+        buffer.withUnsafeBufferPointer { bytes -> Int? in
+            guard start < bytes.count, let base = bytes.baseAddress,
+                let found = memchr(base + start, 0x0A, bytes.count - start)
+            else { return nil }
+            return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
         }
     }
 
