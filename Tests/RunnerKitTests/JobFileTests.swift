@@ -113,8 +113,15 @@ import Testing
     @Test(arguments: [
         ("imgly.A.1", "imgly.A.1"),
         ("plain-name_1", "plain-name_1"),
+        // Names already on disk from earlier runs: the mapping must never change.
+        ("entry:e1", "entry_e1-7b77d10913"),
+        ("image:cat-1", "image_cat-1-a82c438ca1"),
+        (".hidden", "_hidden-1692419006"),
+        ("ünï/cödé 😀", "_n__c_d___-64734fe6f1"),
+        ("", "-e3b0c44298"),
+        (String(repeating: "x", count: 120), String(repeating: "x", count: 100) + "-13f05a0b59"),
     ])
-    func safeKeysStayAsTheyAre(key: String, name: String) {
+    func keysMapToStableFileNames(key: String, name: String) {
         #expect(OutputStore.fileName(forKey: key) == name)
     }
 

@@ -135,27 +135,39 @@ public final class OutputStore: Sendable {
     /// When that changed the key (or it was long), a short hash of the key is appended, so two
     /// different keys never share a file.
     public static func fileName(forKey key: String) -> String {
-        var out = ""
-        var changed = false
-        for scalar in key.unicodeScalars {
-            switch scalar {
-            case "a"..."z", "A"..."Z", "0"..."9", ".", "_", "-": out.unicodeScalars.append(scalar)
+        let bytes = Array(key.utf8)
+        var changed = bytes.isEmpty || bytes.count > 100
+        // Byte-wise, as every kept character is ASCII: any other byte (a part of a UTF-8
+        // sequence) becomes `_`, one per character.
+        var out: [UInt8] = []
+        out.reserveCapacity(min(bytes.count, 100) + 11)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                out.append(byte)
+                index += 1
             default:
-                out.append("_")
+                out.append(UInt8(ascii: "_"))
                 changed = true
+                index += 1
+                if byte >= 0xC0 { while index < bytes.count, bytes[index] & 0xC0 == 0x80 { index += 1 } }
             }
         }
-        if out.hasPrefix(".") {
-            out = "_" + out.dropFirst()
+        if out.first == UInt8(ascii: ".") {
+            out[0] = UInt8(ascii: "_")
             changed = true
         }
-        if out.utf8.count > 100 {
-            out = String(out.prefix(100))
-            changed = true
+        if out.count > 100 { out.removeLast(out.count - 100) }
+        if changed {
+            out.append(UInt8(ascii: "-"))
+            var hasher = SHA256()
+            hasher.update(bytes)
+            out.append(contentsOf: hasher.finalizeHex().utf8.prefix(10))
         }
-        if out.isEmpty { changed = true }
-        if changed { out += "-" + String(SHA256.hex(Array(key.utf8)).prefix(10)) }
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
     // MARK: - Confinement
@@ -282,7 +294,7 @@ public final class OutputStore: Sendable {
     }
 
     private static func fileName(of relativePath: String) throws -> String {
-        let name = relativePath.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+        let name = relativePath.utf8.lastIndex(of: UInt8(ascii: "/")).map { String(relativePath[relativePath.utf8.index(after: $0)...]) } ?? relativePath
         guard !name.isEmpty, name != ".", name != "..", !relativePath.hasSuffix("/") else {
             throw WriteError(path: relativePath, reason: "the path does not name a file")
         }

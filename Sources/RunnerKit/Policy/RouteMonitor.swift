@@ -107,6 +107,7 @@ public final class RouteMonitor: ConnectivityMonitoring {
     static let eventThreadName = "runner-monitor"
 
     private let core: Core
+    private let targets = Mutex<[String: ReachabilityTarget]>([:])
 
     /// How this monitor learns about changes: `.netlink` unless it had to fall back.
     public var mode: Mode { core.mode }
@@ -144,11 +145,22 @@ public final class RouteMonitor: ConnectivityMonitoring {
     }
 
     public func isReachable(host: String) -> Bool {
-        core.lookUp(ReachabilityTarget(host: host)).isReachable
+        core.lookUp(target(host)).isReachable
     }
 
     public func waitUntilReachable(host: String) async throws {
-        try await core.wait(for: ReachabilityTarget(host: host))
+        try await core.wait(for: target(host))
+    }
+
+    /// What a host string is judged as, parsed once per distinct host (a batch asks about the
+    /// same few hosts for every job).
+    private func target(_ host: String) -> ReachabilityTarget {
+        if let known = targets.withLock({ $0[host] }) { return known }
+        let target = ReachabilityTarget(host: host)
+        targets.withLock { targets in
+            if targets.count < 1024 { targets[host] = target }
+        }
+        return target
     }
 
     /// The reachability of `host` now, then each change, stamped with when it was seen.

@@ -53,15 +53,21 @@ public struct SHA256: Sendable {
             }
         }
         buffer.removeAll()
-        let words = [state.0, state.1, state.2, state.3, state.4, state.5, state.6, state.7]
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(64)
-        for word in words {
-            for shift in stride(from: 28, through: 0, by: -4) { out.append(digits[Int((word >> UInt32(shift)) & 0xF)]) }
+        return String(unsafeUninitializedCapacity: 64) { out in
+            var index = 0
+            func put(_ word: UInt32) {
+                for shift in stride(from: 28, through: 0, by: -4) {
+                    out[index] = Self.digits[Int((word >> UInt32(shift)) & 0xF)]
+                    index += 1
+                }
+            }
+            put(state.0); put(state.1); put(state.2); put(state.3)
+            put(state.4); put(state.5); put(state.6); put(state.7)
+            return 64
         }
-        return String(decoding: out, as: UTF8.self)
     }
+
+    private static let digits = Array("0123456789abcdef".utf8)
 
     private static let k: [UInt32] = [
         0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
