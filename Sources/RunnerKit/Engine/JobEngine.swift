@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import Synchronization
 
@@ -8,7 +7,7 @@ import Synchronization
 /// ```
 /// jobs ─► slot (SlotLimiter) ─► TaskManager (one per key, else `duplicate`)
 ///          ─► attempts: AttemptPolicy { kind.run(context) } ─► retry on transient failure
-///          ─► slot released ─► children (each: slot ─► TaskManager ─► …) ─► record
+///          ─► [children: slot released ─► each: slot ─► TaskManager ─► …] ─► record ─► slot released
 /// ```
 /// The engine knows no job kind: it calls `JobKind.run(in:)` and counts statuses.
 public final class JobEngine: Sendable {
@@ -55,7 +54,6 @@ public final class JobEngine: Sendable {
     private let hosts: HostLimiter
     private let policy: AttemptPolicy
     private let observer: any RunObserver
-    private let writer = DispatchQueue(label: "runner.engine.writer")
 
     public init(configuration: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver()) {
         self.configuration = configuration
@@ -189,7 +187,6 @@ public final class JobEngine: Sendable {
                 break
             }
         }
-        slot.release()
 
         var result = JobResult(
             key: job.key, kind: job.kindName, status: .failed, attempts: attempts,
@@ -205,6 +202,7 @@ public final class JobEngine: Sendable {
             result.validators = validators
             if outcome.status == .notModified, let previous { carryForward(previous, into: &result) }
             if !outcome.children.isEmpty {
+                slot.release()  // the children need slots of their own
                 let counts = await runChildren(outcome.children)
                 result.details.append(("children", .object(JobStatus.allCases.compactMap { status in
                     counts[status].map { (status.rawValue, JSONValue($0)) }
@@ -232,7 +230,11 @@ public final class JobEngine: Sendable {
         }
         result.finishedAt = Date()
         result.durationMs = Self.milliseconds(started.duration(to: .now))
-        return await finish(result, record: true)
+        // The slot is held until the record is written: when records are written more slowly
+        // than fetches end, the feed waits, instead of finished jobs piling up in memory.
+        let recorded = await finish(result, record: true)
+        slot.release()
+        return recorded
     }
 
     /// Runs child jobs through the same slots and TaskManager; returns counts by status.
@@ -274,29 +276,28 @@ public final class JobEngine: Sendable {
     }
 
     /// Completes a result (the stale fallback), writes its record and run-log line, and tells
-    /// the observer. File I/O runs on the engine's writer queue, never on the concurrency pool,
-    /// so a burst of finishing jobs cannot hold up the timers of the others.
+    /// the observer, on the job's own task. (An earlier version handed this to one writer queue,
+    /// to keep file I/O off the concurrency pool for the sake of deadlines; deadlines now fire
+    /// on `DeadlineTimer`'s thread, and the single writer had become the bottleneck: jobs
+    /// queued behind it, slower and, before slots were held until the record, piling up in
+    /// memory.)
     private func finish(_ result: JobResult, record: Bool) async -> JobResult {
-        await withCheckedContinuation { (continuation: CheckedContinuation<JobResult, Never>) in
-            writer.async {
-                var result = result
-                if record, result.status.allowsStaleFallback, let previous = self.lastGoodOutput(for: result.key) {
-                    result.output = previous
-                    result.stale = true
-                }
-                let json = result.json
-                if record {
-                    do {
-                        try self.configuration.store.writeRecord(json, key: result.key)
-                    } catch {
-                        self.observer.problem("\(result.key): the result record could not be written: \(error)")
-                    }
-                }
-                self.configuration.runLog?.append(record: json)
-                self.observer.jobFinished(result)
-                continuation.resume(returning: result)
+        var result = result
+        if record, result.status.allowsStaleFallback, let previous = self.lastGoodOutput(for: result.key) {
+            result.output = previous
+            result.stale = true
+        }
+        let json = result.json
+        if record {
+            do {
+                try self.configuration.store.writeRecord(json, key: result.key)
+            } catch {
+                self.observer.problem("\(result.key): the result record could not be written: \(error)")
             }
         }
+        self.configuration.runLog?.append(record: json)
+        self.observer.jobFinished(result)
+        return result
     }
 
     // MARK: - Helpers
