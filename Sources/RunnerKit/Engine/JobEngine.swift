@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -54,6 +55,8 @@ public final class JobEngine: Sendable {
     private let hosts: HostLimiter
     private let policy: AttemptPolicy
     private let observer: any RunObserver
+    private let writer = DispatchQueue(label: "runner.engine.records")
+    private let pendingRecords = Atomic<Int>(0)
 
     public init(configuration: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver()) {
         self.configuration = configuration
@@ -80,22 +83,27 @@ public final class JobEngine: Sendable {
                     break
                 }
                 group.addTask {
-                    let result = await self.execute(job, slot: slot)
+                    let result = await self.execute(job, slot: slot, awaitRecord: false)
                     summary.withLock { $0.add(result) }
                 }
             }
         }
+        await flushRecords()
         return summary.value
     }
 
-    /// Runs one job (and its children) and returns its result.
+    /// Runs one job (and its children) and returns its result, once its record is written.
     public func run(_ job: JobDescriptor) async -> JobResult {
+        await run(job, awaitRecord: true)
+    }
+
+    private func run(_ job: JobDescriptor, awaitRecord: Bool) async -> JobResult {
         do {
-            return await execute(job, slot: try await acquireSlot())
+            return await execute(job, slot: try await acquireSlot(), awaitRecord: awaitRecord)
         } catch {
             let now = Date()
             let result = JobResult(key: job.key, kind: job.kindName, status: .cancelled, error: "cancelled before it started", startedAt: now, finishedAt: now, parent: job.parent)
-            return await finish(result, record: true)
+            return await finish(result, record: true, wait: awaitRecord)
         }
     }
 
@@ -104,8 +112,9 @@ public final class JobEngine: Sendable {
         return Slot(limiter)
     }
 
-    /// One job under the TaskManager; `slot` is already held and is released here.
-    private func execute(_ job: JobDescriptor, slot: Slot) async -> JobResult {
+    /// One job under the TaskManager; `slot` is already held and is released here. With
+    /// `awaitRecord`, it returns once the record is written, else once it is queued.
+    private func execute(_ job: JobDescriptor, slot: Slot, awaitRecord: Bool) async -> JobResult {
         let startedAt = Date()
         let keyLock = configuration.keyLock
         let admitted = await taskManager.run(key: job.key) { () async -> JobResult? in
@@ -115,7 +124,7 @@ public final class JobEngine: Sendable {
                 release = held
             }
             defer { release?() }
-            return await self.perform(job, slot: slot, startedAt: startedAt)
+            return await self.perform(job, slot: slot, startedAt: startedAt, awaitRecord: awaitRecord)
         }
         if let result = admitted ?? nil {
             return result
@@ -128,10 +137,10 @@ public final class JobEngine: Sendable {
             startedAt: startedAt, finishedAt: Date(), parent: job.parent)
         // A duplicate's record goes to the run log and the observer, not to results/: the file
         // there belongs to the task that is running.
-        return await finish(result, record: false)
+        return await finish(result, record: false, wait: awaitRecord)
     }
 
-    private func perform(_ job: JobDescriptor, slot: Slot, startedAt: Date) async -> JobResult {
+    private func perform(_ job: JobDescriptor, slot: Slot, startedAt: Date, awaitRecord: Bool) async -> JobResult {
         observer.jobStarted(job)
         let started = ContinuousClock.now
         var attempts = 0
@@ -230,9 +239,9 @@ public final class JobEngine: Sendable {
         }
         result.finishedAt = Date()
         result.durationMs = Self.milliseconds(started.duration(to: .now))
-        // The slot is held until the record is written: when records are written more slowly
-        // than fetches end, the feed waits, instead of finished jobs piling up in memory.
-        let recorded = await finish(result, record: true)
+        // The slot is held until the record is queued (or, when the writer is behind, written),
+        // so finished jobs never pile up in memory ahead of their records.
+        let recorded = await finish(result, record: true, wait: awaitRecord)
         slot.release()
         return recorded
     }
@@ -241,7 +250,7 @@ public final class JobEngine: Sendable {
     private func runChildren(_ children: [JobDescriptor]) async -> [JobStatus: Int] {
         await withTaskGroup(of: JobStatus.self) { group in
             for child in children {
-                group.addTask { await self.run(child).status }
+                group.addTask { await self.run(child, awaitRecord: false).status }
             }
             var counts: [JobStatus: Int] = [:]
             for await status in group { counts[status, default: 0] += 1 }
@@ -275,29 +284,58 @@ public final class JobEngine: Sendable {
         if result.validators == nil { result.validators = Validators(record: previous) }
     }
 
-    /// Completes a result (the stale fallback), writes its record and run-log line, and tells
-    /// the observer, on the job's own task. (An earlier version handed this to one writer queue,
-    /// to keep file I/O off the concurrency pool for the sake of deadlines; deadlines now fire
-    /// on `DeadlineTimer`'s thread, and the single writer had become the bottleneck: jobs
-    /// queued behind it, slower and, before slots were held until the record, piling up in
-    /// memory.)
-    private func finish(_ result: JobResult, record: Bool) async -> JobResult {
+    /// Completes a result (the stale fallback) and hands it to the record writer, which writes
+    /// its record and run-log line and tells the observer. With `wait`, or when more than
+    /// `recordBacklog` records are queued, it returns once the record is written; else at once.
+    ///
+    /// File I/O stays off the concurrency pool (a burst of finishing jobs cannot hold up the
+    /// deadlines of others), one writer serializes record writes (two threads creating files in
+    /// one ext4 folder contend for its lock), and a job does not wait for the writer's turn
+    /// unless the writer is behind (a hop there and back costs more than the write itself).
+    private func finish(_ result: JobResult, record: Bool, wait: Bool) async -> JobResult {
         var result = result
-        if record, result.status.allowsStaleFallback, let previous = self.lastGoodOutput(for: result.key) {
+        if record, result.status.allowsStaleFallback, let previous = lastGoodOutput(for: result.key) {
             result.output = previous
             result.stale = true
         }
+        let completed = result
+        let queued = pendingRecords.add(1, ordering: .relaxed).newValue
+        if wait || queued > Self.recordBacklog {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                writer.async {
+                    self.write(completed, record: record)
+                    continuation.resume()
+                }
+            }
+        } else {
+            writer.async { self.write(completed, record: record) }
+        }
+        return completed
+    }
+
+    /// Records queued and not yet written, past which a finishing job waits for its own.
+    static let recordBacklog = 256
+
+    /// On the writer queue.
+    private func write(_ result: JobResult, record: Bool) {
         let json = result.json
         if record {
             do {
-                try self.configuration.store.writeRecord(json, key: result.key)
+                try configuration.store.writeRecord(json, key: result.key)
             } catch {
-                self.observer.problem("\(result.key): the result record could not be written: \(error)")
+                observer.problem("\(result.key): the result record could not be written: \(error)")
             }
         }
-        self.configuration.runLog?.append(record: json)
-        self.observer.jobFinished(result)
-        return result
+        configuration.runLog?.append(record: json)
+        observer.jobFinished(result)
+        pendingRecords.subtract(1, ordering: .relaxed)
+    }
+
+    /// Returns once every record queued so far is written.
+    private func flushRecords() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            writer.async { continuation.resume() }
+        }
     }
 
     // MARK: - Helpers
