@@ -148,7 +148,8 @@ public final class JobEngine: Sendable {
         var outcome: JobOutcome?
         var failure: JobFailure?
         var validators: Validators?
-        let previous = lastGoodRecord(for: job.key)
+        let recordFile = OutputStore.recordFileName(forKey: job.key)
+        let previous = lastGoodRecord(file: recordFile)
         let host = job.url.host ?? ""
         let observer = self.observer
         let store = configuration.store
@@ -241,7 +242,7 @@ public final class JobEngine: Sendable {
         result.durationMs = Self.milliseconds(started.duration(to: .now))
         // The slot is held until the record is queued (or, when the writer is behind, written),
         // so finished jobs never pile up in memory ahead of their records.
-        let recorded = await finish(result, record: true, wait: awaitRecord)
+        let recorded = await finish(result, record: true, wait: awaitRecord, recordFile: recordFile)
         slot.release()
         return recorded
     }
@@ -259,17 +260,17 @@ public final class JobEngine: Sendable {
     }
 
     /// The key's last record, if it holds a good payload that is still on disk.
-    private func lastGoodRecord(for key: String) -> JSONValue? {
+    private func lastGoodRecord(file: String) -> JSONValue? {
         let store = configuration.store
-        guard let record = store.readRecord(forKey: key), let output = record["output"]?.stringValue,
+        guard let record = store.readRecord(fileName: file), let output = record["output"]?.stringValue,
             record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))?.isSuccess == true || record["stale"] == .bool(true),
             (try? JobDescriptor.validateOutput(output)) != nil, store.fileExists(output)
         else { return nil }
         return record
     }
 
-    private func lastGoodOutput(for key: String) -> String? {
-        lastGoodRecord(for: key)?["output"]?.stringValue
+    private func lastGoodOutput(file: String) -> String? {
+        lastGoodRecord(file: file)?["output"]?.stringValue
     }
 
     /// A 304 keeps the earlier payload: its path, size, hash and details stand.
@@ -292,9 +293,10 @@ public final class JobEngine: Sendable {
     /// deadlines of others), one writer serializes record writes (two threads creating files in
     /// one ext4 folder contend for its lock), and a job does not wait for the writer's turn
     /// unless the writer is behind (a hop there and back costs more than the write itself).
-    private func finish(_ result: JobResult, record: Bool, wait: Bool) async -> JobResult {
+    private func finish(_ result: JobResult, record: Bool, wait: Bool, recordFile: String? = nil) async -> JobResult {
         var result = result
-        if record, result.status.allowsStaleFallback, let previous = lastGoodOutput(for: result.key) {
+        let recordFile = record ? recordFile ?? OutputStore.recordFileName(forKey: result.key) : nil
+        if let recordFile, result.status.allowsStaleFallback, let previous = lastGoodOutput(file: recordFile) {
             result.output = previous
             result.stale = true
         }
@@ -303,12 +305,12 @@ public final class JobEngine: Sendable {
         if wait || queued > Self.recordBacklog {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 writer.async {
-                    self.write(completed, record: record)
+                    self.write(completed, record: recordFile)
                     continuation.resume()
                 }
             }
         } else {
-            writer.async { self.write(completed, record: record) }
+            writer.async { self.write(completed, record: recordFile) }
         }
         return completed
     }
@@ -316,12 +318,12 @@ public final class JobEngine: Sendable {
     /// Records queued and not yet written, past which a finishing job waits for its own.
     static let recordBacklog = 256
 
-    /// On the writer queue.
-    private func write(_ result: JobResult, record: Bool) {
+    /// On the writer queue; `record` is the record's file name, or nil for the run log only.
+    private func write(_ result: JobResult, record: String?) {
         let json = result.json
-        if record {
+        if let record {
             do {
-                try configuration.store.writeRecord(json, key: result.key)
+                try configuration.store.writeRecord(json, fileName: record)
             } catch {
                 observer.problem("\(result.key): the result record could not be written: \(error)")
             }

@@ -107,7 +107,7 @@ public final class OutputStore: Sendable {
     // MARK: - Records
 
     /// `results/<name>.json` for a key.
-    public func recordPath(forKey key: String) -> String { "results/\(Self.fileName(forKey: key)).json" }
+    public func recordPath(forKey key: String) -> String { "results/" + Self.recordFileName(forKey: key) }
 
     /// Writes the key's last result atomically.
     public func writeRecord(_ result: JobResult) throws {
@@ -116,18 +116,30 @@ public final class OutputStore: Sendable {
 
     /// Writes a record already made JSON (`JobResult.json`) as the key's last result.
     public func writeRecord(_ record: JSONValue, key: String) throws {
+        try writeRecord(record, fileName: Self.recordFileName(forKey: key))
+    }
+
+    /// Writes a record as `results/<fileName>` (a name from `recordFileName(forKey:)`, made
+    /// once per job: it hashes the key).
+    func writeRecord(_ record: JSONValue, fileName: String) throws {
         var bytes = JSONWriter.data(record, pretty: true)
         bytes.append(0x0A)
-        try write(bytes, to: recordPath(forKey: key))
+        try write(bytes, to: "results/" + fileName)
     }
 
     /// The key's last result record, if one exists and parses.
     public func readRecord(forKey key: String) -> JSONValue? {
-        guard let results = try? openFolder("results"),
-            let bytes = Self.readFile(in: results.fd, "\(Self.fileName(forKey: key)).json")
-        else { return nil }
+        readRecord(fileName: Self.recordFileName(forKey: key))
+    }
+
+    /// The record `results/<fileName>`, if it exists and parses.
+    func readRecord(fileName: String) -> JSONValue? {
+        guard let results = try? openFolder("results"), let bytes = Self.readFile(in: results.fd, fileName) else { return nil }
         return try? JSONParser.parse(bytes)
     }
+
+    /// The name of a key's record file in `results/`.
+    static func recordFileName(forKey key: String) -> String { fileName(forKey: key) + ".json" }
 
     // MARK: - Names
 
