@@ -111,6 +111,28 @@ struct BatchTests {
         #expect(bad.status == 2)
     }
 
+    @Test func aBatchPastTheKeptJobsIsReadAgainToRun() async throws {
+        // More lines than `runner run` keeps from validation (10 000), so the jobs run from a
+        // second read of the file; the shard keeps the fetches few.
+        let w = try Workspace()
+        let count = 10_100
+        let lines = (0..<count).map { #"{"kind": "entry", "id": "imgly.A.1", "key": "k\#($0)", "url": "\#(w.base)/entries/{id}.json"}"# }
+        w.write("batch.jsonl", lines.joined(separator: "\n"))
+        let shard = Shard(index: 0, count: 200)!
+        let expected = Set((0..<count).map { "k\($0)" }.filter { shard.contains(key: $0) })
+        let result = try await w.run(["run", "batch.jsonl", "--shard", "0/200", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let keys = result.stdout.split(separator: "\n").compactMap { try? JSONParser.parse(String($0))["key"]?.stringValue }
+        #expect(keys.count == expected.count && Set(keys) == expected, "\(keys.count) of \(expected.count)")
+
+        // A bad last line still stops everything before anything runs.
+        w.write("bad.jsonl", (lines + [#"{"kind": "entry"}"#]).joined(separator: "\n"))
+        let bad = try await w.run(["run", "bad.jsonl", "--shard", "0/200", "--out", "out-bad"])
+        #expect(bad.status == 2)
+        #expect(bad.stderr.contains("line \(count + 1)"), "\(bad.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(w.root)/out-bad/results/k0.json"))
+    }
+
     @Test func perHostCapsConnectionsToOneHost() async throws {
         let w = try Workspace()
         let lines = (0..<6).map { #"{"kind": "entry", "id": "imgly.A.1", "key": "k\#($0)", "url": "\#(w.base)/entries/{id}.json?delay=300"}"# }
