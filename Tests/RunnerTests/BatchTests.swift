@@ -53,6 +53,22 @@ struct BatchTests {
         #expect(try w.status("cat") == "timedOut")
     }
 
+    @Test func aFailureRightAfterAGoodJobOfTheSameKeyInOneBatchIsStale() async throws {
+        // One at a time, so the second job starts as soon as the first has queued its record:
+        // its stale fallback must still see that record.
+        let w = try Workspace()
+        w.write("twice.jsonl", """
+            {"kind": "image", "key": "cat", "url": "\(w.base)/images/png.png"}
+            {"kind": "image", "key": "cat", "url": "\(w.base)/images/png.png?status=500"}
+            """)
+        let result = try await w.run(["run", "twice.jsonl", "--concurrency", "1"])
+        #expect(result.status == 1)
+        let record = try w.record("cat")
+        #expect(record["status"] == .string("failed"))
+        #expect(record["stale"] == .bool(true))
+        #expect(record["output"] == .string("images/cat.png"))
+    }
+
     @Test func forgetRemovesPayloadRecordAndValidators() async throws {
         let w = try Workspace()
         w.write("jobs.json", """

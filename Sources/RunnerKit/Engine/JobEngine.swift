@@ -285,41 +285,38 @@ public final class JobEngine: Sendable {
         if result.validators == nil { result.validators = Validators(record: previous) }
     }
 
-    /// Completes a result (the stale fallback) and hands it to the record writer, which writes
-    /// its record and run-log line and tells the observer. With `wait`, or when more than
-    /// `recordBacklog` records are queued, it returns once the record is written; else at once.
+    /// Hands a result to the record writer, which completes it (the stale fallback), writes its
+    /// record and run-log line and tells the observer. With `wait`, or when more than
+    /// `recordBacklog` records are queued, it returns the completed result once it is written;
+    /// else it returns at once, with the result as it came (its status is final either way).
     ///
     /// File I/O stays off the concurrency pool (a burst of finishing jobs cannot hold up the
-    /// deadlines of others), one writer serializes record writes (two threads creating files in
-    /// one ext4 folder contend for its lock), and a job does not wait for the writer's turn
-    /// unless the writer is behind (a hop there and back costs more than the write itself).
+    /// deadlines of others); one writer serializes the records, so the stale fallback sees every
+    /// earlier record of the key (and two threads never contend for an ext4 folder's lock); and a
+    /// job does not wait for the writer's turn unless the writer is behind (a hop there and back
+    /// costs more than the write itself).
     private func finish(_ result: JobResult, record: Bool, wait: Bool, recordFile: String? = nil) async -> JobResult {
-        var result = result
         let recordFile = record ? recordFile ?? OutputStore.recordFileName(forKey: result.key) : nil
-        if let recordFile, result.status.allowsStaleFallback, let previous = lastGoodOutput(file: recordFile) {
-            result.output = previous
-            result.stale = true
-        }
-        let completed = result
         let queued = pendingRecords.add(1, ordering: .relaxed).newValue
         if wait || queued > Self.recordBacklog {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                writer.async {
-                    self.write(completed, record: recordFile)
-                    continuation.resume()
-                }
+            return await withCheckedContinuation { (continuation: CheckedContinuation<JobResult, Never>) in
+                writer.async { continuation.resume(returning: self.write(result, record: recordFile)) }
             }
-        } else {
-            writer.async { self.write(completed, record: recordFile) }
         }
-        return completed
+        writer.async { _ = self.write(result, record: recordFile) }
+        return result
     }
 
     /// Records queued and not yet written, past which a finishing job waits for its own.
     static let recordBacklog = 256
 
     /// On the writer queue; `record` is the record's file name, or nil for the run log only.
-    private func write(_ result: JobResult, record: String?) {
+    private func write(_ result: JobResult, record: String?) -> JobResult {
+        var result = result
+        if let record, result.status.allowsStaleFallback, let previous = lastGoodOutput(file: record) {
+            result.output = previous
+            result.stale = true
+        }
         let json = result.json
         if let record {
             do {
@@ -331,6 +328,7 @@ public final class JobEngine: Sendable {
         configuration.runLog?.append(record: json)
         observer.jobFinished(result)
         pendingRecords.subtract(1, ordering: .relaxed)
+        return result
     }
 
     /// Returns once every record queued so far is written.
