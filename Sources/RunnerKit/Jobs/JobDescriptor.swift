@@ -163,9 +163,7 @@ public struct JobDescriptor: Sendable {
 
     private static func validateASCIIOutput(_ bytes: UnsafeBufferPointer<UInt8>) throws(JobSpecError) -> CheckedOutput {
         let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
-        var high: UInt8 = 0
-        for byte in bytes { high |= byte }
-        guard high < 0x80 else { return .notASCII }
+        guard bytes.isASCII else { return .notASCII }
         if bytes.isEmpty { throw JobSpecError(field: "output", "must not be empty") }
         if bytes[0] == slash || bytes[0] == UInt8(ascii: "~") {
             throw JobSpecError(field: "output", "must be a path relative to the output directory, not '\(String(decoding: bytes, as: UTF8.self))'")

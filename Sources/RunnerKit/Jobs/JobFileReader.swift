@@ -221,12 +221,7 @@ public final class JobFileReader: IteratorProtocol {
 
     /// Whether `bytes` are valid UTF-8; plain ASCII, the usual line, is told by one quick pass.
     static func isUTF8(_ bytes: ArraySlice<UInt8>) -> Bool {
-        let ascii = bytes.withUnsafeBufferPointer { buffer in
-            var high: UInt8 = 0
-            for byte in buffer { high |= byte }
-            return high < 0x80
-        }
-        return ascii || String(validating: bytes, as: UTF8.self) != nil
+        bytes.withUnsafeBufferPointer(\.isASCII) || String(validating: bytes, as: UTF8.self) != nil
     }
 
     /// The line of the first byte that is not valid UTF-8, or nil when the whole text is valid.

@@ -175,9 +175,7 @@ public final class OutputStore: Sendable {
         if out.count > 100 { out.removeLast(out.count - 100) }
         if changed {
             out.append(UInt8(ascii: "-"))
-            var hasher = SHA256()
-            hasher.update(bytes)
-            out.append(contentsOf: hasher.finalizeHex().utf8.prefix(10))
+            out.append(contentsOf: SHA256.hex(bytes).utf8.prefix(10))
         }
         return String(decoding: out, as: UTF8.self)
     }
@@ -217,7 +215,8 @@ public final class OutputStore: Sendable {
         return folder
     }
 
-    /// Drops a folder (and those below it) from the open ones, after it was found removed.
+    /// Drops a folder from the open ones after it was found removed, with those below it and
+    /// those on its way (any of which may be what was removed).
     private func forgetFolder(_ relativeFolder: String) {
         folders.withLock { folders in
             folders = folders.filter { $0.key != relativeFolder && !$0.key.hasPrefix(relativeFolder + "/") && !relativeFolder.hasPrefix($0.key + "/") }

@@ -12,7 +12,9 @@ public struct SHA256: Sendable {
     /// Hex digest of `bytes` in one call.
     public static func hex(_ bytes: some Sequence<UInt8>) -> String {
         var hasher = SHA256()
-        hasher.update(Array(bytes))
+        if bytes.withContiguousStorageIfAvailable({ hasher.update(UnsafeRawBufferPointer($0)) }) == nil {
+            hasher.update(Array(bytes))
+        }
         return hasher.finalizeHex()
     }
 
