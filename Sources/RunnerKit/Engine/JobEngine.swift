@@ -8,7 +8,8 @@ import Synchronization
 /// ```
 /// jobs ─► slot (SlotLimiter) ─► TaskManager (one per key, else `duplicate`)
 ///          ─► attempts: AttemptPolicy { kind.run(context) } ─► retry on transient failure
-///          ─► [children: slot released ─► each: slot ─► TaskManager ─► …] ─► record ─► slot released
+///          ─► [children: slot released ─► each: slot ─► TaskManager ─► …] ─► record queued
+///          ─► key released ─► slot released
 /// ```
 /// The engine knows no job kind: it calls `JobKind.run(in:)` and counts statuses.
 public final class JobEngine: Sendable {
@@ -126,10 +127,13 @@ public final class JobEngine: Sendable {
             defer { release?() }
             return await self.perform(job, slot: slot, startedAt: startedAt, awaitRecord: awaitRecord)
         }
+        // The slot is released only now that the TaskManager has let go of the key (and the
+        // record is queued): a next job of the same key, which may be waiting for this very slot
+        // (--concurrency 1), then runs after this one instead of ending `duplicate`.
+        slot.release()
         if let result = admitted ?? nil {
             return result
         }
-        slot.release()
         let elsewhere = admitted != nil
         let result = JobResult(
             key: job.key, kind: job.kindName, status: .duplicate,
@@ -241,10 +245,8 @@ public final class JobEngine: Sendable {
         result.finishedAt = Date()
         result.durationMs = Self.milliseconds(started.duration(to: .now))
         // The slot is held until the record is queued (or, when the writer is behind, written),
-        // so finished jobs never pile up in memory ahead of their records.
-        let recorded = await finish(result, record: true, wait: awaitRecord, recordFile: recordFile)
-        slot.release()
-        return recorded
+        // so finished jobs never pile up in memory ahead of their records; `execute` releases it.
+        return await finish(result, record: true, wait: awaitRecord, recordFile: recordFile)
     }
 
     /// Runs child jobs through the same slots and TaskManager; returns counts by status.
