@@ -1,5 +1,6 @@
 import FixtureServer
 import Foundation
+import Glibc
 import RunnerKinds
 import RunnerKit
 import Synchronization
@@ -41,6 +42,45 @@ struct BenchmarkTests {
         let micros = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
         Self.row("engine cost, \(count) jobs (payload + record written each)", String(format: "%.1f µs/job", micros / Double(count)), "≤ 20 µs")
         #expect(summary.counts[.succeeded] == count)
+    }
+
+    /// What the files of `engineCostPerJob` cost the kernel alone: per job a plain loop makes,
+    /// writes and renames a payload in entries/ and a record in results/, and appends a run-log
+    /// line, with the same system calls the output store uses, on one thread. The engine's
+    /// cost cannot go below this without writing fewer files.
+    @Test func fileSystemFloorPerJob() throws {
+        let w = try Workspace()
+        let count = 100_000
+        func folder(_ name: String) throws -> Int32 {
+            try FileManager.default.createDirectory(atPath: "\(w.out)/\(name)", withIntermediateDirectories: true)
+            return open("\(w.out)/\(name)", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }
+        let entries = try folder("entries")
+        let results = try folder("results")
+        let runs = try folder("runs")
+        let logFD = openat(runs, "run.jsonl", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        defer { close(entries); close(results); close(runs); close(logFD) }
+        let payload = Array(#"{"id":"x"}"#.utf8)
+        let record = [UInt8](repeating: UInt8(ascii: "x"), count: 400)
+        func atomicWrite(_ bytes: [UInt8], in folder: Int32, name: String, temporary: String) {
+            let fd = openat(folder, temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+            precondition(fd >= 0, "openat failed: \(errno)")
+            _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
+            close(fd)
+            precondition(renameat(folder, temporary, folder, name) == 0, "renameat failed: \(errno)")
+        }
+        let recordNames = (0..<count).map { OutputStore.fileName(forKey: "e\($0)") + ".json" }
+        let start = ContinuousClock.now
+        for i in 0..<count {
+            atomicWrite(payload, in: entries, name: "e\(i).json", temporary: ".tmp-\(i)")
+            atomicWrite(record, in: results, name: recordNames[i], temporary: ".tmp-\(i)")
+            _ = record.withUnsafeBytes { Glibc.write(logFD, $0.baseAddress!, 300) }
+        }
+        let elapsed = start.duration(to: .now)
+        let micros = Double(elapsed.components.seconds) * 1e6 + Double(elapsed.components.attoseconds) / 1e12
+        Self.row("file-system floor: the same two files and run-log line per job, plain system calls on one thread",
+                 String(format: "%.1f µs/job", micros / Double(count)), "(no target)")
+        #expect(w.outputFiles().count == 2 * count + 1)
     }
 
     @Test func timersAtScale() async throws {

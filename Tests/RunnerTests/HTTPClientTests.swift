@@ -99,6 +99,38 @@ struct HTTPClientTests {
         #expect(to.hasPrefix("ftp://example.org"))
     }
 
+    /// One request after another on one client: the curl client hands each the handle the one
+    /// before used, so nothing of a request (its headers, a redirect, an abort) may carry over.
+    @Test(arguments: clients)
+    func nothingOfOneRequestCarriesOverToTheNext(kind: HTTPClientKind) async throws {
+        let server = try Server()
+        let client = try kind.make(maxConnectionsPerHost: 1)
+        let image = server.url("/images/png.png")
+        let (first, full) = try await fetch(client, image)
+        let etag = try #require(first.headers["etag"])
+        let (conditional, _) = try await fetch(client, image, headers: [("If-None-Match", etag)])
+        #expect(conditional.status == 304)
+        let (plain, again) = try await fetch(client, image)
+        #expect(plain.status == 200, "the If-None-Match of the request before was sent again")
+        #expect(again == full)
+
+        let refused = await error { try await client.fetch(HTTPRequest(url: server.url("/bytes/100000"), maxBytes: 1_000_000), into: Refuser()) }
+        #expect(refused is Refuser.Refused)
+        let (afterAbort, bytes) = try await fetch(client, server.url("/bytes/1000"))
+        #expect(afterAbort.status == 200)
+        #expect(bytes.count == 1000)
+
+        let target = server.url("/bytes/10")
+        let escaped = target.absoluteString.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let (redirected, _) = try await fetch(client, server.url("/redirect?to=\(escaped)"))
+        #expect(redirected.url == target)
+        let direct = server.url("/bytes/20")
+        let (afterRedirect, small) = try await fetch(client, direct)
+        #expect(afterRedirect.url == direct)
+        #expect(small.count == 20)
+        #expect(client.activeTaskCount == 0)
+    }
+
     @Test(arguments: clients, ["", "?chunked=1"])
     func aDeclaredLengthOverMaxBytesIsRefusedBeforeTheBody(kind: HTTPClientKind, query: String) async throws {
         let server = try Server()

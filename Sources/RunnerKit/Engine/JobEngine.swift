@@ -57,6 +57,9 @@ public final class JobEngine: Sendable {
     private let policy: AttemptPolicy
     private let observer: any RunObserver
     private let writer = DispatchQueue(label: "runner.engine.records")
+    /// Finished jobs handed to the writer and not yet written, in order; the writer takes them
+    /// all at once (`drainRecords`).
+    private let recordQueue = Mutex<[QueuedRecord]>([])
     private let pendingRecords = Atomic<Int>(0)
 
     public init(configuration: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver()) {
@@ -302,18 +305,62 @@ public final class JobEngine: Sendable {
         let queued = pendingRecords.add(1, ordering: .relaxed).newValue
         if wait || queued > Self.recordBacklog {
             return await withCheckedContinuation { (continuation: CheckedContinuation<JobResult, Never>) in
-                writer.async { continuation.resume(returning: self.write(result, record: recordFile)) }
+                enqueueRecord(QueuedRecord(result: result, file: recordFile, written: { continuation.resume(returning: $0) }))
             }
         }
-        writer.async { _ = self.write(result, record: recordFile) }
+        enqueueRecord(QueuedRecord(result: result, file: recordFile, written: nil))
         return result
     }
 
     /// Records queued and not yet written, past which a finishing job waits for its own.
     static let recordBacklog = 256
 
-    /// On the writer queue; `record` is the record's file name, or nil for the run log only.
-    private func write(_ result: JobResult, record: String?) -> JobResult {
+    /// A finished job on its way to the writer; `file` is its record's file name, or nil for the
+    /// run log only.
+    private struct QueuedRecord: Sendable {
+        var result: JobResult
+        var file: String?
+        var written: (@Sendable (JobResult) -> Void)?
+    }
+
+    /// Queues a record; the writer is sent for only when the queue was empty, as a drain that
+    /// is already on its way takes this record too.
+    private func enqueueRecord(_ record: QueuedRecord) {
+        let wasEmpty = recordQueue.withLock { queue in
+            queue.append(record)
+            return queue.count == 1
+        }
+        if wasEmpty { writer.async { self.drainRecords() } }
+    }
+
+    /// On the writer queue: writes every queued record, in order, then their run-log lines in
+    /// one write. When the writer keeps up that is one record per drain; when it is behind (a
+    /// slow disk), a drain takes many, and the run log costs one write for all of them.
+    private func drainRecords() {
+        let batch = recordQueue.withLock { queue in
+            defer { queue.removeAll(keepingCapacity: true) }
+            return queue
+        }
+        guard !batch.isEmpty else { return }
+        var lines: [JSONValue] = []
+        lines.reserveCapacity(batch.count)
+        var done: [(QueuedRecord, JobResult)] = []
+        for item in batch {
+            let (result, json) = write(item.result, record: item.file)
+            lines.append(json)
+            done.append((item, result))
+        }
+        configuration.runLog?.append(records: lines)
+        for (item, result) in done {
+            observer.jobFinished(result)
+            pendingRecords.subtract(1, ordering: .relaxed)
+            item.written?(result)
+        }
+    }
+
+    /// Completes a result (the stale fallback) and writes its record, when it has one; returns
+    /// the result and its JSON.
+    private func write(_ result: JobResult, record: String?) -> (JobResult, JSONValue) {
         var result = result
         if let record, result.status.allowsStaleFallback, let previous = lastGoodOutput(file: record) {
             result.output = previous
@@ -327,10 +374,7 @@ public final class JobEngine: Sendable {
                 observer.problem("\(result.key): the result record could not be written: \(error)")
             }
         }
-        configuration.runLog?.append(record: json)
-        observer.jobFinished(result)
-        pendingRecords.subtract(1, ordering: .relaxed)
-        return result
+        return (result, json)
     }
 
     /// Returns once every record queued so far is written.

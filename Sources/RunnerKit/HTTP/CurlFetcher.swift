@@ -11,6 +11,7 @@ import Synchronization
 /// task, the caller is answered at once, and the transfer is removed right after.
 public final class CurlFetcher: HTTPFetching {
     private let multi: CurlMulti
+    private let handles: EasyHandles
 
     /// - Parameters:
     ///   - maxConnectionsPerHost: connections open to one host at once; more transfers wait.
@@ -19,6 +20,7 @@ public final class CurlFetcher: HTTPFetching {
     public init(maxConnectionsPerHost: Int = 16, maxConnections: Int = 256) throws(CurlUnavailable) {
         let library = try CurlLibrary.shared.get()
         multi = try CurlMulti(library: library, perHost: max(1, maxConnectionsPerHost), total: max(1, maxConnections))
+        handles = EasyHandles(library: library, keep: min(max(1, maxConnections), EasyHandles.defaultKeep))
     }
 
     deinit { multi.stop() }
@@ -31,7 +33,7 @@ public final class CurlFetcher: HTTPFetching {
 
     public func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
         try Task.checkCancellation()
-        let transfer = try CurlTransfer(request: request, sink: body, library: multi.library)
+        let transfer = try CurlTransfer(request: request, sink: body, handles: handles)
         let multi = self.multi
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
@@ -162,6 +164,47 @@ private final class CurlMulti: @unchecked Sendable {
     }
 }
 
+// MARK: - Easy handles
+
+/// Easy handles kept for the next transfers, so that a handle's buffers and state are
+/// allocated once rather than per request (`curl_easy_init` and `curl_easy_cleanup` were a
+/// tenth of the client's work on small bodies). A handle is reset when it comes back, so no
+/// option of one transfer outlives it; connections live in the multi handle, not here.
+private final class EasyHandles: @unchecked Sendable {  // the list is behind a Mutex
+    /// Handles kept at most; more in flight at once are made and freed as before.
+    static let defaultKeep = 64
+
+    let library: CurlLibrary
+    private let keep: Int
+    /// A handle as a number, which the Mutex may hold (a pointer is not Sendable).
+    private let spare = Mutex<[UInt]>([])
+
+    init(library: CurlLibrary, keep: Int) {
+        self.library = library
+        self.keep = keep
+    }
+
+    deinit {
+        for easy in spare.withLock({ $0 }) { library.easyCleanup(OpaquePointer(bitPattern: easy)) }
+    }
+
+    /// A handle with libcurl's defaults: a kept one, else a new one.
+    func take() -> CurlLibrary.Handle? {
+        spare.withLock { $0.popLast() }.flatMap { OpaquePointer(bitPattern: $0) } ?? library.easyInit()
+    }
+
+    /// Takes back a handle that is in no multi handle any more.
+    func giveBack(_ easy: CurlLibrary.Handle) {
+        library.easyReset(easy)
+        let kept = spare.withLock { spare in
+            guard spare.count < keep else { return false }
+            spare.append(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(easy))))
+            return true
+        }
+        if !kept { library.easyCleanup(easy) }
+    }
+}
+
 // MARK: - One transfer
 
 /// One GET on one easy handle. The continuation is resumed exactly once, by whoever finishes
@@ -169,6 +212,7 @@ private final class CurlMulti: @unchecked Sendable {
 /// is touched only by libcurl's callbacks and `complete`, on the client's thread.
 private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     let easy: CurlLibrary.Handle
+    private let handles: EasyHandles
     private let library: CurlLibrary
     private let sink: any BodySink
     private let maxBytes: Int
@@ -190,10 +234,11 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     /// Why this side aborted the transfer, when it did.
     private var abortReason: (any Error)?
 
-    init(request: HTTPRequest, sink: any BodySink, library: CurlLibrary) throws(HTTPError) {
-        guard let easy = library.easyInit() else { throw HTTPError.other("curl_easy_init failed") }
+    init(request: HTTPRequest, sink: any BodySink, handles: EasyHandles) throws(HTTPError) {
+        guard let easy = handles.take() else { throw HTTPError.other("curl_easy_init failed") }
         self.easy = easy
-        self.library = library
+        self.handles = handles
+        self.library = handles.library
         self.sink = sink
         self.maxBytes = request.maxBytes
         self.url = request.url
@@ -231,8 +276,9 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         }
     }
 
+    /// Runs once the multi handle let go of the transfer (it holds the transfer until then).
     deinit {
-        library.easyCleanup(easy)
+        handles.giveBack(easy)
         library.slistFreeAll(headerList)
         errorBuffer.deallocate()
     }

@@ -12,6 +12,7 @@ struct CurlLibrary: @unchecked Sendable {  // immutable; holds C function pointe
 
     let easyInit: @convention(c) () -> Handle?
     let easyCleanup: @convention(c) (Handle?) -> Void
+    let easyReset: @convention(c) (Handle?) -> Void
     let easySetoptLong: @convention(c) (Handle?, Int32, Int) -> Int32
     let easySetoptPointer: @convention(c) (Handle?, Int32, UnsafeRawPointer?) -> Int32
     let easyGetinfo: @convention(c) (Handle?, Int32, UnsafeMutableRawPointer?) -> Int32
@@ -58,6 +59,7 @@ struct CurlLibrary: @unchecked Sendable {  // immutable; holds C function pointe
             let globalInit, let versionInfo,
             let easyInit = symbol("curl_easy_init", as: (@convention(c) () -> Handle?).self),
             let easyCleanup = symbol("curl_easy_cleanup", as: (@convention(c) (Handle?) -> Void).self),
+            let easyReset = symbol("curl_easy_reset", as: (@convention(c) (Handle?) -> Void).self),
             let easySetoptLong = symbol("curl_easy_setopt", as: (@convention(c) (Handle?, Int32, Int) -> Int32).self),
             let easySetoptPointer = symbol("curl_easy_setopt", as: (@convention(c) (Handle?, Int32, UnsafeRawPointer?) -> Int32).self),
             let easyGetinfo = symbol("curl_easy_getinfo", as: (@convention(c) (Handle?, Int32, UnsafeMutableRawPointer?) -> Int32).self),
@@ -92,7 +94,7 @@ struct CurlLibrary: @unchecked Sendable {  // immutable; holds C function pointe
         let code = globalInit(Curl.globalAll)
         guard code == 0 else { return .failure(CurlUnavailable(reason: "curl_global_init failed (\(code))")) }
         return .success(CurlLibrary(
-            easyInit: easyInit, easyCleanup: easyCleanup, easySetoptLong: easySetoptLong,
+            easyInit: easyInit, easyCleanup: easyCleanup, easyReset: easyReset, easySetoptLong: easySetoptLong,
             easySetoptPointer: easySetoptPointer, easyGetinfo: easyGetinfo, easyStrerror: easyStrerror,
             slistAppend: slistAppend, slistFreeAll: slistFreeAll, multiInit: multiInit,
             multiCleanup: multiCleanup, multiSetoptLong: multiSetoptLong, multiAddHandle: multiAddHandle,

@@ -24,10 +24,20 @@ public final class RunLog: Sendable {
 
     /// Appends a record already made JSON (`JobResult.json`).
     public func append(record: JSONValue) {
-        var line = JSONWriter.data(record)
-        line.append(0x0A)
+        append(records: CollectionOfOne(record))
+    }
+
+    /// Appends records already made JSON, one line each, in a single write: another process
+    /// appending to the same file never splits a line.
+    public func append(records: some Sequence<JSONValue>) {
+        var lines: [UInt8] = []
+        for record in records {
+            JSONWriter.write(record, into: &lines)
+            lines.append(0x0A)
+        }
+        guard !lines.isEmpty else { return }
         fd.withLock { fd in
-            _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
+            _ = lines.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
         }
     }
 }

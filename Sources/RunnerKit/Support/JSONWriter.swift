@@ -7,6 +7,11 @@ public enum JSONWriter {
         return out
     }
 
+    /// Appends the serialization of `value` to `out`.
+    public static func write(_ value: JSONValue, into out: inout [UInt8], pretty: Bool = false) {
+        write(value, into: &out, pretty: pretty, indent: 0)
+    }
+
     public static func string(_ value: JSONValue, pretty: Bool = false) -> String {
         String(decoding: data(value, pretty: pretty), as: UTF8.self)
     }
