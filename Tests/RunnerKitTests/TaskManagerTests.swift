@@ -141,6 +141,32 @@ struct TaskManagerTests {
         #expect(limiter.available == 3)
     }
 
+    /// A release that lands between a caller's finding no slot free and its joining the line
+    /// must not be lost: the caller would wait forever next to a free slot (a batch hung so,
+    /// once in a few runs). Each trial releases the only slot while a second task is taking
+    /// it, at a moment that shifts from trial to trial; that task must get the slot.
+    @Test func aReleaseWhileACallerJoinsTheLineIsNotLost() async throws {
+        for trial in 0..<10_000 {
+            let limiter = SlotLimiter(limit: 1)
+            try await limiter.acquire()
+            let got = Counter()
+            let contender = Task {
+                try await limiter.acquire()
+                got.bump()
+            }
+            for _ in 0..<(trial % 64) { _ = ContinuousClock.now }
+            limiter.release()
+            let limit = ContinuousClock.now.advanced(by: .seconds(2))
+            while got.value == 0, ContinuousClock.now < limit { await Task.yield() }
+            if got.value == 0 {
+                contender.cancel()
+                Issue.record("trial \(trial): the task waited 2 s for a slot that was free")
+                break
+            }
+            _ = try? await contender.value
+        }
+    }
+
     @Test func aCancelledWaiterLeavesTheLine() async throws {
         let limiter = SlotLimiter(limit: 1)
         try await limiter.acquire()

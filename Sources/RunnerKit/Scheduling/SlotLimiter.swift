@@ -31,12 +31,22 @@ public final class SlotLimiter: Sendable {
         guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let resumeNow = state.withLock { state -> Bool in
-                    if Task.isCancelled { return true }
+                // Looked at again under the lock that joins the line: a slot released since
+                // the look above found no waiter, so it is free now, and it is taken here.
+                let next = state.withLock { state -> Joining in
+                    if Task.isCancelled { return .cancelled }
+                    if state.available > 0 {
+                        state.available -= 1
+                        return .tookFreeSlot
+                    }
                     state.waiters.append((id, continuation))
-                    return false
+                    return .waiting
                 }
-                if resumeNow { continuation.resume(throwing: CancellationError()) }
+                switch next {
+                case .waiting: break
+                case .tookFreeSlot: continuation.resume()
+                case .cancelled: continuation.resume(throwing: CancellationError())
+                }
             }
         } onCancel: {
             let continuation = state.withLock { state -> CheckedContinuation<Void, any Error>? in
@@ -46,6 +56,8 @@ public final class SlotLimiter: Sendable {
             continuation?.resume(throwing: CancellationError())
         }
     }
+
+    private enum Joining { case waiting, tookFreeSlot, cancelled }
 
     /// Gives a slot back, handing it straight to the longest waiter if there is one.
     public func release() {
