@@ -44,10 +44,10 @@ struct BenchmarkTests {
         #expect(summary.counts[.succeeded] == count)
     }
 
-    /// What the files of `engineCostPerJob` cost the kernel alone: per job a plain loop makes,
+    /// What the files of `engineCostPerJob` cost by themselves: per job a plain loop makes,
     /// writes and renames a payload in entries/ and a record in results/, and appends a run-log
-    /// line, with the same system calls the output store uses, on one thread. The engine's
-    /// cost cannot go below this without writing fewer files.
+    /// line, with the system calls the output store uses, on one thread. (The engine writes
+    /// payloads and records on different threads, so on a slow disk it may beat this loop.)
     @Test func fileSystemFloorPerJob() throws {
         let w = try Workspace()
         let count = 100_000

@@ -53,6 +53,41 @@ struct EngineScaleTests {
         #expect(w.leftovers().isEmpty)
     }
 
+    /// Answers at once with a tiny entry, so that jobs finish faster than their records are
+    /// written and the record writer falls behind (it then drains many records at a time).
+    final class InstantFetcher: HTTPFetching {
+        func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
+            let id = request.url.deletingPathExtension().lastPathComponent
+            try Array(#"{"id":"\#(id)"}"#.utf8).withUnsafeBytes { try body.write($0) }
+            return HTTPResponseHead(status: 200, headers: [:], url: request.url)
+        }
+    }
+
+    @Test func aWriterBehindStillWritesEveryRecordAndOneRunLogLineEach() async throws {
+        let w = try Workspace()
+        let store = try OutputStore(root: w.out)
+        let runLog = try RunLog(store: store)
+        let collector = Collector()
+        let engine = JobEngine(
+            configuration: .init(store: store, http: InstantFetcher(), concurrency: 64, runLog: runLog, perHost: 64),
+            observer: collector)
+        let count = 3000
+        let jobs = (0..<count).map { i in
+            JobDescriptor(kind: EntryKind(id: "e\(i)"), key: "e\(i)", url: URL(string: "http://127.0.0.1:9/e\(i).json")!)
+        }
+        let summary = await engine.run(jobs)
+        #expect(summary.counts[.succeeded] == count)
+        #expect(collector.all.count == count, "the observer heard of every job")
+        let lines = try String(contentsOfFile: runLog.path, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == count)
+        let keys = try lines.map { line in try #require(JSONParser.parse(Array(line.utf8))["key"]?.stringValue) }
+        #expect(Set(keys) == Set((0..<count).map { "e\($0)" }))
+        for i in stride(from: 0, to: count, by: 97) {
+            #expect(try w.status("e\(i)") == "succeeded")
+        }
+        #expect(w.outputFiles().filter { $0.hasPrefix("results/") }.count == count)
+    }
+
     @Test func aThousandHangingFetchesEndTimedOutAtTheirDeadline() async throws {
         let w = try Workspace()
         let clock = CountingClock()

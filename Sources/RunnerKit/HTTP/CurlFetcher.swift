@@ -198,7 +198,7 @@ private final class EasyHandles: @unchecked Sendable {  // the list is behind a 
         library.easyReset(easy)
         let kept = spare.withLock { spare in
             guard spare.count < keep else { return false }
-            spare.append(UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(easy))))
+            spare.append(UInt(bitPattern: easy))
             return true
         }
         if !kept { library.easyCleanup(easy) }
