@@ -10,14 +10,6 @@ import Testing
 /// build), which prints the rows. Skipped in the ordinary test run.
 @Suite(.serialized, .enabled(if: ProcessInfo.processInfo.environment["RUNNER_BENCH"] != nil))
 struct BenchmarkTests {
-    /// An HTTP client that answers at once with a tiny JSON body: the engine's own cost.
-    final class InstantFetcher: HTTPFetching {
-        func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
-            try Array(#"{"id":"x"}"#.utf8).withUnsafeBytes { try body.write($0) }
-            return HTTPResponseHead(status: 200, headers: [:], url: request.url)
-        }
-    }
-
     static func row(_ name: String, _ value: String, _ target: String) {
         print("| \(name) | \(value) | \(target) |")
     }

@@ -53,16 +53,8 @@ struct EngineScaleTests {
         #expect(w.leftovers().isEmpty)
     }
 
-    /// Answers at once with a tiny entry, so that jobs finish faster than their records are
-    /// written and the record writer falls behind (it then drains many records at a time).
-    final class InstantFetcher: HTTPFetching {
-        func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
-            let id = request.url.deletingPathExtension().lastPathComponent
-            try Array(#"{"id":"\#(id)"}"#.utf8).withUnsafeBytes { try body.write($0) }
-            return HTTPResponseHead(status: 200, headers: [:], url: request.url)
-        }
-    }
-
+    /// Jobs that finish faster than their records are written: the record writer falls behind
+    /// and then drains many records at a time.
     @Test func aWriterBehindStillWritesEveryRecordAndOneRunLogLineEach() async throws {
         let w = try Workspace()
         let store = try OutputStore(root: w.out)
