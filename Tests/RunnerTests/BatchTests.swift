@@ -106,7 +106,12 @@ struct BatchTests {
         w.write("slow.json", #"{"kind": "entry", "id": "a", "key": "slow", "url": "\#(w.base)/entries/imgly.A.1.json?delay=1500"}"#)
         w.write("quick.json", #"{"kind": "entry", "id": "imgly.A.2", "url": "\#(w.base)/entries/{id}.json"}"#)
         async let slow = w.run(["run", "slow.json"])
-        try await Task.sleep(for: .milliseconds(500))
+        // Until the slow run holds the lock: it writes its process id into the lock file then
+        // (a fixed pause was too short when other tests were starting processes too).
+        let limit = ContinuousClock.now.advanced(by: .seconds(10))
+        while (try? String(contentsOfFile: "\(w.out)/.lock", encoding: .utf8))?.isEmpty ?? true, ContinuousClock.now < limit {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let busy = try await w.run(["run", "quick.json"])
         #expect(busy.status == 3)
         #expect(busy.stderr.contains("another runner is using the output directory"), "\(busy.stderr)")

@@ -337,24 +337,23 @@ public final class JobEngine: Sendable {
     /// one write. When the writer keeps up that is one record per drain; when it is behind (a
     /// slow disk), a drain takes many, and the run log costs one write for all of them.
     private func drainRecords() {
-        let batch = recordQueue.withLock { queue in
+        var batch = recordQueue.withLock { queue in
             defer { queue.removeAll(keepingCapacity: true) }
             return queue
         }
         guard !batch.isEmpty else { return }
         var lines: [JSONValue] = []
         lines.reserveCapacity(batch.count)
-        var done: [(QueuedRecord, JobResult)] = []
-        for item in batch {
-            let (result, json) = write(item.result, record: item.file)
+        for index in batch.indices {
+            let json: JSONValue
+            (batch[index].result, json) = write(batch[index].result, record: batch[index].file)
             lines.append(json)
-            done.append((item, result))
         }
         configuration.runLog?.append(records: lines)
-        for (item, result) in done {
-            observer.jobFinished(result)
+        for item in batch {
+            observer.jobFinished(item.result)
             pendingRecords.subtract(1, ordering: .relaxed)
-            item.written?(result)
+            item.written?(item.result)
         }
     }
 
