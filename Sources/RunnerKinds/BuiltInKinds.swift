@@ -2,11 +2,11 @@ import RunnerKit
 
 /// The kinds that ship with the runner. Adding a kind: write its file, then add it here.
 public enum BuiltInKinds {
-    public static let all: [any JobKind.Type] = [
-        ImageKind.self,
-        EntryKind.self,
-        TreeKind.self,
-        ImageListKind.self,
+    public static let all: [KindDefinition] = [
+        KindDefinition(ImageKind.self),
+        KindDefinition(EntryKind.self),
+        KindDefinition(TreeKind.self),
+        KindDefinition(ImageListKind.self),
     ]
 
     /// A registry holding the built-in kinds.

@@ -5,8 +5,9 @@ public struct EntryKind: JobKind {
     public static let name = "entry"
     public static let summary = "Fetches one entry object by id; 404 and 410 end notFound."
     public static let parameters = [
-        KindParameter("id", type: "string", required: true, "The entry's id; replaces {id} in the url."),
+        KindParameter("id", type: .identifier, required: true, "The entry's id; replaces {id} in the url."),
     ]
+    public static let accept: String? = "application/json"
 
     public let id: String
 
@@ -20,17 +21,16 @@ public struct EntryKind: JobKind {
 
     public func resolveURL(_ template: String) -> String { JSONPayload.fill(template, id: id) }
 
-    public func defaultKey(url: String) -> String { "entry:\(id)" }
+    public func defaultKey(kind: String, url: String) -> String { "entry:\(id)" }
 
-    public func run(in context: JobContext) async throws -> JobOutcome {
-        let response = try await context.fetch(into: context.payloadFolder(default: "entries"))
-        let document = try JSONPayload.parse(response.payload, expected: "an entry object")
-        guard case .object = document else {
-            throw JobFailure.failed("expected an entry object, but the JSON holds \(document.typeDescription)", httpStatus: response.head.status)
+    public func run(in context: JobContext) async throws -> KindOutcome {
+        let fetch = try await context.fetch(folder: "entries")
+        if case .fetched(let response) = fetch {
+            let document = try JSONPayload.parse(response.payload, expected: "an entry object")
+            guard case .object = document else {
+                throw JobFailure.failed("expected an entry object, but the JSON holds \(document.typeDescription)", httpStatus: response.head.status)
+            }
         }
-        let path = try context.commit(response.payload, to: context.payloadPath(folder: "entries", fileExtension: "json"))
-        return JobOutcome(
-            output: path, httpStatus: response.head.status, bytes: response.payload.count,
-            sha256: response.payload.sha256, details: [("id", .string(id))])
+        return .fetched(fetch, folder: "entries", fileExtension: "json", details: [("id", .string(id))])
     }
 }

@@ -6,9 +6,10 @@ public struct ImageListKind: JobKind {
     public static let name = "image-list"
     public static let summary = "Fetches a list of images and starts one image job per element."
     public static let parameters = [
-        KindParameter("idField", type: "string", default: "id", "The element field that names the image (its key is image:<id>)."),
-        KindParameter("urlField", type: "string", default: "imageUrl", "The element field that holds the image URL (relative URLs resolve against the list's)."),
+        KindParameter("idField", type: .string, default: "id", "The element field that names the image (its key is image:<id>)."),
+        KindParameter("urlField", type: .string, default: "imageUrl", "The element field that holds the image URL (relative URLs resolve against the list's)."),
     ]
+    public static let accept: String? = "application/json"
 
     public let idField: String
     public let urlField: String
@@ -25,13 +26,16 @@ public struct ImageListKind: JobKind {
         if urlField.isEmpty { throw JobSpecError(field: "urlField", "must not be empty") }
     }
 
-    public func run(in context: JobContext) async throws -> JobOutcome {
-        let (document, response) = try await JSONPayload.fetchDocument(context, into: context.payloadFolder(default: "lists"), expected: "a JSON image list")
+    public func run(in context: JobContext) async throws -> KindOutcome {
+        let (document, fetch) = try await JSONPayload.fetchDocument(context, folder: "lists", expected: "a JSON image list")
         guard case .array(let elements) = document else {
-            throw JobFailure.failed("expected an image list (an array), but the JSON holds \(document.typeDescription)", httpStatus: response?.head.status)
+            throw JobFailure.failed("expected an image list (an array), but the JSON holds \(document.typeDescription)", httpStatus: JSONPayload.status(fetch))
         }
-        let base = response?.head.url ?? context.job.url
-        var children: [JobDescriptor] = []
+        var base = context.job.url
+        if case .fetched(let response) = fetch { base = response.head.url }
+        // Every element is checked before any child runs: a malformed list fails as a whole.
+        var children: [(id: String, url: String)] = []
+        children.reserveCapacity(elements.count)
         for (index, element) in elements.enumerated() {
             let position = "element \(index + 1)"
             guard case .object = element else {
@@ -53,16 +57,12 @@ public struct ImageListKind: JobKind {
             } catch {
                 throw JobFailure.failed("the image list is malformed: \(position): \(error)")
             }
-            children.append(context.job.child(kind: ImageKind(), url: url, key: "image:\(id)"))
+            children.append((id, url.absoluteString))
         }
-        guard let response else {
-            return JobOutcome(status: .notModified, output: context.previousOutput, httpStatus: 304,
-                              details: [("elements", JSONValue(elements.count))], children: children)
+        let found = children
+        let jobs = ChildJobs(count: found.count) { index in
+            .success(ChildJob(kind: "image", url: found[index].url, key: "image:\(found[index].id)"))
         }
-        let path = try context.commit(response.payload, to: context.payloadPath(folder: "lists", fileExtension: "json"))
-        return JobOutcome(
-            output: path, httpStatus: response.head.status, bytes: response.payload.count,
-            sha256: response.payload.sha256, details: [("elements", JSONValue(elements.count))],
-            children: children)
+        return .fetched(fetch, folder: "lists", fileExtension: "json", details: [("elements", JSONValue(elements.count))], children: jobs)
     }
 }

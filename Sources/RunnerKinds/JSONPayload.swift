@@ -17,18 +17,25 @@ enum JSONPayload {
     }
 
     /// Fetches the job's JSON document; after a 304, re-reads the earlier payload instead, so
-    /// a fan-out kind still starts its children (`response` is nil then).
-    static func fetchDocument(_ context: JobContext, into folder: String, expected: String) async throws -> (document: JSONValue, response: JobContext.Response?) {
-        do {
-            let response = try await context.fetch(into: folder)
-            return (try parse(response.payload, expected: expected), response)
-        } catch let failure as JobFailure where failure.status == .notModified {
+    /// a fan-out kind still starts its children.
+    static func fetchDocument(_ context: JobContext, folder: String, expected: String) async throws -> (document: JSONValue, fetch: JobContext.Fetch) {
+        let fetch = try await context.fetch(folder: folder)
+        switch fetch {
+        case .fetched(let response):
+            return (try parse(response.payload, expected: expected), fetch)
+        case .notModified:
             do {
-                return (try JSONParser.parse(context.previousPayload()), nil)
+                return (try JSONParser.parse(context.previousPayload()), fetch)
             } catch {
                 throw JobFailure.failed("the server said not modified, but the earlier payload cannot be read: \(error)")
             }
         }
+    }
+
+    /// The HTTP status a fetch ended with, for messages.
+    static func status(_ fetch: JobContext.Fetch) -> Int {
+        if case .fetched(let response) = fetch { return response.head.status }
+        return 304
     }
 
     /// Replaces `{id}` in a URL template with the percent-encoded id.

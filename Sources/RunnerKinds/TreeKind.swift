@@ -7,8 +7,9 @@ public struct TreeKind: JobKind {
     public static let name = "tree"
     public static let summary = "Fetches a tree of labelled nodes, reports nodes, leaves and depth, and with entries fetches one entry per leaf."
     public static let parameters = [
-        KindParameter("entries", type: "URL template", "Fetch one entry job per leaf from this URL, {id} replaced by the leaf's id."),
+        KindParameter("entries", type: .urlTemplate, "Fetch one entry job per leaf from this URL, {id} replaced by the leaf's id."),
     ]
+    public static let accept: String? = "application/json"
 
     public let entries: String?
 
@@ -21,41 +22,36 @@ public struct TreeKind: JobKind {
         }
     }
 
-    public func run(in context: JobContext) async throws -> JobOutcome {
-        let (document, response) = try await JSONPayload.fetchDocument(context, into: context.payloadFolder(default: "trees"), expected: "a JSON tree")
+    public func run(in context: JobContext) async throws -> KindOutcome {
+        let (document, fetch) = try await JSONPayload.fetchDocument(context, folder: "trees", expected: "a JSON tree")
         let tree: Tree
         do {
             tree = try Tree(document)
         } catch {
-            throw JobFailure.failed("the tree is malformed: \(error)", httpStatus: response?.head.status)
+            throw JobFailure.failed("the tree is malformed: \(error)", httpStatus: JSONPayload.status(fetch))
         }
-        let path: String?
-        if response != nil {
-            path = try context.write(
-                JSONWriter.data(tree.normalized, pretty: true) + [0x0A],
-                to: context.payloadPath(folder: "trees", fileExtension: "json"))
-        } else {
-            path = context.previousOutput
-        }
-        var children: [JobDescriptor] = []
+        var children = ChildJobs()
         if let entries {
             var seen = Set<String>()
-            for id in tree.leafIDs where seen.insert(id).inserted {
-                let kind = EntryKind(id: id)
-                guard let url = URL(string: kind.resolveURL(entries)) else { continue }
-                children.append(context.job.child(kind: kind, url: url))
+            let ids = tree.leafIDs.filter { seen.insert($0).inserted }
+            children = ChildJobs(count: ids.count) { index in
+                .success(ChildJob(kind: "entry", url: entries, [("id", .string(ids[index]))]))
             }
         }
-        return JobOutcome(
-            status: response == nil ? .notModified : .succeeded,
-            output: path, httpStatus: response?.head.status ?? 304, bytes: response?.payload.count,
-            sha256: response?.payload.sha256,
-            details: [
-                ("nodes", JSONValue(tree.nodes)),
-                ("leaves", JSONValue(tree.leafIDs.count)),
-                ("depth", JSONValue(tree.depth)),
-            ],
-            children: children)
+        let details: [(key: String, value: JSONValue)] = [
+            ("nodes", JSONValue(tree.nodes)),
+            ("leaves", JSONValue(tree.leafIDs.count)),
+            ("depth", JSONValue(tree.depth)),
+        ]
+        switch fetch {
+        case .fetched(let response):
+            // The normalized tree is what is stored: the record describes it, not the body.
+            return KindOutcome(
+                .bytes(JSONWriter.data(tree.normalized, pretty: true) + [0x0A], httpStatus: response.head.status),
+                folder: "trees", fileExtension: "json", details: details, children: children)
+        case .notModified:
+            return KindOutcome(.notModified, folder: "trees", fileExtension: "json", details: details, children: children)
+        }
     }
 }
 

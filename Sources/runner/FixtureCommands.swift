@@ -16,7 +16,7 @@ enum DemoCommand {
             .init(name: "jobs", value: "DIR", help: "Folder of demo job files; their URLs start with \(placeholder). (default: Jobs/demo)"),
             .init(name: "out", value: "DIR", help: "Output directory. (default: ./out)"),
             .init(name: "concurrency", value: "N", help: "Jobs running at once. (default: 8)"),
-            RunCommand.httpOption,
+            EngineCommandOptions.http,
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line."),
         ],
         run: { arguments in

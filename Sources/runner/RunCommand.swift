@@ -10,14 +10,10 @@ enum RunCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "run",
         summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
-        usage: "FILE… [--out DIR] [--concurrency N] [--per-host N] [--shard I/N] [--http CLIENT] [--wait] [--json]",
+        usage: "FILE… \(EngineCommandOptions.usage) [--shard I/N] [--wait] [--json]",
         arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl).")],
-        options: [
-            .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
-            .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
-            .init(name: "per-host", value: "N", help: "Jobs talking to one host at once. (default: 8)"),
+        options: EngineCommandOptions.options + [
             .init(name: "shard", value: "I/N", help: "Run only the jobs whose key hashes to shard I of N (0 ≤ I < N; FNV-1a of the key)."),
-            RunCommand.httpOption,
             .init(name: "wait", value: nil, help: "If another run uses the output directory, wait for it instead of exiting 3."),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line, children included."),
         ],
@@ -31,24 +27,14 @@ enum RunCommand {
             }
         })
 
-    /// `--http`, shared with `runner demo`.
-    static let httpOption = CommandSpec.Option(
-        name: "http", value: "CLIENT",
-        help: "HTTP client: curl (libcurl's multi interface) or urlsession. (default: $\(HTTPClientKind.environmentVariable), else curl, or urlsession where libcurl cannot be loaded)")
-
     struct Options {
-        var out: String
-        var concurrency: Int
-        var perHost: Int
+        var engine: EngineOptions
         var shard: Shard?
         var wait: Bool
         var json: Bool
-        var http: HTTPClientKind
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
-            out = arguments.value("out") ?? "out"
-            concurrency = try arguments.int("concurrency", default: 8, range: 1...10_000)
-            perHost = try arguments.int("per-host", default: JobEngine.Configuration.defaultPerHost, range: 1...10_000)
+            engine = try EngineCommandOptions.parse(arguments)
             if let text = arguments.value("shard") {
                 guard let shard = Shard(text) else {
                     throw UsageError("--shard must be I/N with 0 ≤ I < N, like 0/4, not '\(text)'")
@@ -57,116 +43,66 @@ enum RunCommand {
             }
             wait = arguments.flag("wait")
             json = arguments.flag("json")
-            do {
-                http = try arguments.value("http").map(HTTPClientKind.named) ?? HTTPClientKind.fromEnvironment()
-            } catch {
-                throw UsageError("--http or $\(HTTPClientKind.environmentVariable): \(error)")
-            }
         }
     }
 
     /// Exit code when another run holds the output directory.
     static let busyExitCode: Int32 = 3
 
-    /// Up to this many jobs across all files (every shard counted), the jobs validated are kept
-    /// and run without reading the files again; beyond it the files are read again to run, so
-    /// a batch of millions of lines still runs in flat memory. A kept job takes about 0.7 KB
-    /// (half of it its URL), so this bounds the extra memory near 7 MB; reading a line again
-    /// costs about 5 µs, a small share of a job, so a higher bound would buy little.
-    static let maxKeptJobs = 10_000
-
-    /// Exit codes: 0 all succeeded or notModified, 1 any other status, 2 bad input (nothing ran),
-    /// 3 the output directory is in use by another run, 130 interrupted (SIGINT), 143 terminated (SIGTERM).
+    /// Exit codes: 0 all succeeded or notModified, 1 any other status (or a file changed while
+    /// it was read), 2 bad input (nothing ran), 3 the output directory is in use by another run,
+    /// 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     static func execute(files: [String], options: Options, displayNames: [String: String] = [:]) async -> Int32 {
         let registry = BuiltInKinds.registry()
-        let shard = options.shard
-        var invalid = false
-        var total = 0
-        // The validated jobs of this shard, kept to run unless the files hold too many jobs.
-        var kept: [JobDescriptor]? = []
-        var read = 0
-        for file in files {
-            let report = JobFileReader.validate(path: file, registry: registry) { job in
-                read += 1
-                if read > maxKeptJobs { kept = nil }
-                guard shard?.contains(key: job.key) ?? true else { return false }
-                kept?.append(job)
-                return true
+        let feed = BatchFeed(files: files, registry: registry, shard: options.shard)
+        let validation = feed.validate()
+        func show(_ error: JobFileError) {
+            var message = error.description
+            if let (file, display) = displayNames.first(where: { message.hasPrefix($0.key) }) {
+                message = display + message.dropFirst(file.count)
             }
-            total += report.jobs
-            for error in report.errors {
-                var message = error.description
-                if let display = displayNames[file], message.hasPrefix(file) { message = display + message.dropFirst(file.count) }
-                Console.error(message)
-            }
-            if !report.errors.isEmpty { invalid = true }
+            Console.error(message)
         }
-        if invalid {
+        if !validation.errors.isEmpty {
+            validation.errors.forEach(show)
             Console.err("Nothing was run. See 'runner validate --help'.")
             return 2
         }
 
-        let http: any HTTPFetching
-        do {
-            http = try options.http.make(maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost))
-        } catch {
-            Console.error("\(error)")
-            return 2
-        }
-        let store: OutputStore
+        let assembly: EngineAssembly
         let lock: RunLock
         let runLog: RunLog
         do {
-            store = try OutputStore(root: options.out)
-            if options.wait && !options.json { Console.err("runner: waiting for the output directory \(options.out) to be free…") }
-            lock = try RunLock(store: store, wait: options.wait)
-            runLog = try RunLog(store: store)
+            assembly = try EngineAssembly(options: options.engine, registry: registry)
+            if options.wait && !options.json { Console.err("runner: waiting for the output directory \(options.engine.out) to be free…") }
+            lock = try RunLock(store: assembly.store, wait: options.wait)
+            runLog = try RunLog(store: assembly.store)
         } catch let busy as RunLock.Busy {
             Console.error(busy.description)
             return busyExitCode
         } catch {
-            Console.error("cannot use the output directory '\(options.out)': \(error)")
+            Console.error("\(error)")
             return 2
         }
-        let reporter = RunReporter(json: options.json, total: total)
-        let engine = JobEngine(
-            configuration: .init(
-                store: store, http: http,
-                monitor: Runner.makeMonitor(), concurrency: options.concurrency, runLog: runLog, perHost: options.perHost),
-            observer: reporter)
-
-        let validated = kept.take().map(DrainingJobs.init)
-        let runTask = Task {
-            if let validated { return await engine.run(validated) }
-            let jobs = files.lazy.flatMap { file in
-                IteratorSequence(JobFileReader(path: file, registry: registry)).lazy.compactMap { try? $0.get() }
-            }.filter { shard?.contains(key: $0.key) ?? true }
-            return await engine.run(jobs)
-        }
+        let reporter = RunReporter(json: options.json, total: validation.total)
+        let engine = JobEngine(configuration: assembly.configuration(runLog: runLog), observer: reporter)
+        let runTask = Task { await engine.run(feed) }
         let signal = SignalWatcher(signals: [SIGINT, SIGTERM]) { _ in
             runTask.cancel()
             engine.taskManager.cancelAll()
         }
         let summary = await runTask.value
         let received = signal.stop()
-        reporter.printSummary(summary, store: store, runLog: runLog)
+        reporter.printSummary(summary, store: assembly.store, runLog: runLog)
+        let changes = feed.changes
+        if let first = changes.first {
+            show(first)
+            Console.err("runner: \(changes.count) line(s) changed after the files were validated and were not run; write job files elsewhere and rename them in place")
+        }
         withExtendedLifetime(lock) {}
         if let received { return 128 + received }
-        return summary.allSucceeded ? 0 : 1
+        return summary.allSucceeded && changes.isEmpty ? 0 : 1
     }
-}
-
-/// Validated jobs handed to the engine one at a time, each let go as soon as it is taken.
-final class DrainingJobs: Sequence, IteratorProtocol, @unchecked Sendable {  // iterated by one task only
-    /// Last job first, so that taking one is a pop.
-    private var reversed: [JobDescriptor]
-
-    init(_ jobs: consuming [JobDescriptor]) {
-        reversed = jobs
-        reversed.reverse()
-    }
-
-    func next() -> JobDescriptor? { reversed.popLast() }
 }
 
 /// Turns signals into a callback on a dispatch queue, instead of the default of dying.

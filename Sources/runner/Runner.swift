@@ -82,14 +82,4 @@ enum Runner {
         Console.err("Usage: runner \(spec.name) \(spec.usage)\n  See 'runner \(spec.name) --help' for more information.")
         return 2
     }
-
-    /// The connectivity monitor of this process: one, shared by every job.
-    /// On Linux, the kernel's routing netlink (falling back to polling route look-ups).
-    static func makeMonitor() -> any ConnectivityMonitoring {
-        #if os(Linux)
-        return RouteMonitor()
-        #else
-        return AlwaysReachable()
-        #endif
-    }
 }

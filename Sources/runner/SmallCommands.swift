@@ -46,10 +46,10 @@ enum KindsCommand {
             ]
             for (name, help) in common { text += CommandSpec.row(name, help) }
             for kind in BuiltInKinds.registry().all {
-                text += "\n\(kind.name): \(kind.summary)\n"
+                text += "\n\(kind.name) (\(kind.source)): \(kind.summary)\n"
                 if kind.parameters.isEmpty { text += "  (no fields of its own)\n" }
                 for parameter in kind.parameters {
-                    var left = "\(parameter.name) (\(parameter.type)"
+                    var left = "\(parameter.name) (\(parameter.type.rawValue)"
                     left += parameter.required ? ", required)" : ")"
                     let right = parameter.summary + (parameter.defaultValue.map { " (default: \($0))" } ?? "")
                     text += CommandSpec.row(left, right)

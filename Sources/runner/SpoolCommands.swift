@@ -50,24 +50,21 @@ enum SpoolCommands {
     static let watch: CommandSpec = CommandSpec(
         name: "watch",
         summary: "Run the job files that arrive in the spool's inbox, until SIGTERM or SIGINT.",
-        usage: "[--spool DIR] [--out DIR] [--concurrency N] [--grace SECONDS] [--json]",
-        options: [
-            spoolOption,
-            .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
-            .init(name: "concurrency", value: "N", help: "Jobs running at once, children included; also files claimed at once. (default: 8)"),
+        usage: "[--spool DIR] \(EngineCommandOptions.usage) [--grace SECONDS] [--json]",
+        options: [spoolOption] + EngineCommandOptions.options + [
             .init(name: "grace", value: "SECONDS", help: "On SIGTERM or SIGINT, how long running jobs may go on before they are cancelled. (default: 10)"),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line."),
         ],
         run: { arguments in
-            let concurrency: Int
+            let engine: EngineOptions
             let grace: Duration
             do {
-                concurrency = try arguments.int("concurrency", default: 8, range: 1...10_000)
+                engine = try EngineCommandOptions.parse(arguments)
                 grace = try seconds(arguments.value("grace"), option: "grace", default: 10)
             } catch {
                 return Runner.usageError(error, spec: watch)
             }
-            return await runWatch(spool: spool(arguments), out: arguments.value("out") ?? "out", concurrency: concurrency, grace: grace, json: arguments.flag("json"))
+            return await runWatch(spool: spool(arguments), engine: engine, grace: grace, json: arguments.flag("json"))
         })
 
     static func seconds(_ text: String?, option: String, default defaultValue: Double) throws(UsageError) -> Duration {
@@ -78,32 +75,22 @@ enum SpoolCommands {
         return .milliseconds(Int(value * 1000))
     }
 
-    static func runWatch(spool: Spool, out: String, concurrency: Int, grace: Duration, json: Bool) async -> Int32 {
-        let store: OutputStore
+    static func runWatch(spool: Spool, engine options: EngineOptions, grace: Duration, json: Bool) async -> Int32 {
+        let registry = BuiltInKinds.registry()
+        let assembly: EngineAssembly
         let runLog: RunLog
         do {
             try spool.makeFolders()
-            store = try OutputStore(root: out)
-            runLog = try RunLog(store: store)
+            assembly = try EngineAssembly(options: options, registry: registry)
+            runLog = try RunLog(store: assembly.store)
         } catch {
             Console.error("\(error)")
             return 2
         }
-        let http: any HTTPFetching
-        do {
-            // The client $RUNNER_HTTP names, as for `runner run`.
-            http = try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: max(8, concurrency), maxConnections: max(8, concurrency))
-        } catch {
-            Console.error("\(error)")
-            return 2
-        }
-        let engine = JobEngine.Configuration(
-            store: store, http: http,
-            monitor: Runner.makeMonitor(), concurrency: concurrency, runLog: runLog)
         let watcher = SpoolWatcher(
-            configuration: .init(spool: spool, engine: engine, registry: BuiltInKinds.registry()),
+            configuration: .init(spool: spool, engine: assembly.configuration(runLog: runLog), registry: registry),
             observer: WatchReporter(json: json),
-            onEvent: { log($0, spool: spool, out: store.root) })
+            onEvent: { log($0, spool: spool, out: assembly.store.root) })
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { number in
             Console.err("runner: \(number == SIGINT ? "SIGINT" : "SIGTERM"): no more files are taken; running jobs have \(grace) to end")
             watcher.shutdown(grace: grace)

@@ -9,8 +9,8 @@ struct FuzzKind: JobKind {
     static let name = "fuzz"
     static let summary = "A kind for fuzzing."
     static let parameters = [
-        KindParameter("id", type: "string", "A string."),
-        KindParameter("count", type: "int", "A number."),
+        KindParameter("id", type: .string, "A string."),
+        KindParameter("count", type: .int, "A number."),
     ]
     let id: String?
     let count: Int?
@@ -22,7 +22,7 @@ struct FuzzKind: JobKind {
 
     func resolveURL(_ template: String) -> String { template.replacingOccurrences(of: "{id}", with: id ?? "") }
 
-    func run(in context: JobContext) async throws -> JobOutcome { JobOutcome() }
+    func run(in context: JobContext) async throws -> KindOutcome { KindOutcome(.bytes([], httpStatus: 200), folder: "probes", fileExtension: "txt") }
 }
 
 private let registry: KindRegistry = {

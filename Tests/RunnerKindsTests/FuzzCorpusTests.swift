@@ -17,18 +17,18 @@ import Testing
     struct Kind: JobKind {
         static let name = "fuzz"
         static let summary = "A kind for the fuzz corpus."
-        static let parameters = [KindParameter("id", type: "string", "A string."), KindParameter("count", type: "int", "A number.")]
+        static let parameters = [KindParameter("id", type: .string, "A string."), KindParameter("count", type: .int, "A number.")]
         init(fields: inout JobFields) throws(JobSpecError) {
             _ = try fields.string("id")
             _ = try fields.int("count")
         }
-        func run(in context: JobContext) async throws -> JobOutcome { JobOutcome() }
+        func run(in context: JobContext) async throws -> KindOutcome { KindOutcome(.bytes([], httpStatus: 200), folder: "probes", fileExtension: "txt") }
     }
 
     @Test func jobFileInputsAreAnsweredInOneLineEach() throws {
         let inputs = Self.inputs("jobfile")
         #expect(!inputs.isEmpty)
-        let registry = try KindRegistry([Kind.self])
+        let registry = try KindRegistry([KindDefinition(Kind.self)])
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("runner-fuzz-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }

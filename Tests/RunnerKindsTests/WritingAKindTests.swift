@@ -9,7 +9,8 @@ import Testing
 public struct TextKind: JobKind {
     public static let name = "text"
     public static let summary = "Fetches a UTF-8 text file."
-    public static let parameters = [KindParameter("minLength", type: "int", "Fewest characters accepted.")]
+    public static let parameters = [KindParameter("minLength", type: .int, "Fewest characters accepted.")]
+    public static let accept: String? = "text/plain"
 
     let minLength: Int
 
@@ -17,15 +18,17 @@ public struct TextKind: JobKind {
         minLength = try fields.int("minLength") ?? 0   // a mistyped value is reported by field name
     }
 
-    public func run(in context: JobContext) async throws -> JobOutcome {
-        let response = try await context.fetch(into: context.payloadFolder(default: "texts"))  // 404 → notFound, 5xx → failed (transient)
+    public func run(in context: JobContext) async throws -> KindOutcome {
+        let fetch = try await context.fetch(folder: "texts")  // 404 → notFound, 5xx → failed (transient)
+        guard case .fetched(let response) = fetch else {        // 304: the earlier payload stands
+            return .fetched(fetch, folder: "texts", fileExtension: "txt")
+        }
         let bytes = try response.payload.bytes()
         guard let text = String(validating: bytes, as: UTF8.self), text.count >= minLength else {
             throw JobFailure.failed("expected UTF-8 text of at least \(minLength) characters")
         }
-        let path = try context.commit(response.payload, to: context.payloadPath(folder: "texts", fileExtension: "txt"))
-        return JobOutcome(output: path, httpStatus: response.head.status, bytes: bytes.count,
-                          sha256: response.payload.sha256, details: [("characters", JSONValue(text.count))])
+        // The engine stores the body and fills output, bytes, sha256 and httpStatus.
+        return .fetched(fetch, folder: "texts", fileExtension: "txt", details: [("characters", JSONValue(text.count))])
     }
 }
 
@@ -51,7 +54,7 @@ public struct TextKind: JobKind {
         let job = try JobDescriptor.decode(
             [("kind", .string("text")), ("key", .string("text:tree")), ("url", .string("\(server.baseURL)/data.json"))],
             registry: registry)
-        let engine = JobEngine(configuration: .init(store: try OutputStore(root: "\(folder)/out"), http: URLSessionFetcher()))
+        let engine = JobEngine(configuration: .init(store: try OutputStore(root: "\(folder)/out"), http: URLSessionFetcher(), registry: registry))
         let result = await engine.run(job)
         #expect(result.status == .succeeded, "\(result.error ?? "")")
         #expect(result.output == "texts/tree.txt")

@@ -207,14 +207,15 @@ import Testing
 
     @Test func recordsRoundTrip() throws {
         let store = try OutputStore(root: folder.path + "/out")
-        let result = JobResult(key: "image:cat-1", kind: "image", status: .succeeded, output: "images/cat-1.png", attempts: 1,
+        let result = JobResult(key: "image:cat-1", kind: "image", url: "https://cataas.com/cat/cat-1", status: .succeeded, output: "images/cat-1.png", attempts: 1,
                                startedAt: .init(timeIntervalSince1970: 0), finishedAt: .init(timeIntervalSince1970: 0.041),
                                details: [("format", .string("png"))])
         try store.writeRecord(result)
         let record = try #require(store.readRecord(forKey: "image:cat-1"))
-        #expect(record.objectValue?.map(\.key) == ["key", "kind", "status", "output", "error", "httpStatus", "bytes", "sha256",
+        #expect(record.objectValue?.map(\.key) == ["key", "kind", "url", "status", "output", "error", "httpStatus", "bytes", "sha256",
                                                  "attempts", "waitedForNetworkMs", "durationMs", "startedAt", "finishedAt", "details"])
         #expect(record["finishedAt"] == .string("1970-01-01T00:00:00.041Z"))
+        #expect(record["url"] == .string("https://cataas.com/cat/cat-1"))
         #expect(record["details"]?["format"] == .string("png"))
     }
 }

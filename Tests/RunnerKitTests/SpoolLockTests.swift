@@ -37,11 +37,11 @@ struct SpoolLockTests {
         let store = try OutputStore(root: folder.path)
         let engine = JobEngine(configuration: .init(store: store, http: NoFetching(), keyLock: HeldElsewhere()))
         let url = URL(string: "http://127.0.0.1/x")!
-        let busy = await engine.run(JobDescriptor(kind: ProbeKind(), key: "probe:busy", url: url))
+        let busy = await engine.run(JobDescriptor(ProbeKind(), key: "probe:busy", url: url))
         #expect(busy.status == .duplicate)
         #expect(busy.error == "a task with the key 'probe:busy' is already running in another process")
         #expect(store.readRecord(forKey: "probe:busy") == nil, "the record of the running task is not overwritten")
-        let free = await engine.run(JobDescriptor(kind: ProbeKind(), key: "probe:free", url: url))
+        let free = await engine.run(JobDescriptor(ProbeKind(), key: "probe:free", url: url))
         #expect(free.status == .succeeded)
         #expect(!engine.taskManager.isRunning(key: "probe:busy"), "a refused key leaves the TaskManager")
     }

@@ -26,7 +26,7 @@ struct BenchmarkTests {
         let engine = JobEngine(configuration: .init(store: try OutputStore(root: w.out), http: InstantFetcher(), concurrency: 64, perHost: 64))
         let count = 100_000
         let jobs = (0..<count).lazy.map { i in
-            JobDescriptor(kind: EntryKind(id: "e\(i)"), key: "e\(i)", url: URL(string: "http://127.0.0.1:9/e\(i)")!)
+            JobDescriptor(EntryKind(id: "e\(i)"), key: "e\(i)", url: URL(string: "http://127.0.0.1:9/e\(i)")!)
         }
         let start = ContinuousClock.now
         let summary = await engine.run(jobs)
@@ -86,7 +86,7 @@ struct BenchmarkTests {
             configuration: .init(store: try OutputStore(root: w.out), http: try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: 64), monitor: RouteMonitor(), concurrency: 1000, perHost: 1000),
             observer: collector)
         let jobs = (0..<1000).map { i in
-            JobDescriptor(kind: EntryKind(id: "h\(i)"), key: "h\(i)", url: URL(string: "\(w.base)/entries/h\(i).json?hang=1")!, timeout: .seconds(1))
+            JobDescriptor(EntryKind(id: "h\(i)"), key: "h\(i)", url: URL(string: "\(w.base)/entries/h\(i).json?hang=1")!, timeout: .seconds(1))
         }
         let summary = await engine.run(jobs)
         let late = collector.results.withLock { $0 }.map { $0 - 1000 }.sorted()

@@ -43,7 +43,7 @@ struct EngineScaleTests {
         let engine = try engine(w.out, concurrency: 32, clock: clock, http: http, observer: collector)
         let ids = FixtureCatalog.treeLeafIDs.filter { !FixtureCatalog.missingEntryIDs.contains($0) }
         let jobs = (0..<1000).map { i in
-            JobDescriptor(kind: EntryKind(id: ids[i % ids.count]), key: "entry-\(i)", url: URL(string: "\(w.base)/entries/\(ids[i % ids.count]).json")!)
+            JobDescriptor(EntryKind(id: ids[i % ids.count]), key: "entry-\(i)", url: URL(string: "\(w.base)/entries/\(ids[i % ids.count]).json")!)
         }
         let summary = await engine.run(jobs)
         #expect(summary.counts[.succeeded] == 1000)
@@ -65,7 +65,7 @@ struct EngineScaleTests {
             observer: collector)
         let count = 3000
         let jobs = (0..<count).map { i in
-            JobDescriptor(kind: EntryKind(id: "e\(i)"), key: "e\(i)", url: URL(string: "http://127.0.0.1:9/e\(i).json")!)
+            JobDescriptor(EntryKind(id: "e\(i)"), key: "e\(i)", url: URL(string: "http://127.0.0.1:9/e\(i).json")!)
         }
         let summary = await engine.run(jobs)
         #expect(summary.counts[.succeeded] == count)
@@ -87,7 +87,7 @@ struct EngineScaleTests {
         let collector = Collector()
         let engine = try engine(w.out, concurrency: 1000, clock: clock, http: http, observer: collector)
         let jobs = (0..<1000).map { i in
-            JobDescriptor(kind: EntryKind(id: "h\(i)"), key: "hang-\(i)", url: URL(string: "\(w.base)/entries/h\(i).json?hang=1")!, timeout: .seconds(1))
+            JobDescriptor(EntryKind(id: "h\(i)"), key: "hang-\(i)", url: URL(string: "\(w.base)/entries/h\(i).json?hang=1")!, timeout: .seconds(1))
         }
         let summary = await engine.run(jobs)
         #expect(summary.counts[.timedOut] == 1000, "\(summary.counts)")
@@ -115,7 +115,7 @@ struct EngineScaleTests {
         // The body outgrows memory at once and then trickles one byte every 100 ms, so a
         // temporary file exists when the cancel comes.
         let job = JobDescriptor(
-            kind: ImageKind(), key: "slow", url: URL(string: "\(w.base)/bytes/200000?trickle=100&trickleAfter=\(Payload.memoryLimit + 1000)")!,
+            ImageKind(), key: "slow", url: URL(string: "\(w.base)/bytes/200000?trickle=100&trickleAfter=\(Payload.memoryLimit + 1000)")!,
             timeout: .seconds(30))
         let running = Task { await engine.run(job) }
         let started = ContinuousClock.now.advanced(by: .seconds(5))

@@ -2,8 +2,12 @@ import Foundation
 
 /// One decoded, validated job: ready to run.
 public struct JobDescriptor: Sendable {
-    /// The kind's decoded parameters; `type(of: kind).name` is the kind's name.
-    public var kind: any JobKind
+    /// The kind's decoded parameters, and how the job runs.
+    public var kind: any KindJob
+    /// The kind's name, as the job file gave it.
+    public var kindName: String
+    /// The `Accept` header of the kind's requests.
+    public var accept: String?
     /// Identity of the task: at most one task per key runs at a time.
     public var key: String
     public var url: URL
@@ -20,8 +24,6 @@ public struct JobDescriptor: Sendable {
     /// The job that started this one, for children of trees and lists.
     public var parent: String?
 
-    public var kindName: String { type(of: kind).name }
-
     public static let defaultTimeout: Duration = .seconds(2)
     public static let defaultNoticeAfter: Duration = .milliseconds(500)
     public static let defaultMaxBytes = 64 * 1024 * 1024
@@ -30,12 +32,14 @@ public struct JobDescriptor: Sendable {
     public static let commonFields = ["kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output"]
 
     public init(
-        kind: any JobKind, key: String? = nil, url: URL, timeout: Duration = defaultTimeout,
-        noticeAfter: Duration = defaultNoticeAfter, retries: Int = 0, maxBytes: Int = defaultMaxBytes,
-        output: String? = nil, parent: String? = nil
+        kind: any KindJob, kindName: String, accept: String? = nil, key: String? = nil, url: URL,
+        timeout: Duration = defaultTimeout, noticeAfter: Duration = defaultNoticeAfter, retries: Int = 0,
+        maxBytes: Int = defaultMaxBytes, output: String? = nil, parent: String? = nil
     ) {
         self.kind = kind
-        self.key = key ?? kind.defaultKey(url: url.absoluteString)
+        self.kindName = kindName
+        self.accept = accept
+        self.key = key ?? kind.defaultKey(kind: kindName, url: url.absoluteString)
         self.url = url
         self.timeout = timeout
         self.noticeAfter = noticeAfter
@@ -45,12 +49,43 @@ public struct JobDescriptor: Sendable {
         self.parent = parent
     }
 
-    /// A child job that inherits this job's timing, retries and size limit.
-    public func child(kind: any JobKind, url: URL, key: String? = nil) -> JobDescriptor {
-        JobDescriptor(
-            kind: kind, key: key, url: url, timeout: timeout, noticeAfter: noticeAfter,
-            retries: retries, maxBytes: maxBytes, output: nil, parent: self.key
-        )
+    /// A job of a compiled kind.
+    public init<Kind: JobKind>(
+        _ kind: Kind, key: String? = nil, url: URL, timeout: Duration = defaultTimeout,
+        noticeAfter: Duration = defaultNoticeAfter, retries: Int = 0, maxBytes: Int = defaultMaxBytes,
+        output: String? = nil, parent: String? = nil
+    ) {
+        self.init(
+            kind: kind, kindName: Kind.name, accept: Kind.accept, key: key, url: url, timeout: timeout,
+            noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent)
+    }
+
+    /// The URL as records show it: with any `user:password@` removed.
+    public var recordURL: String { Self.withoutCredentials(url) }
+
+    /// `url` without its user and password, if it has any.
+    public static func withoutCredentials(_ url: URL) -> String {
+        guard url.user != nil || url.password != nil, var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            return url.absoluteString
+        }
+        parts.user = nil
+        parts.password = nil
+        return parts.string ?? url.absoluteString
+    }
+
+    /// The fields a child inherits unless it sets them: timing, retries and size limit.
+    public var inheritedFields: [(key: String, value: JSONValue)] {
+        [
+            ("timeout", .number(Self.seconds(timeout))),
+            ("noticeAfter", .number(Self.seconds(noticeAfter))),
+            ("retries", JSONValue(retries)),
+            ("maxBytes", JSONValue(maxBytes)),
+        ]
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds / 1_000_000_000_000_000) / 1000
     }
 
     // MARK: - Decoding
@@ -59,11 +94,12 @@ public struct JobDescriptor: Sendable {
     public static func decode(
         _ object: [(key: String, value: JSONValue)],
         defaults: [(key: String, value: JSONValue)] = [],
-        registry: KindRegistry
+        registry: KindRegistry,
+        parent: String? = nil
     ) throws(JobSpecError) -> JobDescriptor {
         var fields = JobFields(object, defaults: defaults)
         let kindName = try fields.requiredString("kind")
-        guard let kindType = registry.kind(named: kindName) else {
+        guard let definition = registry.definition(named: kindName) else {
             let known = registry.names.joined(separator: ", ")
             throw JobSpecError(field: "kind", "names an unknown kind '\(kindName)' (known kinds: \(known))")
         }
@@ -79,14 +115,14 @@ public struct JobDescriptor: Sendable {
         guard maxBytes > 0 else { throw JobSpecError(field: "maxBytes", "must be greater than 0") }
         let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try validateOutput(path) }
 
-        let kind = try kindType.init(fields: &fields)
+        let kind = try definition.decode(&fields)
         if let unknown = fields.firstUnknownField() {
             throw JobSpecError(field: unknown, "is not a field of kind '\(kindName)'")
         }
         let url = try validateURL(kind.resolveURL(template))
         return JobDescriptor(
-            kind: kind, key: key, url: url, timeout: timeout, noticeAfter: noticeAfter,
-            retries: retries, maxBytes: maxBytes, output: output
+            kind: kind, kindName: definition.name, accept: definition.accept, key: key, url: url, timeout: timeout,
+            noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent
         )
     }
 

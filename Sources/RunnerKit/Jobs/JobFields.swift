@@ -7,6 +7,8 @@ public struct JobFields: Sendable {
     /// The job's own fields in the job's order, then the defaults it does not override.
     /// A job has a handful of fields, so a linear search beats hashing every name.
     private var fields: [Field]
+    /// While a kind decodes its fields: the parameters it lists, and its name.
+    private var declared: (parameters: [KindParameter], kind: String)?
 
     private struct Field: Sendable {
         var name: String
@@ -50,6 +52,11 @@ public struct JobFields: Sendable {
 
     /// The raw value of a field, marking it read.
     public mutating func value(_ name: String) -> JSONValue? {
+        checkDeclared(name, nil)
+        return rawValue(name)
+    }
+
+    private mutating func rawValue(_ name: String) -> JSONValue? {
         guard let i = index(name) else { return nil }
         fields[i].read = true
         if case .null = fields[i].value { return nil }
@@ -57,7 +64,8 @@ public struct JobFields: Sendable {
     }
 
     public mutating func string(_ name: String) throws(JobSpecError) -> String? {
-        guard let value = value(name) else { return nil }
+        checkDeclared(name, [.string, .urlTemplate])
+        guard let value = rawValue(name) else { return nil }
         guard case .string(let s) = value else { throw mistyped(name, "a string", value) }
         return s
     }
@@ -70,7 +78,8 @@ public struct JobFields: Sendable {
 
     /// A string, or a whole number written as a string (ids arrive both ways).
     public mutating func identifier(_ name: String) throws(JobSpecError) -> String? {
-        guard let value = value(name) else { return nil }
+        checkDeclared(name, [.identifier])
+        guard let value = rawValue(name) else { return nil }
         switch value {
         case .string(let s): return s
         case .number: if let i = value.intValue { return String(i) }
@@ -80,21 +89,67 @@ public struct JobFields: Sendable {
     }
 
     public mutating func number(_ name: String) throws(JobSpecError) -> Double? {
-        guard let value = value(name) else { return nil }
+        checkDeclared(name, [.number])
+        guard let value = rawValue(name) else { return nil }
         guard case .number(let d) = value else { throw mistyped(name, "a number", value) }
         return d
     }
 
     public mutating func int(_ name: String) throws(JobSpecError) -> Int? {
-        guard let value = value(name) else { return nil }
+        checkDeclared(name, [.int])
+        guard let value = rawValue(name) else { return nil }
         guard let i = value.intValue else { throw mistyped(name, "a whole number", value) }
         return i
     }
 
     public mutating func bool(_ name: String) throws(JobSpecError) -> Bool? {
-        guard let value = value(name) else { return nil }
+        checkDeclared(name, [.bool])
+        guard let value = rawValue(name) else { return nil }
         guard case .bool(let b) = value else { throw mistyped(name, "true or false", value) }
         return b
+    }
+
+    /// A list of strings.
+    public mutating func strings(_ name: String) throws(JobSpecError) -> [String]? {
+        checkDeclared(name, [.strings])
+        guard let value = rawValue(name) else { return nil }
+        guard case .array(let items) = value else { throw mistyped(name, "a list of strings", value) }
+        var strings: [String] = []
+        for item in items {
+            guard case .string(let s) = item else { throw mistyped(name, "a list of strings", item) }
+            strings.append(s)
+        }
+        return strings
+    }
+
+    // MARK: - Kinds read what they list
+
+    /// From here until `endKindFields()`, only `parameters` may be read, each as its type.
+    mutating func beginKindFields(_ parameters: [KindParameter], kind: String) {
+        declared = (parameters, kind)
+    }
+
+    /// Ends a kind's decoding; every listed parameter the job holds must have been read.
+    mutating func endKindFields() {
+        guard let (parameters, kind) = declared else { return }
+        declared = nil
+        for parameter in parameters {
+            if let i = index(parameter.name), !fields[i].read {
+                preconditionFailure("kind '\(kind)' lists the parameter '\(parameter.name)' but its decoder never reads it")
+            }
+        }
+    }
+
+    /// A kind's decoder reading a field it does not list, or as another type, is a programming
+    /// error: the list `runner kinds` shows and the fields read would drift apart.
+    private func checkDeclared(_ name: String, _ types: [KindParameter.ValueType]?) {
+        guard let (parameters, kind) = declared else { return }
+        guard let parameter = parameters.first(where: { $0.name == name }) else {
+            preconditionFailure("kind '\(kind)' reads the field '\(name)', which it does not list in its parameters")
+        }
+        if let types, !types.contains(parameter.type) {
+            preconditionFailure("kind '\(kind)' lists '\(name)' as \(parameter.type.rawValue) but reads it as \(types[0].rawValue)")
+        }
     }
 
     /// The first field the job set itself that no decoder read.

@@ -4,6 +4,8 @@ import Foundation
 public struct JobResult: Sendable {
     public var key: String
     public var kind: String
+    /// The URL the job asked for, resolved, without any `user:password@`.
+    public var url: String?
     public var status: JobStatus
     /// Payload path relative to the output directory (for `stale` results, the earlier payload).
     public var output: String?
@@ -25,13 +27,14 @@ public struct JobResult: Sendable {
     public var validators: Validators?
 
     public init(
-        key: String, kind: String, status: JobStatus, output: String? = nil, error: String? = nil,
+        key: String, kind: String, url: String? = nil, status: JobStatus, output: String? = nil, error: String? = nil,
         httpStatus: Int? = nil, bytes: Int? = nil, sha256: String? = nil, attempts: Int = 0,
         waitedForNetworkMs: Int = 0, durationMs: Int = 0, startedAt: Date, finishedAt: Date,
         details: [(key: String, value: JSONValue)] = [], parent: String? = nil
     ) {
         self.key = key
         self.kind = kind
+        self.url = url
         self.status = status
         self.output = output
         self.error = error
@@ -52,6 +55,7 @@ public struct JobResult: Sendable {
         var members: [(key: String, value: JSONValue)] = [
             ("key", .string(key)),
             ("kind", .string(kind)),
+            ("url", JSONValue(url)),
             ("status", .string(status.rawValue)),
             ("output", JSONValue(output)),
             ("error", JSONValue(error)),

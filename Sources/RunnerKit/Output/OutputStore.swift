@@ -100,8 +100,14 @@ public final class OutputStore: Sendable {
     }
 
     public func fileExists(_ relativePath: String) -> Bool {
+        fileSize(relativePath) != nil
+    }
+
+    /// The size of a regular file in the store (a link is not followed), or nil.
+    public func fileSize(_ relativePath: String) -> Int? {
         var info = stat()
-        return lstat(absolute(relativePath), &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+        guard lstat(absolute(relativePath), &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int(info.st_size)
     }
 
     // MARK: - Records

@@ -1,80 +1,73 @@
-/// A kind of job: a plugin that names itself, decodes its own parameters and runs.
+/// A decoded job of some kind: its parameters, and how to find its URL, name its key and run.
 ///
-/// A value of a conforming type holds the decoded parameters of one job. The engine never
-/// switches on a kind's name: it asks the registry for the type, lets the type decode its
-/// fields, and calls `run(in:)` inside the policy.
-public protocol JobKind: Sendable {
+/// Compiled kinds conform through `JobKind`; kinds made from files (declarative, executable)
+/// are other conforming types. The engine holds one of these per job and never asks its type.
+public protocol KindJob: Sendable {
+    /// The URL to fetch, given the job's `url` field (a kind that takes an id fills in `{id}`).
+    func resolveURL(_ template: String) -> String
+
+    /// The key of a job that names none, from its kind name and resolved URL.
+    func defaultKey(kind: String, url: String) -> String
+
+    /// Fetches and checks the payload and says what to store; may return child jobs.
+    /// Throw `JobFailure` to end the job with a status and message; any other error is `failed`.
+    /// The engine stores what the outcome names and fills the record's `output`, `bytes`,
+    /// `sha256` and `httpStatus` from what it stored.
+    func run(in context: JobContext) async throws -> KindOutcome
+}
+
+extension KindJob {
+    public func resolveURL(_ template: String) -> String { template }
+    public func defaultKey(kind: String, url: String) -> String { "\(kind):\(url)" }
+}
+
+/// A kind compiled into the program: a type that names itself and decodes its own parameters.
+/// It registers through `KindDefinition(SomeKind.self)`.
+public protocol JobKind: KindJob {
     /// The name job files use in their `kind` field, e.g. `"image"`.
     static var name: String { get }
     /// One sentence for `runner kinds`.
     static var summary: String { get }
-    /// The fields this kind accepts beyond the common ones, for `runner kinds` and for `defaults`.
+    /// The fields this kind accepts beyond the common ones. A kind reads exactly these while
+    /// decoding: reading a field it does not list, or as another type, stops the program.
     static var parameters: [KindParameter] { get }
+    /// The `Accept` header its requests send: what it validates. Nil sends none.
+    static var accept: String? { get }
 
     /// Decodes this kind's own fields. Read each field through `fields`, which reports
     /// missing, mistyped and (afterwards) unknown fields by name.
     init(fields: inout JobFields) throws(JobSpecError)
-
-    /// The URL to fetch, given the job's `url` field (a kind that takes an id fills in `{id}`).
-    func resolveURL(_ template: String) -> String
-
-    /// The key of a job that names none, from its resolved URL.
-    func defaultKey(url: String) -> String
-
-    /// Fetches, validates and writes the payload; may start child jobs through the context.
-    /// Throw `JobFailure` to end the job with a status and message; any other error is `failed`.
-    func run(in context: JobContext) async throws -> JobOutcome
 }
 
 extension JobKind {
-    public func resolveURL(_ template: String) -> String { template }
-    public func defaultKey(url: String) -> String { "\(Self.name):\(url)" }
+    public static var accept: String? { nil }
 }
 
-/// A field a kind accepts, as `runner kinds` lists it.
-public struct KindParameter: Sendable {
+/// A field a kind accepts, as `runner kinds` lists it and as decoding checks it.
+public struct KindParameter: Sendable, Equatable {
+    /// The JSON types a parameter may have.
+    public enum ValueType: String, Sendable, Equatable, CaseIterable {
+        case string, int, number, bool
+        /// A string that is a URL template (`{id}` and such are filled in).
+        case urlTemplate = "URL template"
+        /// A string or a whole number (ids arrive both ways).
+        case identifier = "string or int"
+        /// A list of strings.
+        case strings = "list of strings"
+    }
+
     public var name: String
-    public var type: String
+    public var type: ValueType
     public var required: Bool
     public var defaultValue: String?
     public var summary: String
 
-    public init(_ name: String, type: String, required: Bool = false, default defaultValue: String? = nil, _ summary: String) {
+    public init(_ name: String, type: ValueType, required: Bool = false, default defaultValue: String? = nil, _ summary: String) {
         self.name = name
         self.type = type
         self.required = required
         self.defaultValue = defaultValue
         self.summary = summary
-    }
-}
-
-/// What a kind reports when its job ends without an error.
-public struct JobOutcome: Sendable {
-    public var status: JobStatus
-    public var output: String?
-    public var httpStatus: Int?
-    public var bytes: Int?
-    public var sha256: String?
-    public var details: [(key: String, value: JSONValue)]
-    public var error: String?
-    /// Jobs to run after this one's attempt ends (a tree's entries, a list's images), outside its
-    /// deadline, through the same scheduler and TaskManager; their statuses are counted into
-    /// `details.children`.
-    public var children: [JobDescriptor]
-
-    public init(
-        status: JobStatus = .succeeded, output: String? = nil, httpStatus: Int? = nil, bytes: Int? = nil,
-        sha256: String? = nil, details: [(key: String, value: JSONValue)] = [], error: String? = nil,
-        children: [JobDescriptor] = []
-    ) {
-        self.children = children
-        self.status = status
-        self.output = output
-        self.httpStatus = httpStatus
-        self.bytes = bytes
-        self.sha256 = sha256
-        self.details = details
-        self.error = error
     }
 }
 

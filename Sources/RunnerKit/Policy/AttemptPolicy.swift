@@ -18,10 +18,15 @@ import Synchronization
 public struct AttemptPolicy: Sendable {
     public let clock: any Clock<Duration>
     public let monitor: any ConnectivityMonitoring
+    /// Arms the deadline of an attempt that starts at once.
+    public let deadlines: any DeadlineScheduling
 
-    public init(clock: any Clock<Duration> = ContinuousClock(), monitor: any ConnectivityMonitoring) {
+    /// `deadlines` defaults to tasks sleeping on `clock`; production passes the process's
+    /// `DeadlineTimer`, one thread for every deadline.
+    public init(clock: any Clock<Duration> = ContinuousClock(), monitor: any ConnectivityMonitoring, deadlines: (any DeadlineScheduling)? = nil) {
         self.clock = clock
         self.monitor = monitor
+        self.deadlines = deadlines ?? ClockDeadlines(clock: clock)
     }
 
     /// How an attempt ended.
@@ -157,7 +162,7 @@ public struct AttemptPolicy: Sendable {
     ) async -> Report<Value> where C.Duration == Duration {
         let task = Task { try await operation() }
         let expired = Atomic<Bool>(false)
-        let disarm = Self.arm(clock: clock, at: deadline) {
+        let disarm = deadlines.arm(after: clock.now.duration(to: deadline)) {
             expired.store(true, ordering: .sequentiallyConsistent)
             task.cancel()
         }
@@ -172,25 +177,5 @@ public struct AttemptPolicy: Sendable {
             if Task.isCancelled { return Report(outcome: .cancelled, waitedForNetwork: .zero) }
         }
         return Report(outcome: .completed(result), waitedForNetwork: .zero)
-    }
-
-    /// Calls `action` at `deadline` unless the returned closure is called first. The real
-    /// clock uses the shared `DeadlineTimer`; any other clock (a test's) a task sleeping on it.
-    private static func arm<C: Clock>(
-        clock: C, at deadline: C.Instant, _ action: @escaping @Sendable () -> Void
-    ) -> @Sendable () -> Void where C.Duration == Duration {
-        if let continuous = clock as? ContinuousClock, let instant = deadline as? ContinuousClock.Instant {
-            let handle = DeadlineTimer.shared.schedule(after: continuous.now.duration(to: instant), action)
-            return { handle.cancel() }
-        }
-        let sleeper = Task {
-            do {
-                try await clock.sleep(until: deadline, tolerance: nil)
-            } catch {
-                return
-            }
-            action()
-        }
-        return { sleeper.cancel() }
     }
 }

@@ -11,6 +11,7 @@ import Synchronization
 /// task per deadline would cost a task, a dispatch timer and a wake-up on cancellation each.
 /// Actions run on the timer's thread and must be short (they cancel a task).
 public final class DeadlineTimer: @unchecked Sendable {
+    /// The timer of this process, which the command line injects into its engine.
     public static let shared = DeadlineTimer()
 
     private struct Entry {
@@ -35,7 +36,8 @@ public final class DeadlineTimer: @unchecked Sendable {
         public func cancel() -> Bool { timer.cancel(id) }
     }
 
-    private init() {
+    /// A timer with a thread of its own, which lives as long as the process.
+    public init() {
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
         condition = .allocate(capacity: 1)

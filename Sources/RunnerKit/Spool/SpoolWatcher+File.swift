@@ -35,7 +35,8 @@ extension SpoolWatcher {
     func process(_ progress: FileProgress, in lease: WatcherLease) async -> FileReport {
         let name = progress.name
         let path = "\(lease.folder)/\(name)"
-        if let reason = junkReason(path: path, name: name) {
+        let feed = BatchFeed(files: [path], registry: configuration.registry)
+        if let reason = junkReason(path: path, name: name, feed: feed) {
             return finish(progress, path: path, results: nil, outcome: .failed, counts: [:], reason: reason)
         }
 
@@ -44,8 +45,7 @@ extension SpoolWatcher {
         guard results >= 0 else {
             return finish(progress, path: path, results: nil, outcome: .returned, counts: [:], reason: "cannot write \(resultsPath)")
         }
-        let tally = Mutex<(counts: [JobStatus: Int], failures: [String], jobs: Int, interrupted: Bool, changed: [String])>(
-            ([:], [], 0, false, []))
+        let tally = Mutex<(counts: [JobStatus: Int], failures: [String], jobs: Int, interrupted: Bool)>(([:], [], 0, false))
         let record = { @Sendable (result: JobResult) in
             var line = JSONWriter.data(result.json)
             line.append(0x0A)
@@ -59,18 +59,12 @@ extension SpoolWatcher {
         }
 
         let window = max(1, configuration.engine.concurrency)
-        let reader = JobFileReader(path: path, registry: configuration.registry)
+        let jobs = feed.makeIterator()
         await withTaskGroup(of: JobResult.self) { group in
             var running = 0
-            while let element = reader.next() {
-                // It validated a moment ago: an error now means the file changed under the watcher
-                // (rewritten or truncated in place). The jobs read so far run; the file fails.
-                guard case .success(let job) = element else {
-                    if case .failure(let error) = element {
-                        tally.withLock { $0.changed.append(error.description) }
-                    }
-                    continue
-                }
+            // A line that no longer validates (the file changed under the watcher) is not run,
+            // and the feed lists it; the file then fails (below).
+            while let job = jobs.next() {
                 if isDraining {
                     tally.withLock { $0.interrupted = true }
                     break
@@ -96,7 +90,8 @@ extension SpoolWatcher {
         }
         close(results)
 
-        var (counts, failures, jobs, interrupted, changed) = tally.withLock { $0 }
+        var (counts, failures, jobCount, interrupted) = tally.withLock { $0 }
+        let changed = feed.changes.map(\.description)
         if isHardStopped, counts[.cancelled, default: 0] > 0 { interrupted = true }
         if interrupted {
             unlink(resultsPath)
@@ -104,7 +99,7 @@ extension SpoolWatcher {
         }
         if let first = changed.first {
             let reason = "\(name) changed while it was being read, after it had been validated (\(first)); "
-                + "the \(jobs) job\(jobs == 1 ? "" : "s") read before that ran (records beside this file): "
+                + "the \(jobCount) job\(jobCount == 1 ? "" : "s") that still read ran (records beside this file): "
                 + "write job files elsewhere and rename them into inbox/, then submit it again"
             return finish(progress, path: path, results: resultsPath, outcome: .failed, counts: counts, reason: reason)
         }
@@ -112,13 +107,13 @@ extension SpoolWatcher {
         if bad == 0 {
             return finish(progress, path: path, results: resultsPath, outcome: .done, counts: counts, reason: nil)
         }
-        var reason = "\(bad) of \(jobs) job\(jobs == 1 ? "" : "s") did not succeed (\(failures.first ?? "")):\n" + failures.joined(separator: "\n")
+        var reason = "\(bad) of \(jobCount) job\(jobCount == 1 ? "" : "s") did not succeed (\(failures.first ?? "")):\n" + failures.joined(separator: "\n")
         if bad > failures.count { reason += "\n… and \(bad - failures.count) more (every record is in \(name)\(Spool.resultsSuffix))" }
         return finish(progress, path: path, results: resultsPath, outcome: .failed, counts: counts, reason: reason)
     }
 
     /// Why a claimed file cannot be run, or nil when it holds valid jobs.
-    private func junkReason(path: String, name: String) -> String? {
+    private func junkReason(path: String, name: String, feed: BatchFeed) -> String? {
         guard let entry = FileSystem.entry(path) else { return "\(name): vanished from \(configuration.spool.active)" }
         switch entry.type {
         case .directory: return "\(name): is a directory, not a job file"
@@ -130,7 +125,7 @@ extension SpoolWatcher {
         if entry.size > configuration.maxDocumentBytes, !lower.hasSuffix(".jsonl"), !lower.hasSuffix(".ndjson") {
             return "\(name): is \(entry.size) bytes, more than the spool takes in one JSON document (\(configuration.maxDocumentBytes)); write large batches as JSON Lines (.jsonl)"
         }
-        let report = JobFileReader.validate(path: path, registry: configuration.registry)
+        let report = feed.validate()
         guard !report.errors.isEmpty else { return nil }
         return report.errors.map { error in
             let text = error.description
@@ -142,7 +137,7 @@ extension SpoolWatcher {
     private func cancelledBeforeStart(_ job: JobDescriptor) -> JobResult {
         let now = Date()
         let result = JobResult(
-            key: job.key, kind: job.kindName, status: .cancelled, error: "cancelled by request before it started",
+            key: job.key, kind: job.kindName, url: job.recordURL, status: .cancelled, error: "cancelled by request before it started",
             startedAt: now, finishedAt: now, parent: job.parent)
         try? engine.configuration.store.writeRecord(result)
         engine.configuration.runLog?.append(result)

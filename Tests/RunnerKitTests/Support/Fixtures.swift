@@ -39,7 +39,7 @@ final class TemporaryFolder: @unchecked Sendable {
 struct ProbeKind: JobKind {
     static let name = "probe"
     static let summary = "A kind for tests."
-    static let parameters = [KindParameter("flavor", type: "string", "A field of this kind only.")]
+    static let parameters = [KindParameter("flavor", type: .string, "A field of this kind only.")]
     let flavor: String?
 
     init(flavor: String? = nil) { self.flavor = flavor }
@@ -48,7 +48,7 @@ struct ProbeKind: JobKind {
         flavor = try fields.string("flavor")
     }
 
-    func run(in context: JobContext) async throws -> JobOutcome { JobOutcome() }
+    func run(in context: JobContext) async throws -> KindOutcome { KindOutcome(.bytes([], httpStatus: 200), folder: "probes", fileExtension: "txt") }
 }
 
 func probeRegistry() -> KindRegistry {

@@ -1,0 +1,49 @@
+/// Builds an engine's parts from `EngineOptions`: the one place where `runner run` and
+/// `runner watch` (and a host program) get their output store, HTTP client, connectivity
+/// monitor and deadline timer, so every engine option works the same in both.
+public struct EngineAssembly: Sendable {
+    public let options: EngineOptions
+    public let registry: KindRegistry
+    public let store: OutputStore
+    public let http: any HTTPFetching
+    public let monitor: any ConnectivityMonitoring
+
+    /// Opens (making if needed) the output directory and makes the HTTP client and monitor.
+    /// Throws a one-line error when the directory cannot be used or the client cannot be made.
+    public init(options: EngineOptions, registry: KindRegistry, monitor: (any ConnectivityMonitoring)? = nil) throws {
+        self.options = options
+        self.registry = registry
+        do {
+            store = try OutputStore(root: options.out)
+        } catch {
+            throw AssemblyError("cannot use the output directory '\(options.out)': \(error)")
+        }
+        http = try options.http.make(
+            maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost))
+        self.monitor = monitor ?? Self.standardMonitor()
+    }
+
+    /// The engine's configuration; `runLog` and `keyLock` are the caller's (a run's log, the
+    /// spool's lock).
+    public func configuration(runLog: RunLog?, keyLock: (any KeyLocking)? = nil) -> JobEngine.Configuration {
+        JobEngine.Configuration(
+            store: store, http: http, monitor: monitor, clock: ContinuousClock(), deadlines: DeadlineTimer.shared,
+            registry: registry, concurrency: options.concurrency, runLog: runLog, perHost: options.perHost,
+            keyLock: keyLock)
+    }
+
+    /// The connectivity monitor of a process: on Linux, the kernel's routing netlink.
+    public static func standardMonitor() -> any ConnectivityMonitoring {
+        #if os(Linux)
+        return RouteMonitor()
+        #else
+        return AlwaysReachable()
+        #endif
+    }
+
+    /// Why an engine could not be assembled, in one line.
+    public struct AssemblyError: Error, Sendable, CustomStringConvertible {
+        public var description: String
+        init(_ description: String) { self.description = description }
+    }
+}

@@ -1,0 +1,24 @@
+/// Everything that shapes an engine, the same for a one-shot run and a watcher: parsed once by
+/// the command line (or set by a host program), turned into an engine by `EngineAssembly`.
+public struct EngineOptions: Sendable {
+    /// The output directory.
+    public var out: String
+    /// Jobs running at once, children included.
+    public var concurrency: Int
+    /// Attempts talking to one host at once.
+    public var perHost: Int
+    /// The HTTP client.
+    public var http: HTTPClientKind
+
+    public static let defaultConcurrency = 8
+
+    public init(
+        out: String = "out", concurrency: Int = defaultConcurrency, perHost: Int = JobEngine.Configuration.defaultPerHost,
+        http: HTTPClientKind = .standard
+    ) {
+        self.out = out
+        self.concurrency = concurrency
+        self.perHost = perHost
+        self.http = http
+    }
+}

@@ -1,0 +1,70 @@
+import Synchronization
+
+/// Who may run now: a concurrency slot per running job, one task per key (in this process
+/// through the TaskManager and, with a key lock, across processes), and per-host slots that an
+/// attempt takes before its deadline starts.
+final class Admission: Sendable {
+    let taskManager: TaskManager
+    private let slots: SlotLimiter
+    private let hosts: HostLimiter
+    private let keyLock: (any KeyLocking)?
+
+    init(concurrency: Int, perHost: Int, keyLock: (any KeyLocking)?, taskManager: TaskManager) {
+        self.taskManager = taskManager
+        self.slots = SlotLimiter(limit: max(1, concurrency))
+        self.hosts = HostLimiter(limit: max(1, perHost))
+        self.keyLock = keyLock
+    }
+
+    /// Waits for a concurrency slot; throws when the caller is cancelled first.
+    func acquireSlot() async throws -> Slot {
+        try await slots.acquire()
+        return Slot(slots)
+    }
+
+    /// The slots of one host, for attempts.
+    func hostSlots(for host: String) -> SlotLimiter { hosts.limiter(for: host) }
+
+    /// The per-host limiter, for what it measured.
+    var hostLimiter: HostLimiter { hosts }
+
+    enum Admitted<Value: Sendable>: Sendable {
+        case ran(Value)
+        /// A task with the key was running in this process, or (`elsewhere`) in another.
+        case duplicate(elsewhere: Bool)
+    }
+
+    /// Runs `body` as the task of `key` unless that key is running here or, with a key lock,
+    /// in another process.
+    func admit<Value: Sendable>(key: String, _ body: @escaping @Sendable () async -> Value) async -> Admitted<Value> {
+        let keyLock = self.keyLock
+        let admitted = await taskManager.run(key: key) { () async -> Value? in
+            var release: (@Sendable () -> Void)?
+            if let keyLock {
+                guard let held = keyLock.tryLock(key: key) else { return nil }
+                release = held
+            }
+            defer { release?() }
+            return await body()
+        }
+        switch admitted {
+        case .some(.some(let value)): return .ran(value)
+        case .some(.none): return .duplicate(elsewhere: true)
+        case .none: return .duplicate(elsewhere: false)
+        }
+    }
+}
+
+/// A held concurrency slot, released exactly once.
+final class Slot: Sendable {
+    private let limiter: SlotLimiter
+    private let released = Atomic<Bool>(false)
+
+    init(_ limiter: SlotLimiter) { self.limiter = limiter }
+
+    func release() {
+        if !released.exchange(true, ordering: .acquiringAndReleasing) { limiter.release() }
+    }
+
+    deinit { release() }
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+/// The attempts of one job: each under the policy (connectivity wait, deadline) holding its
+/// host's slot, retried after a transient failure with backoff, every error classified in one
+/// place.
+struct AttemptLoop: Sendable {
+    let policy: AttemptPolicy
+    let backoff: Backoff
+    let clock: any Clock<Duration>
+
+    /// How the attempts ended.
+    struct Report: Sendable {
+        /// What the last attempt committed, when it succeeded.
+        var committed: Committed?
+        /// Why the last attempt failed, when it did.
+        var failure: JobFailure?
+        var attempts = 0
+        var waitedForNetwork = Duration.zero
+        /// The validators the server sent in the last attempt.
+        var validators: Validators?
+    }
+
+    /// Runs the attempts of `job`; `operation` is one attempt's work inside the deadline.
+    func run(
+        _ job: JobDescriptor, hostSlots: SlotLimiter, observer: any RunObserver,
+        makeContext: @Sendable () -> JobContext,
+        operation: @escaping @Sendable (JobContext) async throws -> Committed
+    ) async -> Report {
+        var report = Report()
+        let host = job.url.host ?? ""
+        while true {
+            report.attempts += 1
+            do {
+                try await hostSlots.acquire()
+            } catch {
+                report.failure = JobFailure(.cancelled, "cancelled")
+                break
+            }
+            let context = makeContext()
+            let attempt = await policy.attempt(
+                host: host, timeout: job.timeout, noticeAfter: job.noticeAfter,
+                onNotice: { observer.jobNotice(job, message: "no network connection") }
+            ) {
+                try await operation(context)
+            }
+            hostSlots.release()
+            context.discardLeftovers()
+            report.validators = context.validators
+            report.waitedForNetwork += attempt.waitedForNetwork
+            report.committed = nil
+            switch attempt.outcome {
+            case .completed(.success(let committed)):
+                report.committed = committed
+                report.failure = nil
+            case .completed(.failure(let error)):
+                report.failure = Self.classify(error)
+            case .offline:
+                report.failure = JobFailure(.offline, "no network connection to \(host) within the deadline of \(Self.seconds(job.timeout))", isTransient: true)
+            case .timedOut:
+                report.failure = JobFailure(.timedOut, "the fetch did not finish within the deadline of \(Self.seconds(job.timeout))", isTransient: true)
+            case .cancelled:
+                report.failure = JobFailure(.cancelled, "cancelled")
+            }
+            guard let failure = report.failure, failure.isTransient, report.attempts <= job.retries, !Task.isCancelled else { break }
+            let delay = backoff.delay(afterAttempt: report.attempts, retryAfter: failure.retryAfter)
+            do {
+                try await clock.sleep(for: delay, tolerance: nil)
+            } catch {
+                report.failure = JobFailure(.cancelled, "cancelled")
+                break
+            }
+        }
+        return report
+    }
+
+    /// How an error thrown inside an attempt ends the job: the one classifier of errors.
+    static func classify(_ error: any Error) -> JobFailure {
+        switch error {
+        case let failure as JobFailure: return failure
+        case is CancellationError: return JobFailure(.cancelled, "cancelled")
+        case let http as HTTPError: return JobFailure(.failed, http.description, isTransient: http.isTransient)
+        case let tooLarge as Payload.TooLarge: return JobFailure(.failed, tooLarge.description)
+        case let write as OutputStore.WriteError: return JobFailure(.failed, write.description)
+        default: return JobFailure(.failed, String(describing: error))
+        }
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        let ms = milliseconds(duration)
+        return ms % 1000 == 0 ? "\(ms / 1000) s" : String(format: "%.1f s", Double(ms) / 1000)
+    }
+}

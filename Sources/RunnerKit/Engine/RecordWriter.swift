@@ -1,0 +1,121 @@
+import Dispatch
+import Synchronization
+
+/// Writes finished jobs' records and run-log lines, in order, on one queue off the concurrency
+/// pool, and knows each key's last result until it is on disk.
+///
+/// One writer serializes the records (two threads never contend for an ext4 folder's lock); a
+/// finishing job does not wait for its turn unless asked or unless the writer is behind
+/// (`backlog` records queued), so finished jobs never pile up in memory ahead of their records.
+/// A job starting right after another of its key finished reads that one's result from here
+/// (`previous(file:)`), not from a record file that is not written yet.
+final class RecordWriter: Sendable {
+    private let store: OutputStore
+    private let runLog: RunLog?
+    private let observer: any RunObserver
+    private let queue = DispatchQueue(label: "runner.engine.records")
+    private let state = Mutex(State())
+    private let pending = Atomic<Int>(0)
+
+    private struct State {
+        /// Finished jobs not yet taken by a drain, in order.
+        var queued: [Queued] = []
+        /// The last queued result of each record file, until written.
+        var unwritten: [String: (result: JobResult, serial: UInt64)] = [:]
+        var serial: UInt64 = 0
+    }
+
+    /// A finished job on its way to disk; `file` is its record's file name, or nil for the run
+    /// log only.
+    private struct Queued: Sendable {
+        var result: JobResult
+        var file: String?
+        var serial: UInt64
+        var written: (@Sendable () -> Void)?
+    }
+
+    /// Records queued and not yet written, past which a finishing job waits for its own.
+    static let backlog = 256
+
+    init(store: OutputStore, runLog: RunLog?, observer: any RunObserver) {
+        self.store = store
+        self.runLog = runLog
+        self.observer = observer
+    }
+
+    /// The key's last good result, from the queue if it is not written yet, else from disk.
+    func previous(file: String) -> PreviousResult? {
+        if let unwritten = state.withLock({ $0.unwritten[file]?.result }) {
+            return PreviousResult(result: unwritten, store: store) ?? fromDisk(file)
+        }
+        return fromDisk(file)
+    }
+
+    private func fromDisk(_ file: String) -> PreviousResult? {
+        store.readRecord(fileName: file).flatMap { PreviousResult(record: $0, store: store) }
+    }
+
+    /// Queues a result's record (`file`, or none for the run log only). With `wait`, or when the
+    /// writer is behind, returns once it is written.
+    func write(_ result: JobResult, file: String?, wait: Bool) async {
+        let queued = pending.add(1, ordering: .relaxed).newValue
+        if wait || queued > Self.backlog {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                enqueue(result, file: file, written: { continuation.resume() })
+            }
+        } else {
+            enqueue(result, file: file, written: nil)
+        }
+    }
+
+    /// The writer is sent for only when the queue was empty: a drain on its way takes this too.
+    private func enqueue(_ result: JobResult, file: String?, written: (@Sendable () -> Void)?) {
+        let wasEmpty = state.withLock { state in
+            state.serial += 1
+            state.queued.append(Queued(result: result, file: file, serial: state.serial, written: written))
+            if let file, result.status != .duplicate { state.unwritten[file] = (result, state.serial) }
+            return state.queued.count == 1
+        }
+        if wasEmpty { queue.async { self.drain() } }
+    }
+
+    /// On the writer queue: writes every queued record, in order, then their run-log lines in one write.
+    private func drain() {
+        let batch = state.withLock { state in
+            defer { state.queued.removeAll(keepingCapacity: true) }
+            return state.queued
+        }
+        guard !batch.isEmpty else { return }
+        var lines: [JSONValue] = []
+        lines.reserveCapacity(batch.count)
+        for item in batch {
+            let json = item.result.json
+            if let file = item.file {
+                do {
+                    try store.writeRecord(json, fileName: file)
+                } catch {
+                    observer.problem("\(item.result.key): the result record could not be written: \(error)")
+                }
+            }
+            lines.append(json)
+        }
+        runLog?.append(records: lines)
+        state.withLock { state in
+            for item in batch {
+                if let file = item.file, state.unwritten[file]?.serial == item.serial { state.unwritten[file] = nil }
+            }
+        }
+        for item in batch {
+            observer.jobFinished(item.result)
+            pending.subtract(1, ordering: .relaxed)
+            item.written?()
+        }
+    }
+
+    /// Returns once every record queued so far is written.
+    func flush() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { continuation.resume() }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// Makes a job's record from how its attempts ended and what came before: the one place where a
+/// 304 carries the earlier result forward and where a failure falls back to the earlier payload.
+enum ResultAssembly {
+    static func result(
+        of job: JobDescriptor, report: AttemptLoop.Report, previous: PreviousResult?, startedAt: Date
+    ) -> JobResult {
+        var result = JobResult(
+            key: job.key, kind: job.kindName, url: job.recordURL, status: .failed, attempts: report.attempts,
+            waitedForNetworkMs: AttemptLoop.milliseconds(report.waitedForNetwork), startedAt: startedAt,
+            finishedAt: startedAt, parent: job.parent)
+        if let committed = report.committed {
+            result.status = committed.status
+            result.httpStatus = committed.httpStatus
+            result.details = committed.details
+            result.validators = report.validators
+            if committed.status == .notModified, let previous {
+                carryForward(previous, into: &result)
+            } else {
+                result.output = committed.output
+                result.bytes = committed.bytes
+                result.sha256 = committed.sha256
+            }
+        } else if let failure = report.failure {
+            result.status = failure.status
+            result.error = failure.message
+            result.httpStatus = failure.httpStatus
+            if failure.status.allowsStaleFallback, let previous {
+                result.output = previous.output
+                result.bytes = previous.bytes
+                result.sha256 = previous.sha256
+                result.validators = previous.validators
+                result.stale = true
+            }
+        }
+        return result
+    }
+
+    /// A 304 keeps the earlier payload: its path, size, hash and details stand; details the
+    /// kind found now are added where the earlier record had none of that name.
+    static func carryForward(_ previous: PreviousResult, into result: inout JobResult) {
+        result.output = previous.output
+        result.bytes = previous.bytes
+        result.sha256 = previous.sha256
+        result.httpStatus = 304
+        var details = previous.details
+        for (key, value) in result.details where !details.contains(where: { $0.key == key }) { details.append((key, value)) }
+        result.details = details
+        if result.validators == nil { result.validators = previous.validators }
+    }
+
+    /// Adds the children's counts to a parent's record; a child that did not succeed (other
+    /// than notFound, duplicate or invalid) fails the parent, and a cancelled parent is cancelled.
+    static func addChildren(_ counts: ChildCounts, total: Int, cancelled: Bool, to result: inout JobResult) {
+        var members: [(key: String, value: JSONValue)] = JobStatus.allCases.compactMap { status in
+            counts.byStatus[status].map { (status.rawValue, JSONValue($0)) }
+        }
+        if counts.invalid > 0 { members.append(("invalid", JSONValue(counts.invalid))) }
+        result.details.append(("children", .object(members)))
+        if let reason = counts.firstInvalid { result.details.append(("invalidChild", .string(reason))) }
+        guard result.status.isSuccess else { return }
+        if cancelled {
+            result.status = .cancelled
+            result.error = "cancelled while its child jobs ran"
+            return
+        }
+        let bad = counts.byStatus.filter { !$0.key.isAcceptableForChild }.values.reduce(0, +)
+        if bad > 0 {
+            result.status = .failed
+            result.error = "\(bad) of \(total) child jobs did not succeed"
+        }
+    }
+}
+
+/// The statuses of one parent's children.
+struct ChildCounts: Sendable {
+    var byStatus: [JobStatus: Int] = [:]
+    /// Elements that could not be made into jobs.
+    var invalid = 0
+    var firstInvalid: String?
+}

@@ -1,0 +1,42 @@
+import Foundation
+import RunnerKit
+
+/// The engine options `runner run` and `runner watch` share: one table, one parser, so an
+/// option added here works in both.
+enum EngineCommandOptions {
+    /// The environment variable that chooses the HTTP client when `--http` does not.
+    static let httpEnvironmentVariable = "RUNNER_HTTP"
+
+    static let http = CommandSpec.Option(
+        name: "http", value: "CLIENT",
+        help: "HTTP client: curl (libcurl's multi interface) or urlsession. (default: $\(httpEnvironmentVariable), else curl, or urlsession where libcurl cannot be loaded)")
+
+    static let options: [CommandSpec.Option] = [
+        .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
+        .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
+        .init(name: "per-host", value: "N", help: "Jobs talking to one host at once. (default: 8)"),
+        http,
+    ]
+
+    static let usage = "[--out DIR] [--concurrency N] [--per-host N] [--http CLIENT]"
+
+    static func parse(_ arguments: ParsedArguments) throws(UsageError) -> EngineOptions {
+        var options = EngineOptions()
+        options.out = arguments.value("out") ?? "out"
+        options.concurrency = try arguments.int("concurrency", default: EngineOptions.defaultConcurrency, range: 1...10_000)
+        options.perHost = try arguments.int("per-host", default: JobEngine.Configuration.defaultPerHost, range: 1...10_000)
+        options.http = try httpClient(arguments.value("http"))
+        return options
+    }
+
+    /// The client `--http` names, else `$RUNNER_HTTP`, else the standard one.
+    static func httpClient(_ option: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(UsageError) -> HTTPClientKind {
+        do {
+            if let option { return try HTTPClientKind.named(option) }
+            if let name = environment[httpEnvironmentVariable], !name.isEmpty { return try HTTPClientKind.named(name) }
+            return .standard
+        } catch {
+            throw UsageError("--http or $\(httpEnvironmentVariable): \(error)")
+        }
+    }
+}
