@@ -25,7 +25,7 @@ enum ForgetCommand {
                 store = try OutputStore(root: out)
                 lock = try RunLock(store: store, wait: false)
             } catch let busy as RunLock.Busy {
-                Console.error(busy.description)
+                Console.error(busy.description + "; wait for it, pass --wait, or use another --out")
                 return RunCommand.busyExitCode
             } catch {
                 Console.error("cannot use the output directory '\(out)': \(error)")

@@ -78,7 +78,7 @@ enum RunCommand {
             lock = try RunLock(store: assembly.store, wait: options.wait)
             runLog = try RunLog(store: assembly.store)
         } catch let busy as RunLock.Busy {
-            Console.error(busy.description)
+            Console.error(busy.description + "; wait for it, pass --wait, or use another --out")
             return busyExitCode
         } catch {
             Console.error("\(error)")

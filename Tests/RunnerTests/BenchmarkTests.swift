@@ -83,7 +83,7 @@ struct BenchmarkTests {
         }
         let collector = Collector()
         let engine = JobEngine(
-            configuration: .init(store: try OutputStore(root: w.out), http: try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: 64), monitor: RouteMonitor(), concurrency: 1000, perHost: 1000),
+            configuration: .init(store: try OutputStore(root: w.out), http: try testHTTPClient().make(maxConnectionsPerHost: 64), monitor: RouteMonitor(), concurrency: 1000, perHost: 1000),
             observer: collector)
         let jobs = (0..<1000).map { i in
             JobDescriptor(EntryKind(id: "h\(i)"), key: "h\(i)", url: URL(string: "\(w.base)/entries/h\(i).json?hang=1")!, timeout: .seconds(1))

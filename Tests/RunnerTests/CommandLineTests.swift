@@ -54,7 +54,7 @@ struct CommandLineTests {
         let w = try Workspace()
         let result = try await w.run(["kinds"])
         #expect(result.status == 0)
-        for line in ["image:", "entry:", "tree:", "image-list:", "entries (URL template)", "idField (string)", "id (string, required)"] {
+        for line in ["image (built-in):", "entry (built-in):", "tree (built-in):", "image-list (built-in):", "entries (URL template)", "idField (string)", "id (string or int, required)"] {
             #expect(result.stdout.contains(line), "missing \(line)")
         }
     }

@@ -38,7 +38,7 @@ struct EngineScaleTests {
     @Test func aThousandJobsLeaveNoTaskTimerOrTransferBehind() async throws {
         let w = try Workspace()
         let clock = CountingClock()
-        let http = try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: 16)
+        let http = try testHTTPClient().make(maxConnectionsPerHost: 16)
         let collector = Collector()
         let engine = try engine(w.out, concurrency: 32, clock: clock, http: http, observer: collector)
         let ids = FixtureCatalog.treeLeafIDs.filter { !FixtureCatalog.missingEntryIDs.contains($0) }
@@ -83,7 +83,7 @@ struct EngineScaleTests {
     @Test func aThousandHangingFetchesEndTimedOutAtTheirDeadline() async throws {
         let w = try Workspace()
         let clock = CountingClock()
-        let http = try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: 64)
+        let http = try testHTTPClient().make(maxConnectionsPerHost: 64)
         let collector = Collector()
         let engine = try engine(w.out, concurrency: 1000, clock: clock, http: http, observer: collector)
         let jobs = (0..<1000).map { i in
@@ -109,7 +109,7 @@ struct EngineScaleTests {
     @Test func cancelEndsARunningFetchWithin100msAndLeavesNoTemporaryFile() async throws {
         let w = try Workspace()
         let clock = CountingClock()
-        let http = try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: 8)
+        let http = try testHTTPClient().make(maxConnectionsPerHost: 8)
         let collector = Collector()
         let engine = try engine(w.out, concurrency: 8, clock: clock, http: http, observer: collector)
         // The body outgrows memory at once and then trickles one byte every 100 ms, so a

@@ -126,3 +126,9 @@ final class InstantFetcher: HTTPFetching {
         return HTTPResponseHead(status: 200, headers: [:], url: request.url)
     }
 }
+
+/// The HTTP client the end-to-end suite runs on: `RUNNER_HTTP`, as for the binary, else the standard one.
+func testHTTPClient() throws -> HTTPClientKind {
+    guard let name = ProcessInfo.processInfo.environment["RUNNER_HTTP"], !name.isEmpty else { return .standard }
+    return try HTTPClientKind.named(name)
+}

@@ -6,14 +6,15 @@ import Testing
 /// The spool against files that change under the watcher and cancel requests for nothing.
 @Suite(.timeLimit(.minutes(2)))
 struct SpoolAttackTests {
-    /// A file rewritten in place after it was validated fails with a reason that says so; the jobs
-    /// read before the change keep their records, and the watcher goes on.
-    @Test func aFileRewrittenWhileItIsReadFailsSayingSoAndNothingIsLost() async throws {
+    /// A file rewritten in place after it was validated: the jobs that were validated are the
+    /// jobs that run (a file of up to 10 000 jobs is read once), every one gets its record, and
+    /// the watcher goes on. (A longer file is read again to run; what a change then does is the
+    /// same for `run` and `watch`, and BatchFeedTests show it.)
+    @Test func aFileRewrittenAfterValidationRunsWhatWasValidated() async throws {
         let s = try SpoolWorld()
         try s.spool.makeFolders()
         let slow = s.imageJob("image:first", query: "?delay=1500")
         let second = s.imageJob("image:second")
-        // Blank lines are skipped; enough of them keep the third job out of the reader's buffer.
         let padding = String(repeating: String(repeating: " ", count: 1000) + "\n", count: 2000)
         let third = s.imageJob("image:third")
         let text = slow + "\n" + second + "\n" + padding + third + "\n"
@@ -34,19 +35,16 @@ struct SpoolAttackTests {
         #expect(pwrite(fd, garbage, garbage.count, offset) == garbage.count)
         close(fd)
 
-        let settled = await s.wait(upTo: .seconds(20)) { s.jobFiles(s.spool.failed) == ["changing.jsonl"] }
-        #expect(settled, "failed: \(s.names(s.spool.failed)), log: \(s.log())")
-        let reason = s.text("\(s.spool.failed)/changing.jsonl\(Spool.errorSuffix)")
-        #expect(reason.contains("changed while it was being read"), "\(reason)")
-        #expect(reason.contains("line 2003"), "the reason names the line: \(reason)")
-        let records = s.records(s.spool.failed, "changing.jsonl")
-        #expect(records.compactMap { $0["key"]?.stringValue }.sorted() == ["image:first", "image:second"])
+        let settled = await s.wait(upTo: .seconds(20)) { s.jobFiles(s.spool.done) == ["changing.jsonl"] }
+        #expect(settled, "done: \(s.names(s.spool.done)), failed: \(s.names(s.spool.failed)), log: \(s.log())")
+        let records = s.records(s.spool.done, "changing.jsonl")
+        #expect(records.compactMap { $0["key"]?.stringValue }.sorted() == ["image:first", "image:second", "image:third"])
         #expect(records.allSatisfy { $0["status"] == .string("succeeded") })
-        #expect(s.activeFiles().isEmpty && s.names(s.spool.inbox).isEmpty, "the file is in failed/, nowhere else")
+        #expect(s.activeFiles().isEmpty && s.names(s.spool.inbox).isEmpty, "the file is in done/, nowhere else")
 
         // The watcher goes on.
         try s.drop("after.json", s.imageJob("image:after"))
-        #expect(await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.done) == ["after.json"] })
+        #expect(await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.done).contains("after.json") })
         #expect(watcher.isRunning)
     }
 

@@ -15,20 +15,10 @@ public enum HTTPClientKind: String, Sendable, CaseIterable {
     case urlsession
     case curl
 
-    /// The environment variable that chooses the client when no option does.
-    public static let environmentVariable = "RUNNER_HTTP"
-
-    /// The client used when neither an option nor the environment chooses one: `curl` (it costs
-    /// about a third of URLSession's CPU per request), or `urlsession` where libcurl 7.68 or
-    /// later cannot be loaded.
+    /// The client used when nothing chooses one: `curl` (it costs about a third of
+    /// URLSession's CPU per request), or `urlsession` where libcurl 7.68 or later cannot be loaded.
     public static var standard: HTTPClientKind {
         (try? CurlLibrary.shared.get()) != nil ? .curl : .urlsession
-    }
-
-    /// The client `RUNNER_HTTP` names, or `standard` when it is unset or empty.
-    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(InvalidName) -> HTTPClientKind {
-        guard let name = environment[environmentVariable], !name.isEmpty else { return standard }
-        return try named(name)
     }
 
     /// The client of that name.

@@ -40,8 +40,8 @@ public final class OutputStore: Sendable {
         /// What an `errno` means for a write, in words a user can act on.
         public static func reason(errno code: Int32) -> String {
             switch code {
-            case ENOSPC: return "no space left on the device (free some space, or point --out at a larger disk)"
-            case EDQUOT: return "the disk quota is exceeded (free some space, or point --out elsewhere)"
+            case ENOSPC: return "no space left on the device (free some space, or write to a larger disk)"
+            case EDQUOT: return "the disk quota is exceeded (free some space, or write elsewhere)"
             case EROFS: return "the file system is read-only"
             case EACCES, EPERM: return "permission denied (check who owns the output directory)"
             case ELOOP: return "it is a symbolic link, which the runner never writes through"
@@ -247,7 +247,7 @@ public final class OutputStore: Sendable {
                 if (info.st_mode & S_IFMT) == S_IFLNK {
                     throw WriteError(
                         path: path,
-                        reason: "it is a symbolic link, and the runner never writes through a link inside the output directory (make it a real folder, or point --out elsewhere)")
+                        reason: "it is a symbolic link, and the runner never writes through a link inside the output directory (make it a real folder, or use another output directory)")
                 }
                 if (info.st_mode & S_IFMT) != S_IFDIR { throw WriteError(path: path, reason: "it exists and is not a folder") }
             }

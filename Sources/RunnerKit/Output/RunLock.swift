@@ -10,7 +10,7 @@ public final class RunLock: Sendable {
         public var holder: String?
         public var description: String {
             "another runner is using the output directory \(directory)" + (holder.map { " (process \($0))" } ?? "")
-                + "; wait for it, pass --wait, or use another --out"
+
         }
     }
 
