@@ -33,6 +33,22 @@ public struct TextKind: JobKind {
 }
 
 @Suite struct WritingAKindTests {
+    /// The README's example is this file's `TextKind`, character for character.
+    @Test func theReadmeShowsThisKindVerbatim() throws {
+        let tests = URL(fileURLWithPath: #filePath)
+        let readme = try String(contentsOf: tests.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: tests, encoding: .utf8)
+        func kind(in text: String) -> Substring? {
+            guard let start = text.range(of: "public struct TextKind: JobKind {"),
+                let end = text.range(of: "\n}\n", range: start.upperBound..<text.endIndex)
+            else { return nil }
+            return text[start.lowerBound..<end.upperBound]
+        }
+        let shown = try #require(kind(in: readme), "README has the example")
+        #expect(shown == kind(in: source))
+    }
+
     @Test func aNewKindIsOneTypeAndOneRegistration() async throws {
         var registry = BuiltInKinds.registry()
         try registry.register(TextKind.self)
