@@ -9,6 +9,7 @@ import Foundation
 /// | `/entries/{id}.json` | the entry; 404 for `missingEntryIDs` and unknown ids, 410 for "gone" |
 /// | `/images.json` | `[{"id": 1, "imageUrl": "<base>/images/<name>"}, …]`, plus one image that answers 404 |
 /// | `/images/<name>` | the image bytes under its Content-Type; 404 for an unknown name |
+/// | `/list/N?image=QUERY` | an image list of N elements, element i `{"id": i, "imageUrl": "<base>/images/png.png?i=i&QUERY"}` |
 /// | `/bytes/N` | N bytes, byte i being i % 256 |
 /// | `/gzip/N` | N zero bytes sent gzip-compressed (`Content-Encoding: gzip`), about N/1000 bytes on the wire |
 /// | `/redirect?to=URL` | 302 to URL |
@@ -59,6 +60,12 @@ enum FixtureRoutes {
                 return .json(404, #"{"error": "not found", "id": \#(FixtureCatalog.jsonString(id))}"# + "\n")
             }
             return .resource(FixtureCatalog.entryJSON(id: id), contentType: "application/json")
+        }
+        if let count = component(of: path, after: "/list/") {
+            guard let count = Int(count), (0...10_000_000).contains(count) else {
+                return .text(400, "/list/N needs an integer N from 0 to 10000000")
+            }
+            return .json(200, longImageList(count: count, baseURL: baseURL, query: request.query["image"] ?? ""))
         }
         if let count = component(of: path, after: "/bytes/") {
             guard let count = Int(count), count >= 0 else {
@@ -145,4 +152,17 @@ enum FixtureRoutes {
           /echo-headers         the request's header fields as JSON
         Fault parameters on any path: delay=MS status=N retryAfter=S hang=1 truncate=N reset=1 html=1 trickle=MS trickleAfter=N close=1
         """
+
+    /// An image list of `count` elements, all naming the PNG, each with its own query.
+    static func longImageList(count: Int, baseURL: String, query: String) -> String {
+        var text = "["
+        text.reserveCapacity(count * (baseURL.count + query.count + 50))
+        let url = FixtureCatalog.jsonString(baseURL + "/images/png.png").dropLast()
+        let extra = query.isEmpty ? "" : "&" + query
+        for index in 0..<count {
+            if index > 0 { text += ",\n" }
+            text += #"{"id": \#(index), "imageUrl": \#(url)?i=\#(index)\#(extra)"}"#
+        }
+        return text + "]\n"
+    }
 }

@@ -191,6 +191,8 @@ public final class JobEngine: Sendable {
             var counts = ChildCounts()
             var running = 0
             for index in 0..<children.count {
+                // Cancelled: the children not started yet are not made at all.
+                if Task.isCancelled { break }
                 if running >= childWindow, let status = await group.next() {
                     running -= 1
                     counts.byStatus[status, default: 0] += 1

@@ -155,11 +155,6 @@ public struct JobDescriptor: Sendable {
 
     /// An `output` must stay inside the output directory and out of its bookkeeping folders.
     public static func validateOutput(_ path: String) throws(JobSpecError) -> String {
-        switch try validateASCIIOutput(path) {
-        case .unchanged: return path
-        case .normalized(let normalized): return normalized
-        case .notASCII: break
-        }
         if path.isEmpty { throw JobSpecError(field: "output", "must not be empty") }
         if path.hasPrefix("/") || path.hasPrefix("~") {
             throw JobSpecError(field: "output", "must be a path relative to the output directory, not '\(path)'")
@@ -179,80 +174,5 @@ public struct JobDescriptor: Sendable {
             throw JobSpecError(field: "output", "must name a file")
         }
         return parts.joined(separator: "/")
-    }
-
-    private enum CheckedOutput {
-        case unchanged
-        case normalized(String)
-        case notASCII
-    }
-
-    /// `validateOutput` for an ASCII path, byte by byte, with the same checks, messages and
-    /// result. (Beyond ASCII, Swift compares whole characters: a '/' followed by a combining
-    /// mark is no separator, so those paths take the general way.)
-    private static func validateASCIIOutput(_ path: String) throws(JobSpecError) -> CheckedOutput {
-        var path = path
-        return try path.withUTF8 { bytes in
-            Result { () throws(JobSpecError) -> CheckedOutput in try validateASCIIOutput(bytes) }
-        }.get()
-    }
-
-    private static func validateASCIIOutput(_ bytes: UnsafeBufferPointer<UInt8>) throws(JobSpecError) -> CheckedOutput {
-        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
-        guard bytes.isASCII else { return .notASCII }
-        if bytes.isEmpty { throw JobSpecError(field: "output", "must not be empty") }
-        if bytes[0] == slash || bytes[0] == UInt8(ascii: "~") {
-            throw JobSpecError(field: "output", "must be a path relative to the output directory, not '\(String(decoding: bytes, as: UTF8.self))'")
-        }
-        if bytes.contains(0) { throw JobSpecError(field: "output", "must not contain a NUL character") }
-        // The parts between slashes, empty ones and "." left out.
-        var first: Range<Int>?
-        var last: Range<Int>?
-        var climbs = false
-        var hidden = false
-        var normalized = true  // no empty or "." part: the path is its own result
-        forEachPart(of: bytes) { part in
-            if part.isEmpty || (part.count == 1 && bytes[part.lowerBound] == dot) {
-                normalized = false
-                return
-            }
-            if first == nil { first = part }
-            last = part
-            if bytes[part.lowerBound] == dot {
-                hidden = true
-                if part.count == 2 && bytes[part.lowerBound + 1] == dot { climbs = true }
-            }
-        }
-        if climbs {
-            throw JobSpecError(field: "output", "must not climb out of the output directory with '..'")
-        }
-        guard let first, let last else {
-            throw JobSpecError(field: "output", "must name a file")
-        }
-        let firstPart = UnsafeBufferPointer(rebasing: bytes[first])
-        if firstPart.elementsEqual("results".utf8) || firstPart.elementsEqual("runs".utf8) || hidden {
-            throw JobSpecError(field: "output", "must not point into results/, runs/ or a hidden name")
-        }
-        if bytes[bytes.count - 1] == slash || last.count > 255 {
-            throw JobSpecError(field: "output", "must name a file")
-        }
-        if normalized { return .unchanged }
-        var joined: [UInt8] = []
-        joined.reserveCapacity(bytes.count)
-        forEachPart(of: bytes) { part in
-            if part.isEmpty || (part.count == 1 && bytes[part.lowerBound] == dot) { return }
-            if !joined.isEmpty { joined.append(slash) }
-            joined.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[part]))
-        }
-        return .normalized(String(decoding: joined, as: UTF8.self))
-    }
-
-    /// Calls `body` with the range of each part between slashes, empty ones included.
-    private static func forEachPart(of bytes: UnsafeBufferPointer<UInt8>, _ body: (Range<Int>) -> Void) {
-        var start = 0
-        for end in 0...bytes.count where end == bytes.count || bytes[end] == UInt8(ascii: "/") {
-            body(start..<end)
-            start = end + 1
-        }
     }
 }
