@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Maps a request to its response, before fault modes: the seeds' payloads, the fixture images
 /// and the helper routes.
@@ -10,6 +11,7 @@ import Foundation
 /// | `/images.json` | `[{"id": 1, "imageUrl": "<base>/images/<name>"}, …]`, plus one image that answers 404 |
 /// | `/images/<name>` | the image bytes under its Content-Type; 404 for an unknown name |
 /// | `/list/N?image=QUERY` | an image list of N elements, element i `{"id": i, "imageUrl": "<base>/images/png.png?i=i&QUERY"}` |
+/// | `/object/N` | one JSON object of N members `{"m0": 0, "m1": 1, …}` (made once per N, then kept) |
 /// | `/bytes/N` | N bytes, byte i being i % 256 |
 /// | `/gzip/N` | N zero bytes sent gzip-compressed (`Content-Encoding: gzip`), about N/1000 bytes on the wire |
 /// | `/redirect?to=URL` | 302 to URL |
@@ -66,6 +68,12 @@ enum FixtureRoutes {
                 return .text(400, "/list/N needs an integer N from 0 to 10000000")
             }
             return .json(200, longImageList(count: count, baseURL: baseURL, query: request.query["image"] ?? ""))
+        }
+        if let count = component(of: path, after: "/object/") {
+            guard let count = Int(count), (0...10_000_000).contains(count) else {
+                return .text(400, "/object/N needs an integer N from 0 to 10000000")
+            }
+            return HTTPResponse(status: 200, contentType: "application/json", body: .bytes(bigObject(count: count)))
         }
         if let count = component(of: path, after: "/bytes/") {
             guard let count = Int(count), count >= 0 else {
@@ -164,5 +172,25 @@ enum FixtureRoutes {
             text += #"{"id": \#(index), "imageUrl": \#(url)?i=\#(index)\#(extra)"}"#
         }
         return text + "]\n"
+    }
+
+    private static let bigObjects = Mutex<[Int: [UInt8]]>([:])
+
+    /// `{"m0": 0, "m1": 1, …}` of `count` members, made once per count.
+    static func bigObject(count: Int) -> [UInt8] {
+        if let made = bigObjects.withLock({ $0[count] }) { return made }
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(count * 24 + 2)
+        for index in 0..<count {
+            if index > 0 { bytes.append(contentsOf: ", ".utf8) }
+            let number = String(index)
+            bytes.append(contentsOf: "\"m".utf8)
+            bytes.append(contentsOf: number.utf8)
+            bytes.append(contentsOf: "\": ".utf8)
+            bytes.append(contentsOf: number.utf8)
+        }
+        bytes.append(contentsOf: "}\n".utf8)
+        bigObjects.withLock { $0[count] = bytes }
+        return bytes
     }
 }

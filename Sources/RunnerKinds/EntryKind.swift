@@ -26,7 +26,7 @@ public struct EntryKind: JobKind {
     public func run(in context: JobContext) async throws -> KindOutcome {
         let fetch = try await context.fetch(folder: "entries")
         if case .fetched(let response) = fetch {
-            let document = try JSONPayload.parse(response.payload, expected: "an entry object")
+            let document = try await JSONPayload.parse(response.payload, expected: "an entry object")
             guard case .object = document else {
                 throw JobFailure.failed("expected an entry object, but the JSON holds \(document.typeDescription)", httpStatus: response.head.status)
             }

@@ -31,9 +31,20 @@ public struct ImageListKind: JobKind {
         guard case .array(let elements) = document else {
             throw JobFailure.failed("expected an image list (an array), but the JSON holds \(document.typeDescription)", httpStatus: JSONPayload.status(fetch))
         }
-        var base = context.job.url
-        if case .fetched(let response) = fetch { base = response.head.url }
+        let base: URL
+        if case .fetched(let response) = fetch { base = response.head.url } else { base = context.job.url }
         // Every element is checked before any child runs: a malformed list fails as a whole.
+        let found = try await PayloadCheck.run(bytes: JSONPayload.size(fetch)) { _ in
+            try children(of: elements, base: base)
+        }
+        let jobs = ChildJobs(count: found.count) { index in
+            .success(ChildJob(kind: "image", url: found[index].url, key: "image:\(found[index].id)"))
+        }
+        return .fetched(fetch, folder: "lists", fileExtension: "json", details: [("elements", JSONValue(elements.count))], children: jobs)
+    }
+
+    /// Each element's id and absolute URL; throws naming the first malformed element.
+    private func children(of elements: [JSONValue], base: URL) throws -> [(id: String, url: String)] {
         var children: [(id: String, url: String)] = []
         children.reserveCapacity(elements.count)
         for (index, element) in elements.enumerated() {
@@ -59,10 +70,6 @@ public struct ImageListKind: JobKind {
             }
             children.append((id, url.absoluteString))
         }
-        let found = children
-        let jobs = ChildJobs(count: found.count) { index in
-            .success(ChildJob(kind: "image", url: found[index].url, key: "image:\(found[index].id)"))
-        }
-        return .fetched(fetch, folder: "lists", fileExtension: "json", details: [("elements", JSONValue(elements.count))], children: jobs)
+        return children
     }
 }

@@ -3,7 +3,12 @@ import RunnerKit
 
 /// Parsing a fetched payload that must be JSON, with a message that says what arrived instead.
 enum JSONPayload {
-    static func parse(_ payload: Payload, expected: String) throws -> JSONValue {
+    /// Parses the payload inside the attempt, off the concurrency pool when it is large.
+    static func parse(_ payload: Payload, expected: String) async throws -> JSONValue {
+        try await PayloadCheck.run(bytes: payload.count) { _ in try parseNow(payload, expected: expected) }
+    }
+
+    private static func parseNow(_ payload: Payload, expected: String) throws -> JSONValue {
         let bytes = try payload.bytes()
         do {
             return try JSONParser.parse(bytes)
@@ -22,13 +27,26 @@ enum JSONPayload {
         let fetch = try await context.fetch(folder: folder)
         switch fetch {
         case .fetched(let response):
-            return (try parse(response.payload, expected: expected), fetch)
-        case .notModified:
+            return (try await parse(response.payload, expected: expected), fetch)
+        case .notModified(let previous):
             do {
-                return (try JSONParser.parse(context.previousPayload()), fetch)
+                let document = try await PayloadCheck.run(bytes: previous.bytes ?? 0) { _ in
+                    try JSONParser.parse(context.previousPayload())
+                }
+                return (document, fetch)
+            } catch is CancellationError {
+                throw CancellationError()
             } catch {
                 throw JobFailure.failed("the server said not modified, but the earlier payload cannot be read: \(error)")
             }
+        }
+    }
+
+    /// The size of what a fetch gave (after a 304, the earlier payload's).
+    static func size(_ fetch: JobContext.Fetch) -> Int {
+        switch fetch {
+        case .fetched(let response): return response.payload.count
+        case .notModified(let previous): return previous.bytes ?? 0
         }
     }
 

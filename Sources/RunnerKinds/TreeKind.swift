@@ -24,11 +24,14 @@ public struct TreeKind: JobKind {
 
     public func run(in context: JobContext) async throws -> KindOutcome {
         let (document, fetch) = try await JSONPayload.fetchDocument(context, folder: "trees", expected: "a JSON tree")
-        let tree: Tree
-        do {
-            tree = try Tree(document)
-        } catch {
-            throw JobFailure.failed("the tree is malformed: \(error)", httpStatus: JSONPayload.status(fetch))
+        let status = JSONPayload.status(fetch)
+        let size = JSONPayload.size(fetch)
+        let tree = try await PayloadCheck.run(bytes: size) { _ in
+            do {
+                return try Tree(document)
+            } catch {
+                throw JobFailure.failed("the tree is malformed: \(error)", httpStatus: status)
+            }
         }
         var children = ChildJobs()
         if let entries {
@@ -46,8 +49,9 @@ public struct TreeKind: JobKind {
         switch fetch {
         case .fetched(let response):
             // The normalized tree is what is stored: the record describes it, not the body.
+            let normalized = try await PayloadCheck.run(bytes: size) { _ in JSONWriter.data(tree.normalized, pretty: true) + [0x0A] }
             return KindOutcome(
-                .bytes(JSONWriter.data(tree.normalized, pretty: true) + [0x0A], httpStatus: response.head.status),
+                .bytes(normalized, httpStatus: response.head.status),
                 folder: "trees", fileExtension: "json", details: details, children: children)
         case .notModified:
             return KindOutcome(.notModified, folder: "trees", fileExtension: "json", details: details, children: children)
