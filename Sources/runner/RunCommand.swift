@@ -10,31 +10,37 @@ enum RunCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "run",
         summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
-        usage: "FILE… [--out DIR] [--concurrency N] [--per-host N] [--shard I/N] [--http CLIENT] [--wait] [--json]",
-        arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl).")],
+        usage: "FILE… [--out DIR] [--concurrency N] [--per-host N] [--shard I/N] [--resume RUNLOG] [--http CLIENT] [--wait] [--json]",
+        arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl); - is standard input.")],
         options: [
             .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
             .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
             .init(name: "per-host", value: "N", help: "Jobs talking to one host at once. (default: 8)"),
             .init(name: "shard", value: "I/N", help: "Run only the jobs whose key hashes to shard I of N (0 ≤ I < N; FNV-1a of the key)."),
+            .init(name: "resume", value: "RUNLOG", help: "Run only the jobs whose key did not end succeeded or notModified in this run log (out/runs/<run-id>.jsonl)."),
             RunCommand.httpOption,
             .init(name: "wait", value: nil, help: "If another run uses the output directory, wait for it instead of exiting 3."),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line, children included."),
         ],
         positionals: (1, nil),
         run: { arguments in
+            let options: Options
+            let inputs: JobFileArguments
             do {
-                let options = try Options(arguments)
-                return await execute(files: arguments.positionals, options: options)
+                options = try Options(arguments)
+                inputs = try JobFileArguments(arguments.positionals)
             } catch {
                 return Runner.usageError(error, spec: spec)
             }
+            defer { inputs.remove() }
+            return await execute(files: inputs.files, options: options, displayNames: inputs.displayNames)
         })
 
     /// `--http`, shared with `runner demo`.
     static let httpOption = CommandSpec.Option(
         name: "http", value: "CLIENT",
-        help: "HTTP client: curl (libcurl's multi interface) or urlsession. (default: $\(HTTPClientKind.environmentVariable), else curl, or urlsession where libcurl cannot be loaded)")
+        help: "HTTP client: curl (libcurl's multi interface) or urlsession. (default: $\(HTTPClientKind.environmentVariable), else curl, or urlsession where libcurl cannot be loaded)",
+        completion: .words(HTTPClientKind.allCases.map(\.rawValue)))
 
     struct Options {
         var out: String
@@ -44,6 +50,8 @@ enum RunCommand {
         var wait: Bool
         var json: Bool
         var http: HTTPClientKind
+        /// `--resume RUNLOG`: the run log, and its keys that need no further run.
+        var resume: (path: String, settled: Set<String>)?
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             out = arguments.value("out") ?? "out"
@@ -54,6 +62,13 @@ enum RunCommand {
                     throw UsageError("--shard must be I/N with 0 ≤ I < N, like 0/4, not '\(text)'")
                 }
                 self.shard = shard
+            }
+            if let path = arguments.value("resume") {
+                do {
+                    resume = (path, try RunLog.settledKeys(atPath: path))
+                } catch {
+                    throw UsageError("--resume: \(error)")
+                }
             }
             wait = arguments.flag("wait")
             json = arguments.flag("json")
@@ -85,11 +100,17 @@ enum RunCommand {
         // The validated jobs of this shard, kept to run unless the files hold too many jobs.
         var kept: [JobDescriptor]? = []
         var read = 0
+        let settled = options.resume?.settled ?? []
+        var resumed = 0
         for file in files {
             let report = JobFileReader.validate(path: file, registry: registry) { job in
                 read += 1
                 if read > maxKeptJobs { kept = nil }
                 guard shard?.contains(key: job.key) ?? true else { return false }
+                if settled.contains(job.key) {
+                    resumed += 1
+                    return false
+                }
                 kept?.append(job)
                 return true
             }
@@ -104,6 +125,9 @@ enum RunCommand {
         if invalid {
             Console.err("Nothing was run. See 'runner validate --help'.")
             return 2
+        }
+        if let resume = options.resume, !options.json {
+            Console.err("runner: --resume: \(resumed) job\(resumed == 1 ? "" : "s") skipped (ended succeeded or notModified in \(resume.path)), \(total) to run")
         }
 
         let http: any HTTPFetching
@@ -140,7 +164,7 @@ enum RunCommand {
             if let validated { return await engine.run(validated) }
             let jobs = files.lazy.flatMap { file in
                 IteratorSequence(JobFileReader(path: file, registry: registry)).lazy.compactMap { try? $0.get() }
-            }.filter { shard?.contains(key: $0.key) ?? true }
+            }.filter { (shard?.contains(key: $0.key) ?? true) && !settled.contains($0.key) }
             return await engine.run(jobs)
         }
         let signal = SignalWatcher(signals: [SIGINT, SIGTERM]) { _ in
@@ -149,7 +173,7 @@ enum RunCommand {
         }
         let summary = await runTask.value
         let received = signal.stop()
-        reporter.printSummary(summary, store: store, runLog: runLog)
+        reporter.printSummary(summary, store: store, runLog: runLog, hostWaits: engine.hostWaits)
         withExtendedLifetime(lock) {}
         if let received { return 128 + received }
         return summary.allSucceeded ? 0 : 1

@@ -54,6 +54,8 @@ public final class JobEngine: Sendable {
     public let taskManager: TaskManager
     private let limiter: SlotLimiter
     private let hosts: HostLimiter
+    /// How much `perHost` held jobs back so far (for a run's summary).
+    public var hostWaits: HostLimiter.Waits { hosts.waits }
     private let policy: AttemptPolicy
     private let observer: any RunObserver
     private let writer = DispatchQueue(label: "runner.engine.records")
