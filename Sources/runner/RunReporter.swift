@@ -114,7 +114,9 @@ final class RunReporter: RunObserver {
     /// hosts: --per-host 8 held them back; raise --per-host to run more at once."
     static func describe(_ waits: HostLimiter.Waits) -> String {
         let host = waits.busiestHost.map { " (most for \($0.isEmpty ? "a URL without host" : $0))" } ?? ""
-        return "Jobs waited \(clock(seconds(waits.waited))) in all for a per-host slot\(host), "
+        let waited = seconds(waits.waited)
+        let amount = waited < 10 ? String(format: "%.1f s", waited) : clock(waited)
+        return "Jobs waited \(amount) in all for a per-host slot\(host), "
             + "\(Int((waits.share * 100).rounded()))% of their time at hosts: --per-host \(waits.limit) held them back; "
             + "raise --per-host to run more at once."
     }
