@@ -47,7 +47,7 @@ enum Runner {
         default:
             guard let spec = command(first) else { return unknown(first) }
             let rest = Array(arguments.dropFirst())
-            if !spec.rawArguments, spec.name != HelpCommand.spec.name, rest.contains(where: { $0 == "-h" || $0 == "--help" }) {
+            if !spec.rawArguments, rest.contains(where: { $0 == "-h" || $0 == "--help" }) {
                 Console.out(spec.helpText)
                 return 0
             }

@@ -30,7 +30,7 @@ struct ShippingTests {
             }
             #expect(script.stdout.contains("image-list"), "\(shell): kind names complete where a value is a kind")
             let path = w.write("completion.\(shell)", script.stdout)
-            let check = try Tool.run(shell, flags + [path])
+            let check = try SystemTool.run(shell, flags + [path])
             #expect(check.status == 0, "\(shell) -n: \(check.output)")
         }
         let bad = try await w.run(["completions", "tcsh"])
@@ -44,7 +44,7 @@ struct ShippingTests {
         func complete(_ words: [String]) throws -> [String] {
             let quoted = words.map { "'\($0)'" }.joined(separator: " ")
             let script = "source '\(path)'; COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _runner; printf '%s\\n' \"${COMPREPLY[@]}\""
-            return try Tool.run("bash", ["-c", script]).output.split(separator: "\n").map(String.init)
+            return try SystemTool.run("bash", ["-c", script]).output.split(separator: "\n").map(String.init)
         }
         #expect(try complete(["runner", "r"]) == ["run"])
         #expect(try complete(["runner", "--v"]) == ["--version"])
@@ -54,15 +54,28 @@ struct ShippingTests {
         #expect(try complete(["runner", "help", "comp"]) == ["completions"])
     }
 
+    @Test func fishCompletesSubcommandsAndValues() async throws {
+        let w = try Workspace()
+        let path = w.write("runner.fish", try await w.run(["completions", "fish"]).stdout)
+        func complete(_ line: String) throws -> Set<String> {
+            let output = try SystemTool.run("fish", ["--no-config", "-c", "source '\(path)'; complete -C'\(line)'"]).output
+            return Set(output.split(separator: "\n").map { String($0.split(separator: "\t")[0]) })
+        }
+        #expect(try complete("runner r") == ["run"])
+        #expect(try complete("runner run --res") == ["--resume"])
+        #expect(try complete("runner run --http ") == ["curl", "urlsession"])
+        #expect(try complete("runner kinds ") == ["image", "entry", "tree", "image-list"])
+    }
+
     @Test func theManPageHasNoWarningsAndListsEverySubcommand() async throws {
         let w = try Workspace()
         let page = try await w.run(["help", "--man"])
         #expect(page.status == 0)
         #expect(page.stdout.hasPrefix(".Dd "))
         let path = w.write("runner.1", page.stdout)
-        let lint = try Tool.run("mandoc", ["-T", "lint", "-W", "warning", path])
+        let lint = try SystemTool.run("mandoc", ["-T", "lint", "-W", "warning", path])
         #expect(lint.status == 0 && lint.output.isEmpty, "\(lint.output)")
-        let text = try Tool.run("mandoc", ["-T", "ascii", path]).output.replacingOccurrences(of: "\u{8}.", with: "")
+        let text = try SystemTool.run("mandoc", ["-T", "ascii", path]).output.replacingOccurrences(of: "\u{8}.", with: "")
         let help = try await w.run(["--help"])
         for line in help.stdout.split(separator: "\n") where line.hasPrefix("  ") && !line.hasPrefix("  -") && !line.hasPrefix("  See") {
             let name = String(line.split(separator: " ")[0])
@@ -97,33 +110,5 @@ struct ShippingTests {
         let demo = try await w.run(["demo"])
         #expect(demo.status == 0, "\(demo.stderr)")
         #expect(demo.stdout.contains("running the built-in copy of Jobs/demo: \(names.joined(separator: ", "))"), "\(demo.stdout)")
-    }
-}
-
-/// Runs a tool of the system (a shell, mandoc), which CI installs; a missing one fails the test
-/// with what to install.
-enum Tool {
-    struct Output { var status: Int32; var output: String }
-
-    static func run(_ name: String, _ arguments: [String]) throws -> Output {
-        guard let path = ["/usr/bin", "/bin", "/usr/local/bin"].map({ "\($0)/\(name)" }).first(where: FileManager.default.isExecutableFile) else {
-            throw Missing(name: name)
-        }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
-    }
-
-    struct Missing: Error, CustomStringConvertible {
-        var name: String
-        var description: String { "\(name) is not installed (Debian: apt-get install \(name); .ci/run installs it)" }
     }
 }
