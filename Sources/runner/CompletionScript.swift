@@ -77,8 +77,11 @@ struct CompletionScript {
         text += """
               )
               if (( CURRENT == 2 )); then
-                _describe -t subcommands 'runner subcommand' subcommands
-                _arguments \(topOptions.map { zshQuote("--\($0.name)[\(zshBracket($0.help))]") }.joined(separator: " "))
+                if [[ $words[2] == -* ]]; then
+                  _arguments \(topOptions.map { zshQuote("--\($0.name)[\(zshBracket($0.help))]") }.joined(separator: " "))
+                else
+                  _describe -t subcommands 'runner subcommand' subcommands
+                fi
                 return
               fi
               local subcommand=${words[2]}

@@ -67,6 +67,36 @@ struct ShippingTests {
         #expect(try complete("runner kinds ") == ["image", "entry", "tree", "image-list"])
     }
 
+    /// Types a line and a tab into an interactive zsh (through zsh/zpty) whose fpath holds the
+    /// script, then reads the line back as completion left it.
+    @Test func zshCompletesSubcommandsOptionsAndValues() async throws {
+        let w = try Workspace()
+        try FileManager.default.createDirectory(atPath: "\(w.root)/zfunc", withIntermediateDirectories: true)
+        w.write("zfunc/_runner", try await w.run(["completions", "zsh"]).stdout)
+        let driver = w.write("complete.zsh", #"""
+            zmodload zsh/zpty
+            zpty z zsh -f -i
+            zpty -w z "PS1='> '; fpath=($1 \$fpath); autoload -Uz compinit; compinit -u -D"
+            zpty -w z 'show() { zle -I; print -r -- "LINE<$BUFFER>"; }; zle -N show; bindkey "^X" show; echo READY""NOW'
+            zpty -r -m z out '*READYNOW*'
+            zpty -w -n z "$2"$'\t'
+            sleep 0.3
+            zpty -w -n z $'\x18'
+            zpty -r -m z out '*LINE<*>*'
+            zpty -d z
+            [[ $out =~ 'LINE<([^>]*)>' ]] && print -r -- "$match[1]"
+            """#)
+        func complete(_ line: String) throws -> String {
+            try SystemTool.run("timeout", ["20", "zsh", "-f", driver, "\(w.root)/zfunc", line]).output
+        }
+        #expect(try complete("runner r") == "runner run \n")
+        #expect(try complete("runner --vers") == "runner --version \n")
+        #expect(try complete("runner run --res") == "runner run --resume \n")
+        #expect(try complete("runner run --http c") == "runner run --http curl \n")
+        #expect(try complete("runner kinds image-") == "runner kinds image-list \n")
+        #expect(try complete("runner help comp") == "runner help completions \n")
+    }
+
     @Test func theManPageHasNoWarningsAndListsEverySubcommand() async throws {
         let w = try Workspace()
         let page = try await w.run(["help", "--man"])
