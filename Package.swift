@@ -8,7 +8,7 @@ let settings: [SwiftSetting] = [
 
 let package = Package(
     name: "runner",
-    platforms: [.macOS(.v15)],
+    // Linux only (Glibc, netlink, inotify): no `platforms` entry claims an Apple platform.
     products: [
         .library(name: "RunnerKit", targets: ["RunnerKit"]),
         .library(name: "RunnerKinds", targets: ["RunnerKinds"]),

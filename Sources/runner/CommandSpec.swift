@@ -9,6 +9,14 @@ struct CommandSpec: Sendable {
         /// Placeholder of the value (e.g. "DIR"), or nil for a flag.
         var value: String?
         var help: String
+        /// What a shell offers for the value; nil: judged from the placeholder (`ValueCompletion.guess`).
+        var completion: ValueCompletion? = nil
+
+        /// What a shell offers for the value of this option.
+        var valueCompletion: ValueCompletion {
+            guard let value else { return .nothing }
+            return completion ?? ValueCompletion.guess(value)
+        }
     }
 
     var name: String
@@ -23,6 +31,8 @@ struct CommandSpec: Sendable {
     var hidden = false
     /// Passes the raw arguments through untouched (a command that parses its own).
     var rawArguments = false
+    /// What a shell offers for the positional arguments; nil: judged from the first argument's name.
+    var positionalCompletion: ValueCompletion? = nil
     var run: @Sendable (ParsedArguments) async -> Int32
 
     var helpText: String {
@@ -37,6 +47,13 @@ struct CommandSpec: Sendable {
         }
         text += Self.row("-h, --help", "Show help information.")
         return text
+    }
+
+    /// What a shell offers for the positional arguments of this command.
+    var argumentCompletion: ValueCompletion {
+        if let positionalCompletion { return positionalCompletion }
+        guard positionals.max != 0, let first = arguments.first else { return .nothing }
+        return ValueCompletion.guess(first.name)
     }
 
     static func row(_ left: String, _ right: String) -> String {

@@ -9,7 +9,8 @@ enum EngineCommandOptions {
 
     static let http = CommandSpec.Option(
         name: "http", value: "CLIENT",
-        help: "HTTP client: curl (libcurl's multi interface) or urlsession. (default: $\(httpEnvironmentVariable), else curl, or urlsession where libcurl cannot be loaded)")
+        help: "HTTP client: curl (libcurl's multi interface) or urlsession. (default: $\(httpEnvironmentVariable), else curl, or urlsession where libcurl cannot be loaded)",
+        completion: .words(HTTPClientKind.allCases.map(\.rawValue)))
 
     static let options: [CommandSpec.Option] = [
         .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),

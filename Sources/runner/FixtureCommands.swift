@@ -2,18 +2,19 @@ import FixtureServer
 import Foundation
 import Glibc
 
-/// `runner demo`: the example jobs of Jobs/demo against the built-in fixture server, started
-/// in-process on a free loopback port, so the demo needs no internet.
+/// `runner demo`: the example jobs of Jobs/demo (built in, `DemoJobs`) against the built-in
+/// fixture server, started in-process on a free loopback port, so the demo needs no internet
+/// and no checkout.
 enum DemoCommand {
     /// Demo job files name the fixture server by this base URL; the demo puts the real one in.
     static let placeholder = "http://fixture.test"
 
     static let spec: CommandSpec = CommandSpec(
         name: "demo",
-        summary: "Run the demo jobs (Jobs/demo) against the built-in fixture server on loopback.",
+        summary: "Run the demo jobs (a built-in copy of Jobs/demo) against the built-in fixture server on loopback.",
         usage: "[--jobs DIR] [--out DIR] [--concurrency N] [--http CLIENT] [--json]",
         options: [
-            .init(name: "jobs", value: "DIR", help: "Folder of demo job files; their URLs start with \(placeholder). (default: Jobs/demo)"),
+            .init(name: "jobs", value: "DIR", help: "Folder of demo job files; their URLs start with \(placeholder). (default: the built-in copy of Jobs/demo)"),
             .init(name: "out", value: "DIR", help: "Output directory. (default: ./out)"),
             .init(name: "concurrency", value: "N", help: "Jobs running at once. (default: 8)"),
             EngineCommandOptions.http,
@@ -23,10 +24,13 @@ enum DemoCommand {
             let options: RunCommand.Options
             do { options = try RunCommand.Options(arguments) } catch { return Runner.usageError(error, spec: spec) }
             let folder = arguments.value("jobs") ?? "Jobs/demo"
-            let names = ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
-                .filter { $0.hasSuffix(".json") || $0.hasSuffix(".jsonl") }.sorted()
+            let builtIn = arguments.value("jobs") == nil
+            let names = builtIn
+                ? DemoJobs.files.map(\.name)
+                : ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
+                    .filter { $0.hasSuffix(".json") || $0.hasSuffix(".jsonl") }.sorted()
             guard !names.isEmpty else {
-                Console.error("no demo job files (*.json, *.jsonl) in '\(folder)'; run the demo from the project's top folder or pass --jobs DIR")
+                Console.error("no demo job files (*.json, *.jsonl) in '\(folder)'")
                 return 2
             }
             let server = FixtureServer()
@@ -44,7 +48,9 @@ enum DemoCommand {
             do {
                 try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: true)
                 for name in names {
-                    let text = try String(contentsOfFile: "\(folder)/\(name)", encoding: .utf8)
+                    let text = try builtIn
+                        ? DemoJobs.files.first { $0.name == name }!.text
+                        : String(contentsOfFile: "\(folder)/\(name)", encoding: .utf8)
                     let path = "\(staging)/\(name)"
                     try text.replacingOccurrences(of: placeholder, with: server.baseURL).write(toFile: path, atomically: true, encoding: .utf8)
                     files.append(path)
@@ -55,7 +61,10 @@ enum DemoCommand {
                 return 1
             }
             if !options.json {
-                Console.out("Fixture server on \(server.baseURL); running \(names.map { "\(folder)/\($0)" }.joined(separator: ", "))\n")
+                let running = builtIn
+                    ? "the built-in copy of Jobs/demo: \(names.joined(separator: ", "))"
+                    : names.map { "\(folder)/\($0)" }.joined(separator: ", ")
+                Console.out("Fixture server on \(server.baseURL); running \(running)\n")
             }
             return await RunCommand.execute(files: files, options: options, displayNames: displayNames)
         })

@@ -10,21 +10,26 @@ enum RunCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "run",
         summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
-        usage: "FILE… \(EngineCommandOptions.usage) [--shard I/N] [--wait] [--json]",
-        arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl).")],
+        usage: "FILE… \(EngineCommandOptions.usage) [--shard I/N] [--resume RUNLOG] [--wait] [--json]",
+        arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl); - is standard input.")],
         options: EngineCommandOptions.options + [
             .init(name: "shard", value: "I/N", help: "Run only the jobs whose key hashes to shard I of N (0 ≤ I < N; FNV-1a of the key)."),
+            .init(name: "resume", value: "RUNLOG", help: "Run only the jobs whose key did not end succeeded or notModified in this run log (out/runs/<run-id>.jsonl)."),
             .init(name: "wait", value: nil, help: "If another run uses the output directory, wait for it instead of exiting 3."),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line, children included."),
         ],
         positionals: (1, nil),
         run: { arguments in
+            let options: Options
+            let inputs: JobFileArguments
             do {
-                let options = try Options(arguments)
-                return await execute(files: arguments.positionals, options: options)
+                options = try Options(arguments)
+                inputs = try JobFileArguments(arguments.positionals)
             } catch {
                 return Runner.usageError(error, spec: spec)
             }
+            defer { inputs.remove() }
+            return await execute(files: inputs.files, options: options, displayNames: inputs.displayNames)
         })
 
     struct Options {
@@ -32,6 +37,8 @@ enum RunCommand {
         var shard: Shard?
         var wait: Bool
         var json: Bool
+        /// `--resume RUNLOG`: the run log, and its keys that need no further run.
+        var resume: (path: String, settled: Set<String>)?
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             engine = try EngineCommandOptions.parse(arguments)
@@ -40,6 +47,13 @@ enum RunCommand {
                     throw UsageError("--shard must be I/N with 0 ≤ I < N, like 0/4, not '\(text)'")
                 }
                 self.shard = shard
+            }
+            if let path = arguments.value("resume") {
+                do {
+                    resume = (path, try RunLog.settledKeys(atPath: path))
+                } catch {
+                    throw UsageError("--resume: \(error)")
+                }
             }
             wait = arguments.flag("wait")
             json = arguments.flag("json")
@@ -54,7 +68,7 @@ enum RunCommand {
     /// 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     static func execute(files: [String], options: Options, displayNames: [String: String] = [:]) async -> Int32 {
         let registry = BuiltInKinds.registry()
-        let feed = BatchFeed(files: files, registry: registry, shard: options.shard)
+        let feed = BatchFeed(files: files, registry: registry, shard: options.shard, skipping: options.resume?.settled ?? [])
         let validation = feed.validate()
         func show(_ error: JobFileError) {
             var message = error.description
@@ -67,6 +81,10 @@ enum RunCommand {
             validation.errors.forEach(show)
             Console.err("Nothing was run. See 'runner validate --help'.")
             return 2
+        }
+        if let resume = options.resume, !options.json {
+            let skipped = validation.skipped
+            Console.err("runner: --resume: \(skipped) job\(skipped == 1 ? "" : "s") skipped (ended succeeded or notModified in \(resume.path)), \(validation.total) to run")
         }
 
         let assembly: EngineAssembly
@@ -93,7 +111,7 @@ enum RunCommand {
         }
         let summary = await runTask.value
         let received = signal.stop()
-        reporter.printSummary(summary, store: assembly.store, runLog: runLog)
+        reporter.printSummary(summary, store: assembly.store, runLog: runLog, hostWaits: engine.hostWaits)
         let changes = feed.changes
         if let first = changes.first {
             show(first)

@@ -76,10 +76,15 @@ final class RunReporter: RunObserver {
         if shown { Console.outRaw("\r\u{1B}[K") }
     }
 
-    /// The closing table and summary (not in `--json` mode).
-    func printSummary(_ summary: RunSummary, store: OutputStore, runLog: RunLog) {
+    /// The closing table and summary (not in `--json` mode), and a line when the per-host cap
+    /// held jobs back noticeably (on stderr in `--json` mode).
+    func printSummary(_ summary: RunSummary, store: OutputStore, runLog: RunLog, hostWaits: HostLimiter.Waits? = nil) {
         clearProgress()
-        guard !json else { return }
+        let hostLine = hostWaits.flatMap { $0.isNoticeable ? Self.describe($0) : nil }
+        guard !json else {
+            if let hostLine { Console.err("runner: \(hostLine)") }
+            return
+        }
         let (rows, omitted) = state.withLock { ($0.rows, $0.omittedRows) }
         var lines = [Self.format(["STATUS", "KEY", "HTTP", "BYTES", "MS", "NOTE"])]
         for result in rows {
@@ -102,6 +107,18 @@ final class RunReporter: RunObserver {
         if summary.total > 1, !slowest.isEmpty {
             Console.out("Slowest: " + slowest.map { "\(Self.shorten($0.key, 40)) \($0.durationMs) ms" }.joined(separator: ", "))
         }
+        if let hostLine { Console.out(hostLine) }
+    }
+
+    /// "Jobs waited 41 s in all for a per-host slot (most for 127.0.0.1), 95% of their time at
+    /// hosts: --per-host 8 held them back; raise --per-host to run more at once."
+    static func describe(_ waits: HostLimiter.Waits) -> String {
+        let host = waits.busiestHost.map { " (most for \($0.isEmpty ? "a URL without host" : $0))" } ?? ""
+        let waited = seconds(waits.waited)
+        let amount = waited < 10 ? String(format: "%.1f s", waited) : clock(waited)
+        return "Jobs waited \(amount) in all for a per-host slot\(host), "
+            + "\(Int((waits.share * 100).rounded()))% of their time at hosts: --per-host \(waits.limit) held them back; "
+            + "raise --per-host to run more at once."
     }
 
     private static func seconds(_ duration: Duration) -> Double {

@@ -14,6 +14,9 @@ enum Runner {
         SpoolCommands.watch,
         SpoolCommands.cancel,
         SpoolCommands.status,
+        HelpCommand.spec,
+        VersionCommand.spec,
+        CompletionsCommand.spec,
         CommandSpec(
             name: "connectivity", summary: "Print whether HOST is reachable, and with --watch each change (diagnostic).",
             usage: "HOST [--watch SECONDS] [--polling]", hidden: true, rawArguments: true,
@@ -39,14 +42,8 @@ enum Runner {
         case "-h", "--help":
             Console.out(topHelp)
             return 0
-        case "help":
-            guard arguments.count > 1 else {
-                Console.out(topHelp)
-                return 0
-            }
-            guard let spec = command(arguments[1]) else { return unknown(arguments[1]) }
-            Console.out(spec.helpText)
-            return 0
+        case "--version":
+            return VersionCommand.print()
         default:
             guard let spec = command(first) else { return unknown(first) }
             let rest = Array(arguments.dropFirst())
@@ -64,9 +61,21 @@ enum Runner {
 
     static func command(_ name: String) -> CommandSpec? { commands.first { $0.name == name } }
 
+    /// The subcommands a user is shown: in the top help, the completions and the man page.
+    static var visibleCommands: [CommandSpec] { commands.filter { !$0.hidden } }
+
+    /// Options taken before any subcommand.
+    static let topOptions: [CommandSpec.Option] = [
+        .init(name: "version", value: nil, help: "Show the version of the runner and of its HTTP library."),
+        .init(name: "help", value: nil, help: "Show help information."),
+    ]
+
     static var topHelp: String {
         var text = overview
-        for spec in commands where !spec.hidden { text += CommandSpec.row(spec.name, spec.summary) }
+        for spec in visibleCommands { text += CommandSpec.row(spec.name, spec.summary) }
+        text += "\nOPTIONS:\n"
+        text += CommandSpec.row("--version", topOptions[0].help)
+        text += CommandSpec.row("-h, --help", topOptions[1].help)
         text += "\n  See 'runner help <subcommand>' for detailed help."
         return text
     }

@@ -8,54 +8,74 @@ enum ValidateCommand {
         name: "validate",
         summary: "Check job files without running them: every error names the file, the job and the field.",
         usage: "FILE…",
-        arguments: [("FILE…", "Job files to check.")],
+        arguments: [("FILE…", "Job files to check; - is standard input.")],
         positionals: (1, nil),
         run: { arguments in
+            let inputs: JobFileArguments
+            do { inputs = try JobFileArguments(arguments.positionals) } catch { return Runner.usageError(error, spec: spec) }
+            defer { inputs.remove() }
             let registry = BuiltInKinds.registry()
             var valid = true
-            for file in arguments.positionals {
+            for file in inputs.files {
                 let report = JobFileReader.validate(path: file, registry: registry)
                 if report.errors.isEmpty {
-                    Console.out("\(file): \(report.jobs) job\(report.jobs == 1 ? "" : "s"), valid")
+                    Console.out("\(inputs.display(file)): \(report.jobs) job\(report.jobs == 1 ? "" : "s"), valid")
                 } else {
                     valid = false
-                    for error in report.errors { Console.error(error.description) }
+                    for error in report.errors { Console.error(inputs.display(message: error.description)) }
                 }
             }
             return valid ? 0 : 2
         })
 }
 
-/// `runner kinds`: the registered kinds and their parameters.
+/// `runner kinds [KIND]`: the registered kinds and their parameters.
 enum KindsCommand {
+    /// The names of the built-in kinds, in the registry's order.
+    static var kindNames: [String] { BuiltInKinds.registry().names }
+
     static let spec: CommandSpec = CommandSpec(
         name: "kinds",
         summary: "List the job kinds this runner knows, with their parameters.",
-        usage: "",
-        run: { _ in
-            var text = "Fields of every job:\n"
-            let common: [(String, String)] = [
-                ("kind", "string, required: which kind runs the job"),
-                ("url", "http or https URL, required; {id} is replaced where a kind takes an id"),
-                ("key", "string: identity of the task (default: derived from kind and target)"),
-                ("timeout", "seconds: deadline of one attempt, waiting included (default: 2)"),
-                ("noticeAfter", "seconds without network before the notice (default: 0.5)"),
-                ("retries", "int: further attempts after a transient failure (default: 0)"),
-                ("maxBytes", "int: largest payload accepted (default: 67108864)"),
-                ("output", "relative path of the payload (default: derived from the key)"),
-            ]
-            for (name, help) in common { text += CommandSpec.row(name, help) }
-            for kind in BuiltInKinds.registry().all {
-                text += "\n\(kind.name) (\(kind.source)): \(kind.summary)\n"
-                if kind.parameters.isEmpty { text += "  (no fields of its own)\n" }
-                for parameter in kind.parameters {
-                    var left = "\(parameter.name) (\(parameter.type.rawValue)"
-                    left += parameter.required ? ", required)" : ")"
-                    let right = parameter.summary + (parameter.defaultValue.map { " (default: \($0))" } ?? "")
-                    text += CommandSpec.row(left, right)
+        usage: "[KIND]",
+        arguments: [("KIND", "Show only this kind's parameters.")],
+        positionals: (0, 1),
+        run: { arguments in
+            let kinds = BuiltInKinds.registry().all
+            var text = ""
+            if let name = arguments.positionals.first {
+                guard let kind = kinds.first(where: { $0.name == name }) else {
+                    return Runner.usageError(UsageError("Unknown kind '\(name)'; the kinds are \(kindNames.joined(separator: ", "))"), spec: spec)
                 }
+                text = describe(kind)
+            } else {
+                text = "Fields of every job:\n"
+                let common: [(String, String)] = [
+                    ("kind", "string, required: which kind runs the job"),
+                    ("url", "http or https URL, required; {id} is replaced where a kind takes an id"),
+                    ("key", "string: identity of the task (default: derived from kind and target)"),
+                    ("timeout", "seconds: deadline of one attempt, waiting included (default: 2)"),
+                    ("noticeAfter", "seconds without network before the notice (default: 0.5)"),
+                    ("retries", "int: further attempts after a transient failure (default: 0)"),
+                    ("maxBytes", "int: largest payload accepted (default: 67108864)"),
+                    ("output", "relative path of the payload (default: derived from the key)"),
+                ]
+                for (name, help) in common { text += CommandSpec.row(name, help) }
+                for kind in kinds { text += "\n" + describe(kind) }
             }
             Console.out(text)
             return 0
         })
+
+    private static func describe(_ kind: KindDefinition) -> String {
+        var text = "\(kind.name) (\(kind.source)): \(kind.summary)\n"
+        if kind.parameters.isEmpty { text += "  (no fields of its own)\n" }
+        for parameter in kind.parameters {
+            var left = "\(parameter.name) (\(parameter.type.rawValue)"
+            left += parameter.required ? ", required)" : ")"
+            let right = parameter.summary + (parameter.defaultValue.map { " (default: \($0))" } ?? "")
+            text += CommandSpec.row(left, right)
+        }
+        return text
+    }
 }

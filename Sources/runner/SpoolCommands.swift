@@ -15,16 +15,19 @@ enum SpoolCommands {
         name: "submit",
         summary: "Validate job files and queue them in the spool's inbox for a watcher.",
         usage: "FILE… [--spool DIR]",
-        arguments: [("FILE…", "Job files; all are checked before any is queued. Each is copied in whole, atomically.")],
+        arguments: [("FILE…", "Job files (- is standard input); all are checked before any is queued. Each is copied in whole, atomically.")],
         options: [spoolOption],
         positionals: (1, nil),
         run: { arguments in
+            let inputs: JobFileArguments
+            do { inputs = try JobFileArguments(arguments.positionals) } catch { return Runner.usageError(error, spec: submit) }
+            defer { inputs.remove() }
             let registry = BuiltInKinds.registry()
             var counts: [Int] = []
             var invalid = false
-            for file in arguments.positionals {
+            for file in inputs.files {
                 let report = JobFileReader.validate(path: file, registry: registry)
-                for error in report.errors { Console.error("\(error)") }
+                for error in report.errors { Console.error(inputs.display(message: "\(error)")) }
                 if !report.errors.isEmpty { invalid = true }
                 counts.append(report.jobs)
             }
@@ -33,12 +36,12 @@ enum SpoolCommands {
                 return 2
             }
             let spool = spool(arguments)
-            for (file, jobs) in zip(arguments.positionals, counts) {
+            for (file, jobs) in zip(inputs.files, counts) {
                 do {
                     let name = try spool.submit(file: file)
-                    Console.out("queued \(file) as \(RunReporter.relative(spool.inbox))/\(name) (\(jobs) job\(jobs == 1 ? "" : "s"))")
+                    Console.out("queued \(inputs.display(file)) as \(RunReporter.relative(spool.inbox))/\(name) (\(jobs) job\(jobs == 1 ? "" : "s"))")
                 } catch {
-                    Console.error("\(error)")
+                    Console.error(inputs.display(message: "\(error)"))
                     return 1
                 }
             }

@@ -19,9 +19,10 @@ struct RunnerBinary {
         return bundle.appendingPathComponent("runner").path
     }()
 
-    /// Runs `runner ARGS…` in `directory`; `beforeWait` gets the process once it started.
+    /// Runs `runner ARGS…` in `directory`, with `input` on a pipe as standard input (else
+    /// /dev/null); `beforeWait` gets the process once it started.
     @discardableResult
-    static func run(_ arguments: [String], in directory: String, beforeWait: (Process) async -> Void = { _ in }) async throws -> Output {
+    static func run(_ arguments: [String], in directory: String, input: [UInt8]? = nil, beforeWait: (Process) async -> Void = { _ in }) async throws -> Output {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
@@ -36,8 +37,17 @@ struct RunnerBinary {
         }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        process.standardInput = FileHandle.nullDevice
+        let pipe = input.map { _ in Pipe() }
+        process.standardInput = pipe ?? FileHandle.nullDevice
         try process.run()
+        if let pipe, let input {
+            // Written from a thread of its own: a pipe holds 64 KiB, and the runner reads as it goes.
+            let writer = pipe.fileHandleForWriting
+            Thread.detachNewThread {
+                try? writer.write(contentsOf: input)
+                try? writer.close()
+            }
+        }
         await beforeWait(process)
         // A runner that does not end within a minute is a failure, not a reason to hang the suite.
         let limit = ContinuousClock.now.advanced(by: .seconds(60))
@@ -85,8 +95,8 @@ final class Workspace: @unchecked Sendable {
         return path
     }
 
-    func run(_ arguments: [String], beforeWait: (Process) async -> Void = { _ in }) async throws -> RunnerBinary.Output {
-        try await RunnerBinary.run(arguments, in: root, beforeWait: beforeWait)
+    func run(_ arguments: [String], input: [UInt8]? = nil, beforeWait: (Process) async -> Void = { _ in }) async throws -> RunnerBinary.Output {
+        try await RunnerBinary.run(arguments, in: root, input: input, beforeWait: beforeWait)
     }
 
     /// The result record of a key, parsed.

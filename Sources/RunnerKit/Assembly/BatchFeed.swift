@@ -10,6 +10,7 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
     public let files: [String]
     private let registry: KindRegistry
     private let shard: Shard?
+    private let skipping: Set<String>
     private let keep: Int
     private var kept: [JobDescriptor]?
     private let changed = Locked<[JobFileError]>([])
@@ -19,10 +20,13 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
     /// costs about 5 µs, a small share of a job.
     public static let defaultKeep = 10_000
 
-    public init(files: [String], registry: KindRegistry, shard: Shard? = nil, keep: Int = defaultKeep) {
+    /// Jobs run are those of `shard` (all without one) whose key is not in `skipping` (keys that
+    /// need no further run, as `--resume` finds them in a run log).
+    public init(files: [String], registry: KindRegistry, shard: Shard? = nil, skipping: Set<String> = [], keep: Int = defaultKeep) {
         self.files = files
         self.registry = registry
         self.shard = shard
+        self.skipping = skipping
         self.keep = keep
     }
 
@@ -32,6 +36,8 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
         public var jobs: [Int]
         /// Every error, at most `limit` per file.
         public var errors: [JobFileError]
+        /// Jobs of the shard left out because their key is in `skipping`.
+        public var skipped = 0
         public var total: Int { jobs.reduce(0, +) }
     }
 
@@ -40,19 +46,28 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
         var kept: [JobDescriptor]? = []
         var read = 0
         var validation = Validation(jobs: [], errors: [])
+        var skipped = 0
         for file in files {
             let report = JobFileReader.validate(path: file, registry: registry, limit: limit) { job in
                 read += 1
                 if read > self.keep { kept = nil }
-                guard self.shard?.contains(key: job.key) ?? true else { return false }
+                guard self.selects(job) else {
+                    if self.shard?.contains(key: job.key) ?? true { skipped += 1 }
+                    return false
+                }
                 kept?.append(job)
                 return true
             }
             validation.jobs.append(report.jobs)
             validation.errors.append(contentsOf: report.errors)
         }
+        validation.skipped = skipped
         self.kept = validation.errors.isEmpty ? kept : nil
         return validation
+    }
+
+    private func selects(_ job: JobDescriptor) -> Bool {
+        (shard?.contains(key: job.key) ?? true) && !skipping.contains(job.key)
     }
 
     /// Lines that no longer held a valid job when read to run.
@@ -65,7 +80,6 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
             reversed.reverse()
             return AnyIterator { reversed.popLast() }
         }
-        let shard = self.shard
         let registry = self.registry
         let changed = self.changed
         var remaining = files[...]
@@ -82,7 +96,7 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
                 }
                 switch element {
                 case .success(let job):
-                    if shard?.contains(key: job.key) ?? true { return job }
+                    if self.selects(job) { return job }
                 case .failure(let error):
                     changed.withLock { $0.append(error) }
                 }

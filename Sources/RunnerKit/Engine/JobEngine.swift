@@ -79,8 +79,8 @@ public final class JobEngine: Sendable {
         self.observer = observer
     }
 
-    /// What the per-host slots measured: how long jobs waited for them.
-    public var hostWaits: HostLimiter { admission.hostLimiter }
+    /// How much `perHost` held jobs back so far (for a run's summary).
+    public var hostWaits: HostLimiter.Waits { admission.hostLimiter.waits }
 
     // MARK: - Running
 

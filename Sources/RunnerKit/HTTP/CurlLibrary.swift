@@ -30,6 +30,8 @@ struct CurlLibrary: @unchecked Sendable {  // immutable; holds C function pointe
     let multiInfoRead: @convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?
     /// libcurl's version, e.g. "7.88.1".
     let version: String
+    /// `curl_version_info`, for what `CurlVersion` reports.
+    let versionInfo: @convention(c) (Int32) -> UnsafeRawPointer?
 
     /// libcurl as this process can load it, or why it cannot.
     static let shared: Result<CurlLibrary, CurlUnavailable> = load()
@@ -99,7 +101,7 @@ struct CurlLibrary: @unchecked Sendable {  // immutable; holds C function pointe
             slistAppend: slistAppend, slistFreeAll: slistFreeAll, multiInit: multiInit,
             multiCleanup: multiCleanup, multiSetoptLong: multiSetoptLong, multiAddHandle: multiAddHandle,
             multiRemoveHandle: multiRemoveHandle, multiPerform: multiPerform, multiPoll: multiPoll,
-            multiWakeup: multiWakeup, multiInfoRead: multiInfoRead, version: version))
+            multiWakeup: multiWakeup, multiInfoRead: multiInfoRead, version: version, versionInfo: versionInfo))
     }
 
     /// libcurl's words for a result code.

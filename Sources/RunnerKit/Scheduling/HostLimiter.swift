@@ -2,7 +2,32 @@ import Synchronization
 
 /// Caps how many attempts talk to one host at once (`--per-host N`). A job takes its host's
 /// slot before an attempt starts, so waiting for it never eats into the attempt's deadline.
+/// `waits` tells how much the cap held jobs back, for the run's summary.
 public final class HostLimiter: Sendable {
+    /// How much the per-host cap held jobs back, summed over every job and host.
+    public struct Waits: Sendable {
+        /// The cap (`--per-host`).
+        public var limit: Int
+        /// Time jobs waited for a host slot.
+        public var waited: Duration
+        /// Time jobs held a host slot (their attempts).
+        public var held: Duration
+        /// The host whose jobs waited longest in all, and how long.
+        public var busiestHost: String?
+        public var busiestHostWaited: Duration
+
+        /// The share of the time jobs spent at their hosts (waiting for a slot, or holding one)
+        /// that was waiting, from 0 to 1.
+        public var share: Double {
+            let total = waited + held
+            return total > .zero ? waited / total : 0
+        }
+
+        /// Whether the cap held jobs back for a noticeable share of the run: a quarter or more
+        /// of their time at hosts was spent waiting, and at least a second in all.
+        public var isNoticeable: Bool { waited >= .seconds(1) && share >= 0.25 }
+    }
+
     public let limit: Int
     private let limiters = Mutex<[String: SlotLimiter]>([:])
 
@@ -20,5 +45,21 @@ public final class HostLimiter: Sendable {
             limiters[name] = limiter
             return limiter
         }
+    }
+
+    /// How much the cap held jobs back so far.
+    public var waits: Waits {
+        let hosts = limiters.withLock { $0 }
+        var waits = Waits(limit: limit, waited: .zero, held: .zero, busiestHost: nil, busiestHostWaited: .zero)
+        for (host, limiter) in hosts {
+            let usage = limiter.usage
+            waits.waited += usage.waited
+            waits.held += usage.held
+            if usage.waited > waits.busiestHostWaited {
+                waits.busiestHost = host
+                waits.busiestHostWaited = usage.waited
+            }
+        }
+        return waits
     }
 }

@@ -1,12 +1,29 @@
 import Synchronization
 
 /// Bounded concurrency: at most `limit` holders at once, waiters served first come, first served.
+/// It also sums how long callers waited for a slot and how long slots were held (`usage`).
 public final class SlotLimiter: Sendable {
+    /// Time summed over every caller: waiting for a slot, and holding one.
+    public struct Usage: Sendable {
+        public var waited: Duration = .zero
+        public var held: Duration = .zero
+    }
+
     private struct State {
         var available: Int
         var waiters: [(id: UInt64, continuation: CheckedContinuation<Void, any Error>)] = []
         var head = 0
         var nextID: UInt64 = 0
+        var usage = Usage()
+        /// When `usage.held` was last brought up to date.
+        var counted = ContinuousClock.now
+
+        /// Adds the time since the last change times the slots held meanwhile.
+        mutating func countHeld(limit: Int) {
+            let now = ContinuousClock.now
+            usage.held += counted.duration(to: now) * (limit - available)
+            counted = now
+        }
     }
 
     public let limit: Int
@@ -20,8 +37,10 @@ public final class SlotLimiter: Sendable {
 
     /// Waits for a slot. Throws `CancellationError` if the caller is cancelled while waiting.
     public func acquire() async throws {
+        let limit = self.limit
         let id = state.withLock { state -> UInt64? in
             if state.available > 0 {
+                state.countHeld(limit: limit)
                 state.available -= 1
                 return nil
             }
@@ -29,6 +48,11 @@ public final class SlotLimiter: Sendable {
             return state.nextID
         }
         guard let id else { return }
+        let began = ContinuousClock.now
+        defer {
+            let waited = began.duration(to: .now)
+            state.withLock { $0.usage.waited += waited }
+        }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 // Looked at again under the lock that joins the line: a slot released since
@@ -36,6 +60,7 @@ public final class SlotLimiter: Sendable {
                 let next = state.withLock { state -> Joining in
                     if Task.isCancelled { return .cancelled }
                     if state.available > 0 {
+                        state.countHeld(limit: limit)
                         state.available -= 1
                         return .tookFreeSlot
                     }
@@ -61,7 +86,9 @@ public final class SlotLimiter: Sendable {
 
     /// Gives a slot back, handing it straight to the longest waiter if there is one.
     public func release() {
+        let limit = self.limit
         let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            state.countHeld(limit: limit)
             if state.head < state.waiters.count {
                 let waiter = state.waiters[state.head].continuation
                 state.head += 1
@@ -79,4 +106,13 @@ public final class SlotLimiter: Sendable {
 
     /// Slots free right now.
     public var available: Int { state.withLock { $0.available } }
+
+    /// How long callers waited for a slot and held one, summed, up to now.
+    public var usage: Usage {
+        let limit = self.limit
+        return state.withLock { state in
+            state.countHeld(limit: limit)
+            return state.usage
+        }
+    }
 }

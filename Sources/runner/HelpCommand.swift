@@ -1,0 +1,29 @@
+/// `runner help [SUBCOMMAND] [--man]`: the top help, a subcommand's help, or the man page.
+enum HelpCommand {
+    static let spec: CommandSpec = CommandSpec(
+        name: "help",
+        summary: "Show the help of the runner or of a subcommand, or print the man page.",
+        usage: "[SUBCOMMAND] [--man]",
+        arguments: [("SUBCOMMAND", "The subcommand to explain.")],
+        options: [
+            .init(name: "man", value: nil, help: "Print the man page, runner(1), made from the same table as this help."),
+        ],
+        positionals: (0, 1),
+        positionalCompletion: .subcommands,
+        run: { arguments in
+            if arguments.flag("man") {
+                guard arguments.positionals.isEmpty else {
+                    return Runner.usageError(UsageError("--man prints the whole man page; give no subcommand"), spec: spec)
+                }
+                Console.outRaw(ManPage.render(commands: Runner.visibleCommands))
+                return 0
+            }
+            guard let name = arguments.positionals.first else {
+                Console.out(Runner.topHelp)
+                return 0
+            }
+            guard let command = Runner.command(name) else { return Runner.unknown(name) }
+            Console.out(command.helpText)
+            return 0
+        })
+}

@@ -1,0 +1,28 @@
+import RunnerKit
+
+/// `runner version` and `runner --version`: the runner's version and its HTTP library's.
+enum VersionCommand {
+    static let spec: CommandSpec = CommandSpec(
+        name: "version",
+        summary: "Show the version of the runner and of its HTTP library (libcurl, TLS, HTTP/2).",
+        usage: "",
+        run: { _ in print() })
+
+    /// Two lines: `runner 0.1.0`, then libcurl's version, TLS library and HTTP/2 support
+    /// (or why libcurl cannot be loaded, and that URLSession is used instead).
+    static var text: String {
+        var text = "runner \(RunnerVersion.current)\n"
+        switch CurlVersion.current() {
+        case .success(let curl):
+            text += curl.summary
+        case .failure(let unavailable):
+            text += "libcurl not usable: \(unavailable.reason); the HTTP client is urlsession"
+        }
+        return text
+    }
+
+    static func print() -> Int32 {
+        Console.out(text)
+        return 0
+    }
+}

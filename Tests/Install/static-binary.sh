@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The binary to ship: builds and installs runner under a temporary prefix with .ci/install.sh,
+# then checks that
+#   - ldd lists no Swift runtime or Foundation library, only the system's;
+#   - with a cleared environment (env -i), from a folder outside the checkout, `runner demo`
+#     runs every demo job and `runner --version` names libcurl;
+#   - the man page and the completion scripts are installed and pass mandoc and the shells.
+# A release build takes a minute or two. $SWIFT names another swift driver.
+set -euo pipefail
+checkout=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+
+fail() { echo "static-binary: FAIL: $*" >&2; exit 1; }
+
+bash "$checkout/.ci/install.sh" "$prefix" > "$work/install.log" 2>&1 || { tail -20 "$work/install.log"; fail "install.sh failed"; }
+runner="$prefix/bin/runner"
+[ -x "$runner" ] || fail "no $runner"
+
+libraries=$(ldd "$runner")
+echo "$libraries" | grep -Ei 'libswift|libFoundation|libdispatch|libBlocksRuntime|lib_Foundation|libicu.*swift' \
+    && fail "the binary needs Swift libraries at run time"
+echo "$libraries" | grep -q 'libcurl' || fail "the binary does not link the system's libcurl"
+echo "$libraries" | grep -q 'not found' && fail "a library is missing: $libraries"
+
+outside="$work/elsewhere"
+mkdir -p "$outside"
+cd "$outside"
+version=$(env -i "$runner" --version) || fail "runner --version failed"
+echo "$version" | grep -Eq '^libcurl [0-9.]+, TLS ' || fail "runner --version does not name libcurl: $version"
+env -i "$runner" demo > demo.log 2>&1 || { cat demo.log; fail "runner demo failed"; }
+grep -Eq '^[0-9]+ jobs: [0-9]+ succeeded\. ' demo.log || { cat demo.log; fail "the demo did not succeed"; }
+grep -q 'failed\|offline\|timedOut' demo.log && { cat demo.log; fail "a demo job did not succeed"; }
+[ -d out/results ] || fail "the demo wrote no out/results in the current folder"
+
+man="$prefix/share/man/man1/runner.1"
+lint=$(mandoc -T lint -W warning "$man" 2>&1) || fail "mandoc: $lint"
+bash -n "$prefix/share/bash-completion/completions/runner" || fail "bash -n"
+zsh -n "$prefix/share/zsh/site-functions/_runner" || fail "zsh -n"
+fish -n "$prefix/share/fish/vendor_completions.d/runner.fish" || fail "fish -n"
+
+size=$(du -h "$runner" | cut -f1)
+echo "static-binary: ok ($size, $(echo "$version" | head -1); $(echo "$libraries" | wc -l) system libraries; demo: $(grep -E '^[0-9]+ jobs:' demo.log | cut -d. -f1))"

@@ -1,0 +1,53 @@
+import FixtureServer
+import Foundation
+import RunnerKit
+import Testing
+
+/// When `--per-host` held jobs back for a noticeable share of a run, the summary says so.
+@Suite(.timeLimit(.minutes(2)))
+struct HostWaitTests {
+    /// 8 jobs of 200 ms to one host, one at a time: they wait 0.2 × (0 + 1 + … + 7) = 5.6 s in
+    /// all against 1.6 s of holding the slot, a share near 78%.
+    @Test func aRunHeldBackByPerHostSaysSoAndNamesTheOption() async throws {
+        let w = try Workspace()
+        let jobs = (1...8).map { #"{"kind": "image", "key": "slow:\#($0)", "url": "\#(w.base)/images/png.png?delay=200&n=\#($0)"}"# }
+        w.write("slow.jsonl", jobs.joined(separator: "\n"))
+        let held = try await w.run(["run", "slow.jsonl", "--per-host", "1"])
+        #expect(held.status == 0, "stderr: \(held.stderr)")
+        let line = try #require(held.stdout.split(separator: "\n").first { $0.hasPrefix("Jobs waited ") }, "\(held.stdout)")
+        #expect(line.contains("per-host slot (most for 127.0.0.1)"))
+        #expect(line.contains("--per-host 1 held them back; raise --per-host to run more at once."))
+        let share = try #require(line.firstMatch(of: /, (\d+)% of their time at hosts/).flatMap { Int($0.1) })
+        #expect((60...90).contains(share), "\(line)")
+
+        let json = try await w.run(["run", "slow.jsonl", "--per-host", "1", "--json"])
+        #expect(json.stderr.contains("runner: Jobs waited "), "in --json mode the line goes to stderr")
+    }
+
+    @Test func aRunNotHeldBackSaysNothing() async throws {
+        let w = try Workspace()
+        let jobs = (1...8).map { #"{"kind": "image", "key": "slow:\#($0)", "url": "\#(w.base)/images/png.png?delay=200&n=\#($0)"}"# }
+        w.write("slow.jsonl", jobs.joined(separator: "\n"))
+        let free = try await w.run(["run", "slow.jsonl"])
+        #expect(free.status == 0, "stderr: \(free.stderr)")
+        #expect(!free.stdout.contains("per-host"), "\(free.stdout)")
+    }
+
+    @Test func hostLimiterSumsWaitsAndHolds() async throws {
+        let hosts = HostLimiter(limit: 1)
+        let slot = hosts.limiter(for: "Example.org")
+        try await slot.acquire()
+        let waiter = Task {
+            try await hosts.limiter(for: "example.org").acquire()
+            hosts.limiter(for: "example.org").release()
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        slot.release()
+        try await waiter.value
+        let waits = hosts.waits
+        #expect(waits.busiestHost == "example.org")
+        #expect(waits.waited >= .milliseconds(250) && waits.waited < .seconds(2), "\(waits.waited)")
+        #expect(waits.held >= .milliseconds(250), "\(waits.held)")
+        #expect(waits.share > 0.3 && waits.share < 0.7, "\(waits.share)")
+    }
+}

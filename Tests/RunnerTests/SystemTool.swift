@@ -1,0 +1,29 @@
+import Foundation
+
+/// Runs a tool of the system (a shell, mandoc), which CI installs; a missing one fails the test
+/// with what to install.
+enum SystemTool {
+    struct Output { var status: Int32; var output: String }
+
+    static func run(_ name: String, _ arguments: [String]) throws -> Output {
+        guard let path = ["/usr/bin", "/bin", "/usr/local/bin"].map({ "\($0)/\(name)" }).first(where: FileManager.default.isExecutableFile) else {
+            throw Missing(name: name)
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Output(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+    }
+
+    struct Missing: Error, CustomStringConvertible {
+        var name: String
+        var description: String { "\(name) is not installed (Debian: apt-get install \(name); .ci/run installs it)" }
+    }
+}
