@@ -117,12 +117,3 @@ final class Workspace: @unchecked Sendable {
 
     struct Missing: Error, CustomStringConvertible { var what: String; var description: String { what } }
 }
-
-/// An HTTP client that answers at once with a tiny JSON body, for the engine's own cost and for
-/// jobs that finish faster than their records are written.
-final class InstantFetcher: HTTPFetching {
-    func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
-        try Array(#"{"id":"x"}"#.utf8).withUnsafeBytes { try body.write($0) }
-        return HTTPResponseHead(status: 200, headers: [:], url: request.url)
-    }
-}
