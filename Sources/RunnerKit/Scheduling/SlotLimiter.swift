@@ -79,4 +79,7 @@ public final class SlotLimiter: Sendable {
 
     /// Slots free right now.
     public var available: Int { state.withLock { $0.available } }
+
+    /// Callers waiting in line right now (for tests that must know a caller joined the line).
+    var waiting: Int { state.withLock { $0.waiters.count - $0.head } }
 }
