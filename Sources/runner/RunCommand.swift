@@ -136,6 +136,17 @@ enum RunCommand {
             observer: reporter)
 
         let validated = kept.take().map(DrainingJobs.init)
+        // The signals are watched before any job starts: a SIGINT that comes as the first
+        // requests go out must cancel the run, not be lost (the run would go on to its end).
+        let started = Locked<(task: Task<RunSummary, Never>?, interrupted: Bool)>((nil, false))
+        let signal = SignalWatcher(signals: [SIGINT, SIGTERM]) { _ in
+            let task = started.withLock { state in
+                state.interrupted = true
+                return state.task
+            }
+            task?.cancel()
+            engine.taskManager.cancelAll()
+        }
         let runTask = Task {
             if let validated { return await engine.run(validated) }
             let jobs = files.lazy.flatMap { file in
@@ -143,10 +154,11 @@ enum RunCommand {
             }.filter { shard?.contains(key: $0.key) ?? true }
             return await engine.run(jobs)
         }
-        let signal = SignalWatcher(signals: [SIGINT, SIGTERM]) { _ in
-            runTask.cancel()
-            engine.taskManager.cancelAll()
+        let interrupted = started.withLock { state in
+            state.task = runTask
+            return state.interrupted
         }
+        if interrupted { runTask.cancel() }
         let summary = await runTask.value
         let received = signal.stop()
         reporter.printSummary(summary, store: store, runLog: runLog)
