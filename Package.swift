@@ -24,7 +24,12 @@ let package = Package(
             dependencies: ["RunnerKit", "RunnerKinds", "FixtureServer"],
             swiftSettings: settings
         ),
-        .testTarget(name: "RunnerKitTests", dependencies: ["RunnerKit"], swiftSettings: settings),
+        // Doubles and clocks shared by the test targets (a test clock, a recording HTTP client,
+        // a scripted connectivity monitor, a gate).
+        .target(
+            name: "RunnerTestSupport", dependencies: ["RunnerKit"], path: "Tests/RunnerTestSupport", swiftSettings: settings
+        ),
+        .testTarget(name: "RunnerKitTests", dependencies: ["RunnerKit", "RunnerTestSupport"], swiftSettings: settings),
         .testTarget(
             name: "RunnerKindsTests",
             dependencies: ["RunnerKinds", "RunnerKit", "FixtureServer"],
@@ -33,7 +38,7 @@ let package = Package(
         .testTarget(name: "FixtureServerTests", dependencies: ["FixtureServer"], swiftSettings: settings),
         .testTarget(
             name: "RunnerTests",
-            dependencies: ["runner", "RunnerKit", "RunnerKinds", "FixtureServer"],
+            dependencies: ["runner", "RunnerKit", "RunnerKinds", "FixtureServer", "RunnerTestSupport"],
             swiftSettings: settings
         ),
     ],

@@ -104,11 +104,23 @@ enum RunCommand {
         }
         let reporter = RunReporter(json: options.json, total: validation.total)
         let engine = JobEngine(configuration: assembly.configuration(runLog: runLog), observer: reporter)
-        let runTask = Task { await engine.run(feed) }
+        // The signals are watched before any job starts: a SIGINT that comes as the first
+        // requests go out must cancel the run, not be lost (the run would go on to its end).
+        let started = Locked<(task: Task<RunSummary, Never>?, interrupted: Bool)>((nil, false))
         let signal = SignalWatcher(signals: [SIGINT, SIGTERM]) { _ in
-            runTask.cancel()
+            let task = started.withLock { state in
+                state.interrupted = true
+                return state.task
+            }
+            task?.cancel()
             engine.taskManager.cancelAll()
         }
+        let runTask = Task { await engine.run(feed) }
+        let interrupted = started.withLock { state in
+            state.task = runTask
+            return state.interrupted
+        }
+        if interrupted { runTask.cancel() }
         let summary = await runTask.value
         let received = signal.stop()
         reporter.printSummary(summary, store: assembly.store, runLog: runLog, hostWaits: engine.hostWaits)

@@ -1,23 +1,19 @@
 @testable import RunnerKit
-import Synchronization
+import RunnerTestSupport
 import Testing
 
 /// The race between waiting for connectivity and the deadline, on a test clock.
 @Suite(.timeLimit(.minutes(1)))
 struct AttemptPolicyTests {
-    final class Counter: Sendable {
-        let value = Atomic<Int>(0)
-        func bump() { value.add(1, ordering: .relaxed) }
-        var count: Int { value.load(ordering: .relaxed) }
-    }
-
     let clock = TestClock()
 
     @Test func reachableTargetRunsAtOnceWithoutWaiting() async {
         let policy = AttemptPolicy(clock: clock, monitor: ScriptedMonitor(reachable: ["h"]))
         let runs = Counter()
         let notices = Counter()
+        let clock = self.clock
         let report = await policy.attempt(host: "h", timeout: .seconds(2), noticeAfter: .milliseconds(500), onNotice: { notices.bump() }) {
+            await clock.waitForSleepers(1)  // the deadline is armed while the operation runs
             runs.bump()
             return 42
         }
@@ -26,9 +22,10 @@ struct AttemptPolicyTests {
             return
         }
         #expect(value == 42)
-        #expect(runs.count == 1)
-        #expect(notices.count == 0)
+        #expect(runs.value == 1)
+        #expect(notices.value == 0)
         #expect(report.waitedForNetwork == .zero)
+        #expect(clock.sleepsStarted == 1, "one deadline was armed")
         #expect(clock.sleeperCount == 0, "the deadline sleeper must be cancelled when the operation wins")
     }
 
@@ -42,17 +39,17 @@ struct AttemptPolicyTests {
         }
         await clock.waitForSleepers(2)  // the deadline and the notice
         clock.advance(by: .milliseconds(499))
-        #expect(notices.count == 0)
+        #expect(notices.value == 0)
         clock.advance(by: .milliseconds(1))
-        await eventually { notices.count == 1 }
+        await notices.waitFor(1)
         clock.advance(by: .milliseconds(1500))
         let result = await report
         guard case .offline = result.outcome else {
             Issue.record("expected offline, got \(result.outcome)")
             return
         }
-        #expect(runs.count == 0)
-        #expect(notices.count == 1)
+        #expect(runs.value == 0)
+        #expect(notices.value == 1)
         #expect(result.waitedForNetwork == .seconds(2))
         #expect(monitor.waiterCount == 0, "the waiting task must be cancelled when the deadline wins")
     }
@@ -68,7 +65,7 @@ struct AttemptPolicyTests {
         }
         await clock.waitForSleepers(2)
         clock.advance(by: .milliseconds(500))
-        await eventually { notices.count == 1 }
+        await notices.waitFor(1)
         clock.advance(by: .milliseconds(500))
         monitor.setReachable("h", true)
         let result = await report
@@ -76,8 +73,8 @@ struct AttemptPolicyTests {
             Issue.record("expected completion, got \(result.outcome)")
             return
         }
-        #expect(runs.count == 1)
-        #expect(notices.count == 1)
+        #expect(runs.value == 1)
+        #expect(notices.value == 1)
         #expect(result.waitedForNetwork == .seconds(1))
     }
 
@@ -94,7 +91,7 @@ struct AttemptPolicyTests {
             Issue.record("expected completion, got \(result.outcome)")
             return
         }
-        #expect(notices.count == 0)
+        #expect(notices.value == 0)
         #expect(result.waitedForNetwork == .milliseconds(300))
         #expect(clock.sleeperCount == 0)
     }
@@ -117,7 +114,7 @@ struct AttemptPolicyTests {
             Issue.record("expected timedOut, got \(result.outcome)")
             return
         }
-        #expect(cancelled.count == 1, "the operation must have been cancelled before the attempt returned")
+        #expect(cancelled.value == 1, "the operation must have been cancelled before the attempt returned")
     }
 
     @Test func cancellingTheCallerEndsTheAttemptCancelled() async {
@@ -164,28 +161,31 @@ struct AttemptPolicyTests {
             }
         }
         await clock.waitForSleepers(1)  // the deadline is armed
-        await eventually { started.count == 1 }
+        await started.waitFor(1)
         task.cancel()
         let result = await task.value
         guard case .cancelled = result.outcome else {
             Issue.record("expected cancelled, got \(result.outcome)")
             return
         }
-        #expect(cancelled.count == 1)
-        await eventually { clock.sleeperCount == 0 }
+        #expect(cancelled.value == 1)
+        await clock.waitUntilNoSleepers()
     }
 
     @Test func anOperationThatReturnsAsTheDeadlineComesKeepsItsValue() async {
         let policy = AttemptPolicy(clock: clock, monitor: ScriptedMonitor(reachable: ["h"]))
-        let release = Counter()
+        let gate = Gate()
+        let cancelled = Counter()
         async let report = policy.attempt(host: "h", timeout: .seconds(2), noticeAfter: .zero) { () async -> Int in
-            // Ignores cancellation: returns only when told to, after the deadline came.
-            while release.count == 0 { await Task.yield() }
+            // Ignores cancellation: returns only when the gate opens, after the deadline came.
+            await withTaskCancellationHandler { await gate.pass() } onCancel: { cancelled.bump() }
             return 7
         }
+        await gate.waitForStarted(1)
         await clock.waitForSleepers(1)
         clock.advance(by: .seconds(2))
-        release.bump()
+        await cancelled.waitFor(1)  // the deadline came and cancelled the operation
+        gate.open()
         guard case .completed(.success(7)) = await report.outcome else {
             Issue.record("a value returned is kept, deadline or not")
             return
@@ -196,35 +196,41 @@ struct AttemptPolicyTests {
 /// The real-time deadlines behind the policy's fast path.
 @Suite(.timeLimit(.minutes(1)))
 struct DeadlineTimerTests {
-    @Test func firesNearItsDeadlineAndNotBefore() async throws {
+    /// A timer of this suite's own, not the process's (other tests arm that one).
+    let timer = DeadlineTimer()
+
+    /// Each action runs at or after its deadline, earlier deadlines first; how much later is
+    /// left to the machine's load.
+    @Test func firesAfterItsDeadlineAndNotBefore() async throws {
         let start = ContinuousClock.now
-        let fired = Mutex<Duration?>(nil)
-        _ = DeadlineTimer.shared.schedule(after: .milliseconds(200)) { fired.withLock { $0 = start.duration(to: .now) } }
-        try await Task.sleep(for: .milliseconds(150))
-        #expect(fired.withLock { $0 } == nil)
-        let limit = ContinuousClock.now.advanced(by: .seconds(5))
-        while fired.withLock({ $0 }) == nil && ContinuousClock.now < limit { try await Task.sleep(for: .milliseconds(5)) }
-        let after = try #require(fired.withLock { $0 })
-        #expect(after >= .milliseconds(200) && after < .milliseconds(1500), "fired after \(after)")
+        let fired = Watched<[(deadline: Int, after: Duration)]>([])
+        for deadline in [200, 100] {
+            _ = timer.schedule(after: .milliseconds(deadline)) {
+                fired.update { $0.append((deadline, start.duration(to: .now))) }
+            }
+        }
+        await fired.wait(until: { $0.count == 2 }, "both deadlines to fire")
+        let got = fired.value
+        #expect(got.map(\.deadline) == [100, 200], "the earlier deadline fires first")
+        for (deadline, after) in got {
+            #expect(after >= .milliseconds(deadline), "the \(deadline) ms deadline fired after \(after)")
+        }
     }
 
     @Test func aCancelledDeadlineNeverFiresAndManyFireInOrder() async throws {
-        let timer = DeadlineTimer.shared
-        let order = Mutex<[Int]>([])
-        let cancelled = timer.schedule(after: .milliseconds(50)) { order.withLock { $0.append(-1) } }
+        let order = Watched<[Int]>([])
+        let cancelled = timer.schedule(after: .milliseconds(50)) { order.update { $0.append(-1) } }
         #expect(cancelled.cancel())
         #expect(!cancelled.cancel(), "a second cancel finds nothing pending")
         for i in (0..<20).reversed() {
-            _ = timer.schedule(after: .milliseconds(100 + 10 * i)) { order.withLock { $0.append(i) } }
+            _ = timer.schedule(after: .milliseconds(100 + 10 * i)) { order.update { $0.append(i) } }
         }
-        let limit = ContinuousClock.now.advanced(by: .seconds(5))
-        while order.withLock({ $0.count }) < 20 && ContinuousClock.now < limit { try await Task.sleep(for: .milliseconds(10)) }
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(order.withLock { $0 } == Array(0..<20))
+        await order.wait(until: { $0.count >= 20 }, "20 deadlines to fire")
+        // The cancelled deadline, had it fired, would come first (50 ms, before every other).
+        #expect(order.value == Array(0..<20))
     }
 
     @Test func cancelledEntriesDoNotAccumulate() {
-        let timer = DeadlineTimer.shared
         for _ in 0..<20_000 { timer.schedule(after: .seconds(3600)) {}.cancel() }
         #expect(timer.heapCount < 10_000, "compacted: \(timer.heapCount) entries held")
     }

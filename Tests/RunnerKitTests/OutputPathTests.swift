@@ -1,45 +1,114 @@
 import RunnerKit
 import Testing
 
-/// `output` paths: the checks and the normalized result, the same for every path as the
-/// straightforward reading by characters.
+/// `output` paths: each input with the outcome the rules give, written out by hand. The rules
+/// (DESIGN §1, README "Jobs"): relative to the output directory, never absolute, never climbing
+/// out with `..`, never into `results/` or `runs/` or a hidden name, naming a file; empty parts
+/// and `.` parts are dropped. Paths are read by Swift characters, so a '/', '.' or '~' that
+/// carries a combining mark is not that character.
 @Suite struct OutputPathTests {
-    /// The rules as written first, over Swift characters.
-    static func reference(_ path: String) -> Result<String, JobSpecError> {
-        if path.isEmpty { return .failure(JobSpecError(field: "output", "must not be empty")) }
-        if path.hasPrefix("/") || path.hasPrefix("~") {
-            return .failure(JobSpecError(field: "output", "must be a path relative to the output directory, not '\(path)'"))
+    enum Outcome: Equatable, CustomStringConvertible {
+        case accepted(String)
+        case refused(String)
+
+        var description: String {
+            switch self {
+            case .accepted(let path): return "accepted as '\(path)'"
+            case .refused(let message): return "refused: \(message)"
+            }
         }
-        if path.utf8.contains(0) { return .failure(JobSpecError(field: "output", "must not contain a NUL character")) }
-        let parts = path.split(separator: "/", omittingEmptySubsequences: true).filter { $0 != "." }
-        if parts.contains("..") {
-            return .failure(JobSpecError(field: "output", "must not climb out of the output directory with '..'"))
-        }
-        guard let first = parts.first, let last = parts.last else {
-            return .failure(JobSpecError(field: "output", "must name a file"))
-        }
-        if first == "results" || first == "runs" || parts.contains(where: { $0.hasPrefix(".") }) {
-            return .failure(JobSpecError(field: "output", "must not point into results/, runs/ or a hidden name"))
-        }
-        if path.hasSuffix("/") || last.utf8.count > 255 {
-            return .failure(JobSpecError(field: "output", "must name a file"))
-        }
-        return .success(parts.joined(separator: "/"))
     }
 
-    static let paths = [
-        "a.json", "entries/1/2.json", "a//b", "./a", "a/./b/.", "a/.", ".", "./", "/", "//", "a/", "a/b/",
-        "/etc/passwd", "~/x", "~", "a\u{0}b", "..", "a/../b", "a/..b", "..a/b", "a/...", ".hidden", "a/.b/c",
-        "results", "results/x", "./results/x", "runs/x", "a/results", "resultsx/y", "run/x", "RESULTS/x",
-        String(repeating: "n", count: 255), String(repeating: "n", count: 256), "d/" + String(repeating: "n", count: 256) + "/f",
-        "é/x", "a/\u{301}b", "a/\u{301}", "/\u{301}x", "~\u{301}", ".\u{301}x", "a/.\u{301}/b", "..\u{301}/x", "results\u{301}/x",
-        "x/\u{301}", "x/" + String(repeating: "é", count: 128), "日本/語.json", "",
+    static let empty = Outcome.refused("must not be empty")
+    static func absolute(_ path: String) -> Outcome { .refused("must be a path relative to the output directory, not '\(path)'") }
+    static let nul = Outcome.refused("must not contain a NUL character")
+    static let climbs = Outcome.refused("must not climb out of the output directory with '..'")
+    static let noFile = Outcome.refused("must name a file")
+    static let reserved = Outcome.refused("must not point into results/, runs/ or a hidden name")
+
+    static let long255 = String(repeating: "n", count: 255)
+    static let long256 = String(repeating: "n", count: 256)
+    /// 128 two-byte characters: 256 bytes in one name.
+    static let accented256 = String(repeating: "é", count: 128)
+
+    static let table: [(path: String, outcome: Outcome)] = [
+        // Plain relative paths, empty and `.` parts dropped.
+        ("a.json", .accepted("a.json")),
+        ("entries/1/2.json", .accepted("entries/1/2.json")),
+        ("a//b", .accepted("a/b")),
+        ("./a", .accepted("a")),
+        ("a/./b/.", .accepted("a/b")),
+        ("a/.", .accepted("a")),
+        ("日本/語.json", .accepted("日本/語.json")),
+        ("é/x", .accepted("é/x")),
+        // Names that only look like the reserved folders are fine; the check is case-sensitive.
+        ("a/results", .accepted("a/results")),
+        ("resultsx/y", .accepted("resultsx/y")),
+        ("run/x", .accepted("run/x")),
+        ("RESULTS/x", .accepted("RESULTS/x")),
+        // Nothing left that names a file.
+        ("", empty),
+        (".", noFile),
+        ("./", noFile),
+        ("a/", noFile),
+        ("a/b/", noFile),
+        // Absolute, or the shell's home.
+        ("/", absolute("/")),
+        ("//", absolute("//")),
+        ("/etc/passwd", absolute("/etc/passwd")),
+        ("~/x", absolute("~/x")),
+        ("~", absolute("~")),
+        ("a\u{0}b", nul),
+        // Climbing, and names that merely start with dots (hidden).
+        ("..", climbs),
+        ("a/../b", climbs),
+        ("a/..b", reserved),
+        ("..a/b", reserved),
+        ("a/...", reserved),
+        (".hidden", reserved),
+        ("a/.b/c", reserved),
+        // The runner's own folders.
+        ("results", reserved),
+        ("results/x", reserved),
+        ("./results/x", reserved),
+        ("runs/x", reserved),
+        // A file name of at most 255 bytes (only the last part is measured here; the file
+        // system refuses a longer folder name when the payload is written).
+        (long255, .accepted(long255)),
+        (long256, noFile),
+        ("d/\(long256)/f", .accepted("d/\(long256)/f")),
+        ("x/\(accented256)", noFile),
+        // Combining marks: a mark joins the character before it.
+        ("a/\u{301}b", .accepted("a/\u{301}b")),
+        ("a/\u{301}", .accepted("a/\u{301}")),
+        ("/\u{301}x", .accepted("/\u{301}x")),
+        ("~\u{301}", .accepted("~\u{301}")),
+        (".\u{301}x", .accepted(".\u{301}x")),
+        ("a/.\u{301}/b", .accepted("a/.\u{301}/b")),
+        ("..\u{301}/x", reserved),
+        ("results\u{301}/x", .accepted("results\u{301}/x")),
+        ("x/\u{301}", .accepted("x/\u{301}")),
     ]
 
-    @Test func checksLikeTheReadingByCharacters() {
-        for path in Self.paths {
-            let got = Result { () throws(JobSpecError) -> String in try JobDescriptor.validateOutput(path) }
-            #expect(got == Self.reference(path), "\(path.unicodeScalars.map { String($0.value, radix: 16) })")
+    @Test func eachPathHasTheOutcomeTheRulesGive() {
+        for (path, expected) in Self.table {
+            let got: Outcome
+            do {
+                got = .accepted(try JobDescriptor.validateOutput(path))
+            } catch {
+                #expect(error.field == "output")
+                got = .refused(error.message)
+            }
+            #expect(got == expected, "\(path.unicodeScalars.map { String($0.value, radix: 16) })")
+        }
+    }
+
+    /// A prepended mark (U+0600 joins the character after it) hides a '/' from the reading by
+    /// characters, while the file system still reads `x\u{600}`, `..`, `y`: a `..` part that the
+    /// rules must refuse, else a link named `x\u{600}` inside the output directory leads out.
+    @Test func aSlashHiddenInACharacterStillCountsForDotDot() {
+        withKnownIssue("validateOutput reads characters, the file system reads bytes") {
+            #expect(throws: JobSpecError.self) { try JobDescriptor.validateOutput("x\u{600}/../y") }
         }
     }
 }

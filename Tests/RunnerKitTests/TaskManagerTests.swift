@@ -1,43 +1,10 @@
-import RunnerKit
-import Synchronization
+@testable import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// One task per key, cancellation, and forgetting keys; deduplication tested without sleeping.
 @Suite(.timeLimit(.minutes(1)))
 struct TaskManagerTests {
-    /// Holds operations until the test opens it; counts how many started.
-    final class Gate: Sendable {
-        private let state = Mutex<(open: Bool, started: Int, waiters: [CheckedContinuation<Void, Never>])>((false, 0, []))
-
-        func pass() async {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resume = state.withLock { state -> Bool in
-                    state.started += 1
-                    if state.open { return true }
-                    state.waiters.append(continuation)
-                    return false
-                }
-                if resume { continuation.resume() }
-            }
-        }
-
-        func open() {
-            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-                state.open = true
-                defer { state.waiters = [] }
-                return state.waiters
-            }
-            for waiter in waiters { waiter.resume() }
-        }
-
-        var started: Int { state.withLock { $0.started } }
-
-        func waitForStarted(_ count: Int) async {
-            let limit = ContinuousClock.now.advanced(by: .seconds(5))
-            while started < count && ContinuousClock.now < limit { await Task.yield() }
-        }
-    }
-
     @Test func aSecondTaskWithARunningKeyIsRefusedAndOnlyOneOperationRuns() async {
         let manager = TaskManager()
         let gate = Gate()
@@ -99,7 +66,7 @@ struct TaskManagerTests {
                     }
                 }
             }
-            while started.value < 50 { await Task.yield() }
+            await started.waitFor(50)
             let before = clock.now
             manager.cancelAll()
             var cancelled = 0
@@ -121,24 +88,39 @@ struct TaskManagerTests {
 }
 
 @Suite struct SlotLimiterTests {
+    /// Forty callers for three slots: three hold a slot (and stay, held at a gate), the other
+    /// thirty-seven wait in line; once the gate opens, all pass and every slot comes back.
     @Test func neverMoreHoldersThanTheLimit() async throws {
         let limiter = SlotLimiter(limit: 3)
+        let gate = Gate()
         let holders = Counter()
         let peak = Counter()
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<40 {
                 group.addTask {
-                    try? await limiter.acquire()
+                    do {
+                        try await limiter.acquire()
+                    } catch {
+                        Issue.record("acquire threw \(error)")
+                        return
+                    }
                     peak.raise(to: holders.bump())
-                    await Task.yield()
+                    await gate.pass()
                     holders.drop()
                     limiter.release()
                 }
             }
+            await gate.waitForStarted(3)
+            await eventually("37 callers in line (have \(limiter.waiting))") { limiter.waiting == 37 }
+            #expect(gate.started == 3, "no fourth caller got a slot")
+            #expect(holders.value == 3)
+            #expect(limiter.available == 0)
+            gate.open()
         }
-        #expect(peak.value <= 3)
-        #expect(peak.value >= 1)
+        #expect(peak.value == 3)
+        #expect(gate.started == 40)
         #expect(limiter.available == 3)
+        #expect(limiter.waiting == 0)
     }
 
     /// A release that lands between a caller's finding no slot free and its joining the line
@@ -171,21 +153,11 @@ struct TaskManagerTests {
         let limiter = SlotLimiter(limit: 1)
         try await limiter.acquire()
         let waiter = Task { try await limiter.acquire() }
-        try await Task.sleep(for: .milliseconds(20))
+        await eventually("the caller in line") { limiter.waiting == 1 }
         waiter.cancel()
         await #expect(throws: CancellationError.self) { try await waiter.value }
+        #expect(limiter.waiting == 0, "the cancelled caller left the line")
         limiter.release()
-        #expect(limiter.available == 1)
+        #expect(limiter.available == 1, "the slot went to no one: the cancelled caller was not served")
     }
-}
-
-/// A counter shared between tasks.
-final class Counter: Sendable {
-    private let count = Mutex(0)
-
-    @discardableResult
-    func bump() -> Int { count.withLock { $0 += 1; return $0 } }
-    func drop() { count.withLock { $0 -= 1 } }
-    func raise(to value: Int) { count.withLock { $0 = max($0, value) } }
-    var value: Int { count.withLock { $0 } }
 }

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import RunnerKinds
 import RunnerKit
+import RunnerTestSupport
 import Synchronization
 import Testing
 
@@ -23,7 +24,7 @@ struct BenchmarkTests {
 
     @Test func engineCostPerJob() async throws {
         let w = try Workspace()
-        let engine = JobEngine(configuration: .init(store: try OutputStore(root: w.out), http: InstantFetcher(), concurrency: 64, perHost: 64))
+        let engine = JobEngine(configuration: .init(store: try OutputStore(root: w.out), http: RecordingHTTP.instant(), concurrency: 64, perHost: 64))
         let count = 100_000
         let jobs = (0..<count).lazy.map { i in
             JobDescriptor(EntryKind(id: "e\(i)"), key: "e\(i)", url: URL(string: "http://127.0.0.1:9/e\(i)")!)

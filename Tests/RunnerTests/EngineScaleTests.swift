@@ -2,6 +2,7 @@ import FixtureServer
 import Foundation
 import RunnerKinds
 import RunnerKit
+import RunnerTestSupport
 import Synchronization
 import Testing
 
@@ -61,7 +62,7 @@ struct EngineScaleTests {
         let runLog = try RunLog(store: store)
         let collector = Collector()
         let engine = JobEngine(
-            configuration: .init(store: store, http: InstantFetcher(), concurrency: 64, runLog: runLog, perHost: 64),
+            configuration: .init(store: store, http: RecordingHTTP.instant(), concurrency: 64, runLog: runLog, perHost: 64),
             observer: collector)
         let count = 3000
         let jobs = (0..<count).map { i in

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import RunnerKinds
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// `runner run` end to end: the built binary, real HTTP against the fixture server, real files.
@@ -171,7 +172,10 @@ struct RunTests {
              {"kind": "image", "key": "slow-b", "url": "\(w.base)/images/png.png?trickle=200", "timeout": 30}]
             """)
         let result = try await w.run(["run", "slow.json"]) { process in
-            try? await Task.sleep(for: .milliseconds(700))
+            // Both jobs are running once the server has both requests: then interrupt.
+            await eventually("both requests at the server") {
+                w.server.requestCount(path: "/entries/a.json") == 1 && w.server.requestCount(path: "/images/png.png") == 1
+            }
             kill(process.processIdentifier, SIGINT)
         }
         #expect(result.status == 130)

@@ -128,15 +128,6 @@ final class Workspace: @unchecked Sendable {
     struct Missing: Error, CustomStringConvertible { var what: String; var description: String { what } }
 }
 
-/// An HTTP client that answers at once with a tiny JSON body, for the engine's own cost and for
-/// jobs that finish faster than their records are written.
-final class InstantFetcher: HTTPFetching {
-    func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
-        try Array(#"{"id":"x"}"#.utf8).withUnsafeBytes { try body.write($0) }
-        return HTTPResponseHead(status: 200, headers: [:], url: request.url)
-    }
-}
-
 /// The HTTP client the end-to-end suite runs on: `RUNNER_HTTP`, as for the binary, else the standard one.
 func testHTTPClient() throws -> HTTPClientKind {
     guard let name = ProcessInfo.processInfo.environment["RUNNER_HTTP"], !name.isEmpty else { return .standard }

@@ -115,4 +115,7 @@ public final class SlotLimiter: Sendable {
             return state.usage
         }
     }
+
+    /// Callers waiting in line right now (for tests that must know a caller joined the line).
+    var waiting: Int { state.withLock { $0.waiters.count - $0.head } }
 }

@@ -1,0 +1,336 @@
+import Foundation
+import RunnerKit
+import RunnerTestSupport
+import Testing
+
+// The engine in process: a test clock for every deadline and backoff, a recording HTTP double
+// for every fetch, a real output store in a temporary folder. No test sleeps on the real clock.
+//
+// What touches the engine's API (making an engine, the test kind) is gathered in this first
+// section; the tests below assert on results and on the records on disk.
+
+// MARK: - The engine and the kind under test
+
+/// An engine over `http`, with every wait on `clock`.
+private func makeEngine(
+    _ folder: TemporaryFolder, http: RecordingHTTP, clock: TestClock,
+    monitor: any ConnectivityMonitoring = AlwaysReachable(), backoff: Backoff = Backoff()
+) throws -> JobEngine {
+    let store = try OutputStore(root: folder.path)
+    var registry = KindRegistry()
+    try registry.register(FetchKind.self)
+    return JobEngine(configuration: .init(
+        store: store, http: http, monitor: monitor, clock: clock, registry: registry, concurrency: 4, backoff: backoff))
+}
+
+/// A job of the test kind: fetches `url`, writes what arrived as its payload, and starts one
+/// child job (of the same kind) per URL in `children`.
+private func job(
+    _ url: String, key: String? = nil, retries: Int = 0, timeout: Duration = .seconds(60), children: [String] = []
+) -> JobDescriptor {
+    JobDescriptor(FetchKind(children: children), key: key, url: URL(string: url)!, timeout: timeout, retries: retries)
+}
+
+/// The test kind: the smallest kind that fetches, writes and fans out.
+private struct FetchKind: JobKind {
+    static let name = "fetch"
+    static let summary = "Fetches a URL as it is (for tests)."
+    static let parameters: [KindParameter] = []
+    var children: [String] = []
+
+    init(children: [String]) { self.children = children }
+
+    init(fields: inout JobFields) throws(JobSpecError) {}
+
+    func run(in context: JobContext) async throws -> KindOutcome {
+        let fetch = try await context.fetch(folder: "fetched")
+        let children = self.children
+        return .fetched(
+            fetch, folder: "fetched", fileExtension: "bin",
+            children: ChildJobs(count: children.count) { .success(ChildJob(kind: "fetch", url: children[$0])) })
+    }
+}
+
+// MARK: - Tests
+
+@Suite(.timeLimit(.minutes(1)))
+struct EngineTests {
+    let folder = TemporaryFolder()
+    let http = RecordingHTTP()
+    let clock = TestClock()
+
+    /// The record of `key` as written in `results/`.
+    func record(_ key: String) throws -> JSONValue {
+        try #require(try OutputStore(root: folder.path).readRecord(forKey: key), "no record for \(key)")
+    }
+
+    /// The bytes of a payload path inside the output directory.
+    func payload(_ output: String?) -> [UInt8]? {
+        output.flatMap { FileManager.default.contents(atPath: "\(folder.path)/\($0)") }.map { [UInt8]($0) }
+    }
+
+    /// Temporary files left anywhere in the output directory.
+    var leftovers: [String] { folder.files().filter { $0.split(separator: "/").last?.hasPrefix(".tmp-") == true } }
+
+    // MARK: Retries and backoff
+
+    @Test func transientFailuresAreRetriedAfterAnExponentialBackoffOnTheClock() async throws {
+        let url = "http://host.test/flaky"
+        http.script(url, .status(503), .fail(HTTPError.cannotConnect("host.test")), .ok("payload"))
+        let engine = try makeEngine(folder, http: http, clock: clock, backoff: Backoff(base: .seconds(1), cap: .seconds(8)))
+        let run = Task { await engine.run(job(url, key: "flaky", retries: 3)) }
+
+        await http.waitForRequests(1)
+        // After attempt 1: half of the base fixed, half random (1 s → between 0.5 s and 1 s).
+        let first = try #require(await clock.nextSleep(within: .seconds(30)))
+        #expect(first >= .milliseconds(500) && first <= .seconds(1), "first backoff \(first)")
+        clock.advance(by: first - .milliseconds(1))
+        #expect(http.requests.count == 1, "no retry before the backoff has passed")
+        clock.advance(by: .milliseconds(1))
+
+        await http.waitForRequests(2)
+        // After attempt 2 the delay doubles (2 s → between 1 s and 2 s).
+        let second = try #require(await clock.nextSleep(within: .seconds(30)))
+        #expect(second >= .seconds(1) && second <= .seconds(2), "second backoff \(second)")
+        clock.advance(by: second)
+
+        let result = await run.value
+        #expect(result.status == .succeeded)
+        #expect(result.attempts == 3)
+        #expect(http.requests(to: url).count == 3)
+        #expect(payload(result.output) == Array("payload".utf8))
+        #expect(try record("flaky")["attempts"]?.intValue == 3)
+        #expect(clock.now.offset == first + second, "the only time that passed is the two backoffs")
+        clock.expectNoPendingSleeps()
+    }
+
+    @Test func retryAfterIsHonouredUpToItsCap() async throws {
+        let url = "http://host.test/busy"
+        http.script(url, .status(429, headers: ["Retry-After": "7"]), .status(503, headers: ["Retry-After": "3600"]), .ok("done"))
+        let engine = try makeEngine(folder, http: http, clock: clock, backoff: Backoff(base: .milliseconds(100), retryAfterCap: .seconds(30)))
+        let run = Task { await engine.run(job(url, key: "busy", retries: 2, timeout: .seconds(120))) }
+
+        await http.waitForRequests(1)
+        #expect(await clock.nextSleep(within: .seconds(60)) == .seconds(7), "the server's Retry-After, not the 100 ms backoff")
+        clock.advance(by: .seconds(7))
+        await http.waitForRequests(2)
+        #expect(await clock.nextSleep(within: .seconds(60)) == .seconds(30), "an hour's Retry-After is capped at 30 s")
+        clock.advance(by: .seconds(30))
+
+        let result = await run.value
+        #expect(result.status == .succeeded)
+        #expect(result.attempts == 3)
+        clock.expectNoPendingSleeps()
+    }
+
+    @Test(arguments: [404, 403, 400])
+    func aDefiniteAnswerIsNotRetried(status: Int) async throws {
+        let url = "http://host.test/\(status)"
+        http.script(url, .status(status))
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let result = await engine.run(job(url, key: "k", retries: 3))
+        #expect(result.status == (status == 404 ? .notFound : .failed))
+        #expect(result.httpStatus == status)
+        #expect(result.attempts == 1)
+        #expect(http.requests.count == 1)
+        #expect(clock.now.offset == .zero)
+        clock.expectNoPendingSleeps()
+    }
+
+    @Test func anAttemptThatOverrunsItsDeadlineOnTheClockIsTimedOutAndRetried() async throws {
+        let url = "http://host.test/slow"
+        http.script(url, .hang, .ok("late but whole"))
+        let engine = try makeEngine(folder, http: http, clock: clock, backoff: Backoff(base: .seconds(1)))
+        let run = Task { await engine.run(job(url, key: "slow", retries: 1, timeout: .seconds(2))) }
+
+        await http.waitForRequests(1)
+        #expect(await clock.nextSleep(within: .seconds(2)) == .seconds(2), "the attempt's deadline")
+        clock.advance(by: .seconds(2))
+        await http.waitForCancelled(1)
+        let backoff = try #require(await clock.nextSleep(within: .seconds(1)))
+        clock.advance(by: backoff)
+
+        let result = await run.value
+        #expect(result.status == .succeeded)
+        #expect(result.attempts == 2)
+        #expect(payload(result.output) == Array("late but whole".utf8))
+        #expect(leftovers.isEmpty)
+        clock.expectNoPendingSleeps()
+    }
+
+    // MARK: Conditional requests
+
+    @Test func aSecondRunWithValidatorsGets304AndCarriesThePayloadForward() async throws {
+        let url = "http://host.test/doc"
+        let body = Array(#"{"v": 1}"#.utf8)
+        let modified = "Sun, 22 Nov 2026 10:00:00 GMT"
+        http.script(url, .respond(status: 200, headers: ["ETag": #""v1""#, "Last-Modified": modified], body: body), .status(304))
+        let engine = try makeEngine(folder, http: http, clock: clock)
+
+        let first = await engine.run(job(url, key: "doc"))
+        #expect(first.status == .succeeded)
+        #expect(http.requests[0].header("If-None-Match") == nil, "the first run asks unconditionally")
+        let second = await engine.run(job(url, key: "doc"))
+
+        let request = try #require(http.requests.last)
+        #expect(request.header("If-None-Match") == #""v1""#)
+        #expect(request.header("If-Modified-Since") == modified)
+        #expect(second.status == .notModified)
+        #expect(second.httpStatus == 304)
+        #expect(second.error == nil)
+        #expect(second.output == first.output)
+        #expect(second.bytes == body.count)
+        #expect(second.sha256 == SHA256.hex(body))
+        #expect(payload(second.output) == body, "the payload on disk is untouched")
+
+        let record = try record("doc")
+        #expect(record["status"] == .string("notModified"))
+        #expect(record["output"]?.stringValue == first.output)
+        #expect(record["bytes"]?.intValue == body.count)
+        #expect(record["sha256"]?.stringValue == SHA256.hex(body))
+        #expect(record["validators"]?["etag"]?.stringValue == #""v1""#, "the validators stay for the run after")
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func a304WithoutAnEarlierPayloadFails() async throws {
+        let url = "http://host.test/never-seen"
+        http.script(url, .status(304))
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let result = await engine.run(job(url, key: "never-seen"))
+        #expect(result.status == .failed)
+        #expect(result.output == nil)
+        #expect(try record("never-seen")["status"] == .string("failed"))
+    }
+
+    // MARK: The stale fallback
+
+    @Test(arguments: [RecordingHTTP.Reply.status(500), .fail(HTTPError.cannotConnect("host.test"))])
+    func aFailureAfterAGoodRunPointsAtTheGoodPayload(failure: RecordingHTTP.Reply) async throws {
+        let url = "http://host.test/cached"
+        http.script(url, .ok("good"), failure)
+        let engine = try makeEngine(folder, http: http, clock: clock)
+
+        let good = await engine.run(job(url, key: "cached"))
+        #expect(good.status == .succeeded)
+        #expect(good.stale == false)
+        let bad = await engine.run(job(url, key: "cached"))
+        #expect(bad.status == .failed)
+        #expect(bad.stale == true)
+        #expect(bad.error != nil)
+        #expect(bad.output == good.output)
+        #expect(payload(bad.output) == Array("good".utf8), "the good payload is left as it was")
+
+        let record = try record("cached")
+        #expect(record["status"] == .string("failed"))
+        #expect(record["stale"] == .bool(true))
+        #expect(record["output"]?.stringValue == good.output)
+        #expect(leftovers.isEmpty)
+    }
+
+    @Test func aFailureWithNoGoodRunBeforeIsNotStale() async throws {
+        let url = "http://host.test/broken"
+        http.script(url, .status(500))
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let result = await engine.run(job(url, key: "broken"))
+        #expect(result.status == .failed)
+        #expect(result.stale == false)
+        #expect(result.output == nil)
+        #expect(try record("broken")["stale"] != .bool(true))
+    }
+
+    // MARK: Children
+
+    @Test func aParentCountsItsChildrenByStatus() async throws {
+        let base = "http://host.test/items"
+        http.script(base, .ok("[1, 2, 3, 4]"))
+        http.script("\(base)/1", .ok("one"))
+        http.script("\(base)/2", .ok("two"))
+        http.script("\(base)/3", .status(404))
+        http.script("\(base)/4", .status(410))
+        let engine = try makeEngine(folder, http: http, clock: clock)
+
+        let result = await engine.run(job(base, key: "parent", children: (1...4).map { "\(base)/\($0)" }))
+        #expect(result.status == .succeeded, "a child that is not found does not fail its parent")
+        let children = result.details.first { $0.key == "children" }?.value
+        #expect(children == .object([("succeeded", JSONValue(2)), ("notFound", JSONValue(2))]))
+        #expect(try record("parent")["details"]?["children"] == children)
+        #expect(http.requests.count == 5)
+        for id in 1...4 {
+            #expect(try record("fetch:\(base)/\(id)")["parent"] == .string("parent"))
+        }
+    }
+
+    @Test func aChildThatFailsFailsItsParent() async throws {
+        let base = "http://host.test/list"
+        http.script(base, .ok("[1, 2]"))
+        http.script("\(base)/1", .ok("one"))
+        http.script("\(base)/2", .status(500))
+        let engine = try makeEngine(folder, http: http, clock: clock)
+
+        let result = await engine.run(job(base, key: "list", children: ["\(base)/1", "\(base)/2"]))
+        #expect(result.status == .failed)
+        #expect(result.error == "1 of 2 child jobs did not succeed")
+        #expect(try record("list")["details"]?["children"] == .object([("succeeded", JSONValue(1)), ("failed", JSONValue(1))]))
+    }
+
+    // MARK: Cancelling
+
+    @Test func cancellingARunningKeyEndsItCancelledWithoutTimePassing() async throws {
+        let url = "http://host.test/hang"
+        http.script(url, .hang)
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let run = Task { await engine.run(job(url, key: "hang", retries: 3, timeout: .seconds(2))) }
+
+        await http.waitForRequests(1)
+        #expect(engine.taskManager.isRunning(key: "hang"))
+        #expect(engine.taskManager.cancel(key: "hang"))
+        let result = await run.value
+
+        #expect(result.status == .cancelled)
+        #expect(result.attempts == 1, "a cancel is never retried")
+        #expect(clock.now.offset == .zero, "it ended with no time passing on the clock: no deadline was needed")
+        #expect(http.events.contains { if case .cancelled = $0 { true } else { false } }, "the fetch itself was cancelled")
+        #expect(try record("hang")["status"] == .string("cancelled"))
+        #expect(!engine.taskManager.isRunning(key: "hang"))
+        #expect(leftovers.isEmpty)
+        clock.expectNoPendingSleeps()
+    }
+
+    @Test func cancellingDuringTheBackoffEndsCancelledWithoutWaitingItOut() async throws {
+        let url = "http://host.test/down"
+        http.script(url, .status(503))
+        let engine = try makeEngine(folder, http: http, clock: clock, backoff: Backoff(base: .seconds(4)))
+        let run = Task { await engine.run(job(url, key: "down", retries: 5)) }
+
+        await http.waitForRequests(1)
+        _ = await clock.nextSleep(within: .seconds(30))
+        engine.taskManager.cancel(key: "down")
+        let result = await run.value
+
+        #expect(result.status == .cancelled)
+        #expect(result.attempts == 1)
+        #expect(http.requests.count == 1)
+        #expect(clock.now.offset == .zero)
+        clock.expectNoPendingSleeps()
+    }
+
+    // MARK: Connectivity
+
+    @Test func anUnreachableHostUntilTheDeadlineIsOfflineAndNeverFetched() async throws {
+        let url = "http://host.test/away"
+        let monitor = ScriptedMonitor()
+        let engine = try makeEngine(folder, http: http, clock: clock, monitor: monitor)
+        let run = Task { await engine.run(job(url, key: "away", timeout: .seconds(2))) }
+
+        await monitor.waitForWaiters(1)
+        await clock.waitForSleepers(2)  // the deadline and the notice
+        clock.advance(by: .seconds(2))
+        let result = await run.value
+
+        #expect(result.status == .offline)
+        #expect(result.waitedForNetworkMs == 2000, "waited on the test clock, in no real time")
+        #expect(http.requests.isEmpty)
+        #expect(monitor.waiterCount == 0)
+        clock.expectNoPendingSleeps()
+    }
+}
