@@ -2,35 +2,54 @@
 ///
 /// Written here rather than taken from Foundation so that object members keep their order,
 /// errors point at the exact place, and a million-line batch parses without bridging.
+///
+/// Parsing is linear in the size of the input: duplicate member names are found with a hash set
+/// once an object has more than a few members, so a hostile payload of a million members costs
+/// no more than a million values. A caller that must be able to give up (a deadline) passes
+/// `shouldStop`, which is asked every `stopCheckInterval` bytes or so of progress.
 public struct JSONParser {
     /// Where and why parsing stopped.
     public struct Error: Swift.Error, Equatable, CustomStringConvertible {
         public var message: String
         public var line: Int
         public var column: Int
+        /// True when parsing was abandoned because `shouldStop` said so, not because of the input.
+        public var isStopped: Bool
         public var description: String { "\(message) at line \(line), column \(column)" }
 
-        public init(message: String, line: Int, column: Int) {
+        public init(message: String, line: Int, column: Int, isStopped: Bool = false) {
             self.message = message
             self.line = line
             self.column = column
+            self.isStopped = isStopped
         }
     }
 
+    /// Bytes of progress between two calls of `shouldStop`.
+    public static let stopCheckInterval = 64 * 1024
+
     /// Parses one complete JSON document; anything but whitespace after it is an error.
-    public static func parse(_ bytes: [UInt8]) throws(JSONParser.Error) -> JSONValue {
+    /// - Parameter shouldStop: asked every `stopCheckInterval` bytes or so, on the parsing thread;
+    ///   when it answers true, parsing ends with an error whose `isStopped` is true.
+    public static func parse(_ bytes: [UInt8], shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParser.Error) -> JSONValue in
-            var parser = JSONParser(buffer)
+            var parser = JSONParser(buffer, shouldStop: shouldStop)
             return try parser.parseDocument()
         }
     }
 
     /// Parses a slice that holds one JSON document; lines and columns count from its start.
-    public static func parse(_ bytes: ArraySlice<UInt8>) throws(JSONParser.Error) -> JSONValue {
+    public static func parse(_ bytes: ArraySlice<UInt8>, shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParser.Error) -> JSONValue in
-            var parser = JSONParser(buffer)
+            var parser = JSONParser(buffer, shouldStop: shouldStop)
             return try parser.parseDocument()
         }
+    }
+
+    /// Parses bytes in memory that hold one JSON document.
+    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>, shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
+        var parser = JSONParser(buffer, shouldStop: shouldStop)
+        return try parser.parseDocument()
     }
 
     /// Parses a string that holds one JSON document.
@@ -42,9 +61,16 @@ public struct JSONParser {
     private var index = 0
     private var depth = 0
     private static let maxDepth = 512
+    /// Objects up to this many members look for a duplicate name by scanning; larger ones hash.
+    private static let scanLimit = 16
+    private let shouldStop: (() -> Bool)?
+    /// The index at which `shouldStop` is asked next.
+    private var nextStopCheck: Int
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    private init(_ bytes: UnsafeBufferPointer<UInt8>, shouldStop: (() -> Bool)?) {
         self.bytes = bytes
+        self.shouldStop = shouldStop
+        nextStopCheck = shouldStop == nil ? Int.max : 0
     }
 
     private mutating func parseDocument() throws(JSONParser.Error) -> JSONValue {
@@ -59,6 +85,7 @@ public struct JSONParser {
     // MARK: - Values
 
     private mutating func parseValue() throws(JSONParser.Error) -> JSONValue {
+        if index >= nextStopCheck { try checkStop() }
         guard index < bytes.count else { throw error("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -76,6 +103,7 @@ public struct JSONParser {
         try enter()
         index += 1
         var members: [(key: String, value: JSONValue)] = []
+        var names: Set<String> = []  // filled once `members` outgrows `scanLimit`
         skipWhitespace()
         if peek() == UInt8(ascii: "}") {
             index += 1
@@ -91,8 +119,14 @@ public struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            if members.contains(where: { $0.key == key }) {
-                throw error("duplicate member \"\(key)\"")
+            if members.count < Self.scanLimit {
+                if members.contains(where: { $0.key == key }) { throw error("duplicate member \"\(key)\"") }
+            } else {
+                if names.isEmpty {
+                    names.reserveCapacity(Self.scanLimit * 4)
+                    for member in members { names.insert(member.key) }
+                }
+                if !names.insert(key).inserted { throw error("duplicate member \"\(key)\"") }
             }
             members.append((key, value))
             skipWhitespace()
@@ -257,6 +291,15 @@ public struct JSONParser {
     }
 
     // MARK: - Helpers
+
+    private mutating func checkStop() throws(JSONParser.Error) {
+        nextStopCheck = index + Self.stopCheckInterval
+        if let shouldStop, shouldStop() {
+            var stopped = error("parsing was stopped before the end")
+            stopped.isStopped = true
+            throw stopped
+        }
+    }
 
     private mutating func expectLiteral(_ literal: StaticString) throws(JSONParser.Error) {
         let count = literal.utf8CodeUnitCount
