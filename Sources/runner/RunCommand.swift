@@ -10,7 +10,7 @@ enum RunCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "run",
         summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
-        usage: "FILE… [--out DIR] [--concurrency N] [--per-host N] [--shard I/N] [--http CLIENT] [--wait] [--json]",
+        usage: "FILE… [--out DIR] [--concurrency N] [--per-host N] [--shard I/N] [--http CLIENT] [--wait] [--json] [--allow-host PATTERN]… [--deny-private] [--max-bytes N] [--max-timeout SECONDS] [--max-retries N]",
         arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl).")],
         options: [
             .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
@@ -20,7 +20,7 @@ enum RunCommand {
             RunCommand.httpOption,
             .init(name: "wait", value: nil, help: "If another run uses the output directory, wait for it instead of exiting 3."),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line, children included."),
-        ],
+        ] + TrustOptions.specs,
         positionals: (1, nil),
         run: { arguments in
             do {
@@ -44,8 +44,11 @@ enum RunCommand {
         var wait: Bool
         var json: Bool
         var http: HTTPClientKind
+        /// The address policy and the caps on jobs.
+        var trust: TrustOptions
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
+            trust = try TrustOptions(arguments)
             out = arguments.value("out") ?? "out"
             concurrency = try arguments.int("concurrency", default: 8, range: 1...10_000)
             perHost = try arguments.int("per-host", default: JobEngine.Configuration.defaultPerHost, range: 1...10_000)
@@ -86,7 +89,7 @@ enum RunCommand {
         var kept: [JobDescriptor]? = []
         var read = 0
         for file in files {
-            let report = JobFileReader.validate(path: file, registry: registry) { job in
+            let report = JobFileReader.validate(path: file, registry: registry, limits: options.trust.limits) { job in
                 read += 1
                 if read > maxKeptJobs { kept = nil }
                 guard shard?.contains(key: job.key) ?? true else { return false }
@@ -108,7 +111,9 @@ enum RunCommand {
 
         let http: any HTTPFetching
         do {
-            http = try options.http.make(maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost))
+            http = try options.http.make(
+                maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost),
+                policy: options.trust.policy)
         } catch {
             Console.error("\(error)")
             return 2
@@ -139,7 +144,7 @@ enum RunCommand {
         let runTask = Task {
             if let validated { return await engine.run(validated) }
             let jobs = files.lazy.flatMap { file in
-                IteratorSequence(JobFileReader(path: file, registry: registry)).lazy.compactMap { try? $0.get() }
+                IteratorSequence(JobFileReader(path: file, registry: registry, limits: options.trust.limits)).lazy.compactMap { try? $0.get() }
             }.filter { shard?.contains(key: $0.key) ?? true }
             return await engine.run(jobs)
         }

@@ -50,24 +50,28 @@ enum SpoolCommands {
     static let watch: CommandSpec = CommandSpec(
         name: "watch",
         summary: "Run the job files that arrive in the spool's inbox, until SIGTERM or SIGINT.",
-        usage: "[--spool DIR] [--out DIR] [--concurrency N] [--grace SECONDS] [--json]",
+        usage: "[--spool DIR] [--out DIR] [--concurrency N] [--grace SECONDS] [--json] [--allow-host PATTERN]… [--deny-private] [--max-bytes N] [--max-timeout SECONDS] [--max-retries N]",
         options: [
             spoolOption,
             .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
             .init(name: "concurrency", value: "N", help: "Jobs running at once, children included; also files claimed at once. (default: 8)"),
             .init(name: "grace", value: "SECONDS", help: "On SIGTERM or SIGINT, how long running jobs may go on before they are cancelled. (default: 10)"),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line."),
-        ],
+        ] + TrustOptions.specs,
         run: { arguments in
             let concurrency: Int
             let grace: Duration
+            let trust: TrustOptions
             do {
                 concurrency = try arguments.int("concurrency", default: 8, range: 1...10_000)
                 grace = try seconds(arguments.value("grace"), option: "grace", default: 10)
+                trust = try TrustOptions(arguments)
             } catch {
                 return Runner.usageError(error, spec: watch)
             }
-            return await runWatch(spool: spool(arguments), out: arguments.value("out") ?? "out", concurrency: concurrency, grace: grace, json: arguments.flag("json"))
+            return await runWatch(
+                spool: spool(arguments), out: arguments.value("out") ?? "out", concurrency: concurrency, grace: grace,
+                json: arguments.flag("json"), trust: trust)
         })
 
     static func seconds(_ text: String?, option: String, default defaultValue: Double) throws(UsageError) -> Duration {
@@ -78,7 +82,7 @@ enum SpoolCommands {
         return .milliseconds(Int(value * 1000))
     }
 
-    static func runWatch(spool: Spool, out: String, concurrency: Int, grace: Duration, json: Bool) async -> Int32 {
+    static func runWatch(spool: Spool, out: String, concurrency: Int, grace: Duration, json: Bool, trust: TrustOptions? = nil) async -> Int32 {
         let store: OutputStore
         let runLog: RunLog
         do {
@@ -92,7 +96,8 @@ enum SpoolCommands {
         let http: any HTTPFetching
         do {
             // The client $RUNNER_HTTP names, as for `runner run`.
-            http = try HTTPClientKind.fromEnvironment().make(maxConnectionsPerHost: max(8, concurrency), maxConnections: max(8, concurrency))
+            http = try HTTPClientKind.fromEnvironment().make(
+                maxConnectionsPerHost: max(8, concurrency), maxConnections: max(8, concurrency), policy: trust?.policy ?? .standard)
         } catch {
             Console.error("\(error)")
             return 2
@@ -100,8 +105,10 @@ enum SpoolCommands {
         let engine = JobEngine.Configuration(
             store: store, http: http,
             monitor: Runner.makeMonitor(), concurrency: concurrency, runLog: runLog)
+        var configuration = SpoolWatcher.Configuration(spool: spool, engine: engine, registry: BuiltInKinds.registry())
+        configuration.limits = trust?.limits ?? .none
         let watcher = SpoolWatcher(
-            configuration: .init(spool: spool, engine: engine, registry: BuiltInKinds.registry()),
+            configuration: configuration,
             observer: WatchReporter(json: json),
             onEvent: { log($0, spool: spool, out: store.root) })
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { number in

@@ -59,7 +59,7 @@ extension SpoolWatcher {
         }
 
         let window = max(1, configuration.engine.concurrency)
-        let reader = JobFileReader(path: path, registry: configuration.registry)
+        let reader = JobFileReader(path: path, registry: configuration.registry, limits: configuration.limits)
         await withTaskGroup(of: JobResult.self) { group in
             var running = 0
             while let element = reader.next() {
@@ -130,7 +130,7 @@ extension SpoolWatcher {
         if entry.size > configuration.maxDocumentBytes, !lower.hasSuffix(".jsonl"), !lower.hasSuffix(".ndjson") {
             return "\(name): is \(entry.size) bytes, more than the spool takes in one JSON document (\(configuration.maxDocumentBytes)); write large batches as JSON Lines (.jsonl)"
         }
-        let report = JobFileReader.validate(path: path, registry: configuration.registry)
+        let report = JobFileReader.validate(path: path, registry: configuration.registry, limits: configuration.limits)
         guard !report.errors.isEmpty else { return nil }
         return report.errors.map { error in
             let text = error.description
