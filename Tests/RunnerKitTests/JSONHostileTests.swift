@@ -71,4 +71,15 @@ import Testing
         #expect(value.objectValue?.count == 10_000)
         #expect(asked.load(ordering: .relaxed) >= bytes.count / JSONParser.stopCheckInterval)
     }
+
+    @Test func integersTakeTheFastPathWithTheSameValues() throws {
+        for text in ["0", "-0", "7", "-42", "999999999999999", "-999999999999999", "1234567890123456", "12345678901234567890", "1.5", "1e3", "-0.0"] {
+            let parsed = try JSONParser.parse(text)
+            #expect(parsed == .number(Double(text)!), "\(text)")
+            if case .number(let value) = parsed { #expect(value.sign == Double(text)!.sign, "\(text)") }
+        }
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse("-") }
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse("012") }
+        #expect(throws: JSONParser.Error.self) { try JSONParser.parse("1" + String(repeating: "0", count: 400)) }
+    }
 }

@@ -27,17 +27,26 @@ struct JSONParseBenchmarkTests {
         return bytes
     }
 
+    /// The process's peak resident memory so far (VmHWM), in MiB.
+    static func peakMiB() -> Double {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kB = line.split(separator: " ").dropFirst().first.flatMap({ Double($0) })
+        else { return 0 }
+        return kB / 1024
+    }
+
     func measure(_ label: String, _ bytes: [UInt8]) throws {
         let start = ContinuousClock.now
         let value = try JSONParser.parse(bytes)
         let elapsed = Self.seconds(start.duration(to: .now))
         let members = value.objectValue?.count ?? 0
-        print(String(format: "| %@ | %.1f MiB | %d | %.2f s | < 2 s |", label, Double(bytes.count) / 1_048_576, members, elapsed))
+        print(String(format: "| %@ | %.1f MiB | %d | %.2f s | %.0f MiB | < 2 s |", label, Double(bytes.count) / 1_048_576, members, elapsed, Self.peakMiB()))
     }
 
     @Test func objectsOfManyMembers() throws {
-        print("| payload | size | members | parse time | target |")
-        print("| --- | --- | --- | --- | --- |")
+        print("| payload | size | members | parse time | peak RSS of the process so far | target |")
+        print("| --- | --- | --- | --- | --- | --- |")
         try measure("object, 200 000 members", Self.object(members: 200_000))
         try measure("object, 800 000 members", Self.object(members: 800_000))
         // 64 MiB: names of 10 digits, `"k0000000001":1,` is 16 bytes a member.
@@ -52,8 +61,8 @@ struct JSONParseBenchmarkTests {
         let start = ContinuousClock.now
         let refused = (try? JSONParser.parse(last)) == nil
         let elapsed = Self.seconds(start.duration(to: .now))
-        print(String(format: "| object of 64 MiB, last name a duplicate (refused: %@) | %.1f MiB | %d | %.2f s | < 2 s |",
-                     refused ? "yes" : "NO", Double(last.count) / 1_048_576, count, elapsed))
+        print(String(format: "| object of 64 MiB, last name a duplicate (refused: %@) | %.1f MiB | %d | %.2f s | %.0f MiB | < 2 s |",
+                     refused ? "yes" : "NO", Double(last.count) / 1_048_576, count, elapsed, Self.peakMiB()))
         #expect(refused)
     }
 }

@@ -103,7 +103,7 @@ public struct JSONParser {
         try enter()
         index += 1
         var members: [(key: String, value: JSONValue)] = []
-        var names: Set<String> = []  // filled once `members` outgrows `scanLimit`
+        var names = NameTable()  // filled once `members` outgrows `scanLimit`
         skipWhitespace()
         if peek() == UInt8(ascii: "}") {
             index += 1
@@ -123,10 +123,9 @@ public struct JSONParser {
                 if members.contains(where: { $0.key == key }) { throw error("duplicate member \"\(key)\"") }
             } else {
                 if names.isEmpty {
-                    names.reserveCapacity(Self.scanLimit * 4)
-                    for member in members { names.insert(member.key) }
+                    for i in members.indices { _ = names.insert(members[i].key, at: i, in: members) }
                 }
-                if !names.insert(key).inserted { throw error("duplicate member \"\(key)\"") }
+                if !names.insert(key, at: members.count, in: members) { throw error("duplicate member \"\(key)\"") }
             }
             members.append((key, value))
             skipWhitespace()
@@ -266,13 +265,23 @@ public struct JSONParser {
 
     private mutating func parseNumber() throws(JSONParser.Error) -> Double {
         let start = index
-        if peek() == UInt8(ascii: "-") { index += 1 }
+        let negative = peek() == UInt8(ascii: "-")
+        if negative { index += 1 }
         guard let first = peek(), isDigit(first) else { throw error("a malformed number") }
+        var whole = 0  // the integer part, while it has at most 15 digits (exact in a Double)
         if first == UInt8(ascii: "0") {
             index += 1
             if let next = peek(), isDigit(next) { throw error("a number with a leading zero") }
         } else {
-            while let b = peek(), isDigit(b) { index += 1 }
+            while let b = peek(), isDigit(b) {
+                whole = whole &* 10 &+ Int(b &- UInt8(ascii: "0"))
+                index += 1
+            }
+        }
+        let digits = index - start - (negative ? 1 : 0)
+        // Fast path: a plain integer of up to 15 digits, the usual number of a payload.
+        if digits <= 15, peek() != UInt8(ascii: "."), peek() != UInt8(ascii: "e"), peek() != UInt8(ascii: "E") {
+            return negative ? -Double(whole) : Double(whole)
         }
         if peek() == UInt8(ascii: ".") {
             index += 1
@@ -348,5 +357,56 @@ public struct JSONParser {
             i += 1
         }
         return Error(message: message, line: line, column: column)
+    }
+
+    // MARK: - Member names of a large object
+
+    /// The names of one object's members, for finding a duplicate in constant time: an
+    /// open-addressing table of member indexes, each slot holding 32 bits of the name's hash
+    /// beside the index, so neither probing nor growing touches the names. The hash is Swift's
+    /// `Hasher`, seeded per process, so a payload cannot be made of names that collide.
+    private struct NameTable {
+        /// 0: empty; else the hash's upper 32 bits, then the member index plus one.
+        private var slots: [UInt64] = []
+        private var count = 0
+
+        var isEmpty: Bool { count == 0 }
+
+        /// Adds member `index` of `members` (or the one about to be appended), named `name`;
+        /// false when a member of that name is in the table already.
+        mutating func insert(_ name: String, at index: Int, in members: [(key: String, value: JSONValue)]) -> Bool {
+            if (count + 1) * 2 > slots.count { grow() }
+            let tag = Self.tag(name)
+            let mask = slots.count - 1
+            var position = Int(tag) & mask
+            while slots[position] != 0 {
+                let slot = slots[position]
+                if UInt32(truncatingIfNeeded: slot >> 32) == tag, members[Int(slot & 0xFFFF_FFFF) - 1].key == name {
+                    return false
+                }
+                position = (position + 1) & mask
+            }
+            slots[position] = UInt64(tag) << 32 | UInt64(index + 1)
+            count += 1
+            return true
+        }
+
+        private mutating func grow() {
+            let old = slots
+            slots = [UInt64](repeating: 0, count: max(64, old.count * 2))
+            let mask = slots.count - 1
+            for slot in old where slot != 0 {
+                var position = Int(UInt32(truncatingIfNeeded: slot >> 32)) & mask
+                while slots[position] != 0 { position = (position + 1) & mask }
+                slots[position] = slot
+            }
+        }
+
+        private static func tag(_ name: String) -> UInt32 {
+            var hasher = Hasher()
+            var name = name
+            name.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            return UInt32(truncatingIfNeeded: UInt(bitPattern: hasher.finalize()) >> 16)
+        }
     }
 }
