@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import RunnerKit
 import Testing
 
@@ -41,5 +42,22 @@ struct TrustOptionsTests {
         for option in ["--allow-host PATTERN", "--deny-private", "--max-bytes N", "--max-timeout SECONDS", "--max-retries N"] {
             #expect(help.stdout.contains(option), "\(option)")
         }
+    }
+
+    @Test func watchRefusesAFileWhoseJobAsksMoreAndFailsALoopbackJobUnderDenyPrivate() async throws {
+        let world = try SpoolWorld()
+        let watcher = try world.startWatcher(["--max-retries", "1", "--deny-private"])
+        defer { if watcher.isRunning { kill(watcher.processIdentifier, SIGKILL) } }
+        try world.drop("greedy.json", #"{"kind": "entry", "id": "a", "key": "greedy", "url": "\#(world.base)/entries/{id}.json", "retries": 5}"#)
+        try world.drop("local.json", #"{"kind": "entry", "id": "b", "key": "local", "url": "\#(world.base)/entries/{id}.json", "retries": 1}"#)
+        let settled = await world.wait(upTo: .seconds(20)) { world.jobFiles(world.spool.failed).count == 2 }
+        #expect(settled, "failed/: \(world.names(world.spool.failed)); log: \(world.log())")
+        let reason = world.text("\(world.spool.failed)/greedy.json\(Spool.errorSuffix)")
+        #expect(reason.contains("field 'retries' asks for 5 retries, more than this runner allows (1, set by --max-retries)"), "\(reason)")
+        let local = world.records(world.spool.failed, "local.json").first
+        #expect(local?["status"] == .string("failed"))
+        #expect(local?["error"]?.stringValue?.hasSuffix("a loopback address, refused by --deny-private") == true, "\(String(describing: local))")
+        kill(watcher.processIdentifier, SIGTERM)
+        #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0)
     }
 }

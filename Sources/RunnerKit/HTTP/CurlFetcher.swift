@@ -516,7 +516,7 @@ private let curlOpenSocketCallback: @convention(c) (UnsafeMutableRawPointer?, In
             return Curl.socketBad
         }
     }
-    return socket(family, type, proto)
+    return socket(family, type | Int32(SOCK_CLOEXEC.rawValue), proto)
 }
 
 /// libcurl's pre-request callback: `int (void *clientp, char *conn_primary_ip, char

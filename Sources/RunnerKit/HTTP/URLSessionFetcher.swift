@@ -94,12 +94,31 @@ extension URLSessionFetcher {
             if let refusal { throw HTTPError.refused(refusal.description) }
             return addresses
         }
-        let (refusal, addresses) = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: policy.refusal(url: url, resolver: resolver)) }
+        // getaddrinfo cannot be interrupted: a cancelled caller (its deadline) is answered at
+        // once and the lookup's late answer is dropped.
+        let pending = PendingLookup()
+        let (refusal, addresses) = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                pending.set(continuation)
+                if Task.isCancelled { pending.finish(.failure(CancellationError())) }
+                DispatchQueue.global().async { pending.finish(.success(policy.refusal(url: url, resolver: resolver))) }
+            }
+        } onCancel: {
+            pending.finish(.failure(CancellationError()))
         }
         if let refusal { throw HTTPError.refused(refusal.description) }
         return addresses
     }
+}
+
+/// A lookup's continuation, resumed once: by the lookup or by the caller's cancellation.
+private final class PendingLookup: Sendable {
+    typealias Verdict = (AddressPolicy.Refusal?, [NetworkAddress])
+    private let slot = Mutex<CheckedContinuation<Verdict, any Error>?>(nil)
+
+    func set(_ continuation: CheckedContinuation<Verdict, any Error>) { slot.withLock { $0 = continuation } }
+
+    func finish(_ result: Result<Verdict, any Error>) { slot.withLock { $0.take() }?.resume(with: result) }
 }
 
 // MARK: - Delegate
