@@ -5,13 +5,15 @@ import RunnerKit
 enum JSONPayload {
     /// Parses the payload inside the attempt, off the concurrency pool when it is large.
     static func parse(_ payload: Payload, expected: String) async throws -> JSONValue {
-        try await PayloadCheck.run(bytes: payload.count) { _ in try parseNow(payload, expected: expected) }
+        try await PayloadCheck.run(bytes: payload.count) { stop in try parseNow(payload, expected: expected, stop: stop) }
     }
 
-    private static func parseNow(_ payload: Payload, expected: String) throws -> JSONValue {
+    private static func parseNow(_ payload: Payload, expected: String, stop: PayloadCheck.Stop) throws -> JSONValue {
         let bytes = try payload.bytes()
         do {
-            return try JSONParser.parse(bytes)
+            return try JSONParser.parse(bytes, shouldStop: { stop.isRaised })
+        } catch where error.isStopped {
+            throw CancellationError()  // nobody waits for it any more: the attempt has ended
         } catch {
             let arrived = ImageHeader.describe(payload.prefix)
             if arrived == "a JSON document" || arrived.hasPrefix("plain text") {
@@ -30,8 +32,8 @@ enum JSONPayload {
             return (try await parse(response.payload, expected: expected), fetch)
         case .notModified(let previous):
             do {
-                let document = try await PayloadCheck.run(bytes: previous.bytes ?? 0) { _ in
-                    try JSONParser.parse(context.previousPayload())
+                let document = try await PayloadCheck.run(bytes: previous.bytes ?? 0) { stop in
+                    try JSONParser.parse(context.previousPayload(), shouldStop: { stop.isRaised })
                 }
                 return (document, fetch)
             } catch is CancellationError {

@@ -66,11 +66,14 @@ struct CommandSpec: Sendable {
 struct ParsedArguments: Sendable {
     var positionals: [String] = []
     var values: [String: String] = [:]
+    /// Every value of an option given more than once, in order (`values` keeps the last).
+    var repeated: [String: [String]] = [:]
     var flags: Set<String> = []
     /// The arguments as given, for commands that parse their own.
     var raw: [String] = []
 
     func value(_ name: String) -> String? { values[name] }
+    func allValues(_ name: String) -> [String] { repeated[name] ?? [] }
     func flag(_ name: String) -> Bool { flags.contains(name) }
 
     /// A whole number option within bounds, or a usage error.
@@ -120,9 +123,11 @@ extension CommandSpec {
                 parsed.flags.insert(name)
             } else if let inlineValue {
                 parsed.values[name] = inlineValue
+                parsed.repeated[name, default: []].append(inlineValue)
             } else {
                 guard index < arguments.count else { throw UsageError("Missing value for '--\(name) \(option.value!)'") }
                 parsed.values[name] = arguments[index]
+                parsed.repeated[name, default: []].append(arguments[index])
                 index += 1
             }
         }

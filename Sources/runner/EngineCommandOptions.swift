@@ -17,9 +17,9 @@ enum EngineCommandOptions {
         .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
         .init(name: "per-host", value: "N", help: "Jobs talking to one host at once. (default: 8)"),
         http,
-    ]
+    ] + TrustOptions.specs
 
-    static let usage = "[--out DIR] [--concurrency N] [--per-host N] [--http CLIENT]"
+    static let usage = "[--out DIR] [--concurrency N] [--per-host N] [--http CLIENT] [--allow-host PATTERN]… [--deny-private] [--max-bytes N] [--max-timeout SECONDS] [--max-retries N]"
 
     static func parse(_ arguments: ParsedArguments) throws(UsageError) -> EngineOptions {
         var options = EngineOptions()
@@ -27,6 +27,9 @@ enum EngineCommandOptions {
         options.concurrency = try arguments.int("concurrency", default: EngineOptions.defaultConcurrency, range: 1...10_000)
         options.perHost = try arguments.int("per-host", default: JobEngine.Configuration.defaultPerHost, range: 1...10_000)
         options.http = try httpClient(arguments.value("http"))
+        let trust = try TrustOptions(arguments)
+        options.policy = trust.policy
+        options.limits = trust.limits
         return options
     }
 

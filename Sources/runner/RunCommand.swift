@@ -68,7 +68,8 @@ enum RunCommand {
     /// 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     static func execute(files: [String], options: Options, displayNames: [String: String] = [:]) async -> Int32 {
         let registry = BuiltInKinds.registry()
-        let feed = BatchFeed(files: files, registry: registry, shard: options.shard, skipping: options.resume?.settled ?? [])
+        let feed = BatchFeed(
+            files: files, registry: registry, shard: options.shard, skipping: options.resume?.settled ?? [], limits: options.engine.limits)
         let validation = feed.validate()
         func show(_ error: JobFileError) {
             var message = error.description

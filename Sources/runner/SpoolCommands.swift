@@ -90,8 +90,10 @@ enum SpoolCommands {
             Console.error("\(error)")
             return 2
         }
+        var configuration = SpoolWatcher.Configuration(spool: spool, engine: assembly.configuration(runLog: runLog), registry: registry)
+        configuration.limits = options.limits
         let watcher = SpoolWatcher(
-            configuration: .init(spool: spool, engine: assembly.configuration(runLog: runLog), registry: registry),
+            configuration: configuration,
             observer: WatchReporter(json: json),
             onEvent: { log($0, spool: spool, out: assembly.store.root) })
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { number in

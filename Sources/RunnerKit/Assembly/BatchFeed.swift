@@ -11,6 +11,7 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
     private let registry: KindRegistry
     private let shard: Shard?
     private let skipping: Set<String>
+    private let limits: JobLimits
     private let keep: Int
     private var kept: [JobDescriptor]?
     private let changed = Locked<[JobFileError]>([])
@@ -22,7 +23,12 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
 
     /// Jobs run are those of `shard` (all without one) whose key is not in `skipping` (keys that
     /// need no further run, as `--resume` finds them in a run log).
-    public init(files: [String], registry: KindRegistry, shard: Shard? = nil, skipping: Set<String> = [], keep: Int = defaultKeep) {
+    /// `limits` caps what a job may ask (a job asking more is invalid).
+    public init(
+        files: [String], registry: KindRegistry, shard: Shard? = nil, skipping: Set<String> = [], limits: JobLimits = .none,
+        keep: Int = defaultKeep
+    ) {
+        self.limits = limits
         self.files = files
         self.registry = registry
         self.shard = shard
@@ -48,7 +54,7 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
         var validation = Validation(jobs: [], errors: [])
         var skipped = 0
         for file in files {
-            let report = JobFileReader.validate(path: file, registry: registry, limit: limit) { job in
+            let report = JobFileReader.validate(path: file, registry: registry, limits: limits, limit: limit) { job in
                 read += 1
                 if read > self.keep { kept = nil }
                 guard self.selects(job) else {
@@ -81,6 +87,7 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
             return AnyIterator { reversed.popLast() }
         }
         let registry = self.registry
+        let limits = self.limits
         let changed = self.changed
         var remaining = files[...]
         var reader: JobFileReader?
@@ -88,7 +95,7 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
             while true {
                 if reader == nil {
                     guard let file = remaining.popFirst() else { return nil }
-                    reader = JobFileReader(path: file, registry: registry)
+                    reader = JobFileReader(path: file, registry: registry, limits: limits)
                 }
                 guard let element = reader?.next() else {
                     reader = nil

@@ -19,7 +19,8 @@ public struct EngineAssembly: Sendable {
             throw AssemblyError("cannot use the output directory '\(options.out)': \(error)")
         }
         http = try options.http.make(
-            maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost))
+            maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost),
+            policy: options.policy)
         self.monitor = monitor ?? Self.standardMonitor()
     }
 

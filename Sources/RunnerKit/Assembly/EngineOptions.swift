@@ -9,13 +9,19 @@ public struct EngineOptions: Sendable {
     public var perHost: Int
     /// The HTTP client.
     public var http: HTTPClientKind
+    /// Which addresses jobs, children and redirects may reach.
+    public var policy: AddressPolicy
+    /// What a job may ask (a job asking more is invalid).
+    public var limits: JobLimits
 
     public static let defaultConcurrency = 8
 
     public init(
         out: String = "out", concurrency: Int = defaultConcurrency, perHost: Int = JobEngine.Configuration.defaultPerHost,
-        http: HTTPClientKind = .standard
+        http: HTTPClientKind = .standard, policy: AddressPolicy = .standard, limits: JobLimits = .none
     ) {
+        self.policy = policy
+        self.limits = limits
         self.out = out
         self.concurrency = concurrency
         self.perHost = perHost

@@ -9,18 +9,28 @@ import Synchronization
 /// and written to the caller's sink on the client's thread as they arrive. Like
 /// `URLSessionFetcher`, this client sets no deadline of its own: the policy cancels the Swift
 /// task, the caller is answered at once, and the transfer is removed right after.
+///
+/// The address policy is applied to the address each connection actually goes to: libcurl asks
+/// this client to open every socket (`CURLOPT_OPENSOCKETFUNCTION`), which refuses a forbidden
+/// address before anything is sent to it, and asks again before each request of a transfer, the
+/// first and every redirect, on a new or a reused connection (`CURLOPT_PREREQFUNCTION`, libcurl
+/// 7.80 or later), which is where a redirect from a public to a private address is caught.
+/// Response headers are bounded (`HeaderBounds`).
 public final class CurlFetcher: HTTPFetching {
     private let multi: CurlMulti
     private let handles: EasyHandles
+    private let policy: AddressPolicy
 
     /// - Parameters:
     ///   - maxConnectionsPerHost: connections open to one host at once; more transfers wait.
     ///   - maxConnections: connections open at once in total, and kept open for reuse.
+    ///   - policy: which addresses connections may go to.
     /// - Throws: `CurlUnavailable` when libcurl (7.68 or later) cannot be loaded.
-    public init(maxConnectionsPerHost: Int = 16, maxConnections: Int = 256) throws(CurlUnavailable) {
+    public init(maxConnectionsPerHost: Int = 16, maxConnections: Int = 256, policy: AddressPolicy = .standard) throws(CurlUnavailable) {
         let library = try CurlLibrary.shared.get()
         multi = try CurlMulti(library: library, perHost: max(1, maxConnectionsPerHost), total: max(1, maxConnections))
         handles = EasyHandles(library: library, keep: min(max(1, maxConnections), EasyHandles.defaultKeep))
+        self.policy = policy
     }
 
     deinit { multi.stop() }
@@ -33,7 +43,7 @@ public final class CurlFetcher: HTTPFetching {
 
     public func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
         try Task.checkCancellation()
-        let transfer = try CurlTransfer(request: request, sink: body, handles: handles)
+        let transfer = try CurlTransfer(request: request, sink: body, handles: handles, policy: policy)
         let multi = self.multi
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
@@ -217,6 +227,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     private let sink: any BodySink
     private let maxBytes: Int
     private let url: URL
+    private let policy: AddressPolicy
     private var headerList: UnsafeMutableRawPointer?
     private let errorBuffer: UnsafeMutablePointer<CChar>
     let reply = OneShotReply()
@@ -233,8 +244,13 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     private var headersComplete = false
     /// Why this side aborted the transfer, when it did.
     private var abortReason: (any Error)?
+    /// The address the previous request of this transfer went to (the hop before a redirect).
+    private var lastAddress: NetworkAddress?
+    /// Header bytes and lines of the current response so far.
+    private var headerBytes = 0
+    private var headerLines = 0
 
-    init(request: HTTPRequest, sink: any BodySink, handles: EasyHandles) throws(HTTPError) {
+    init(request: HTTPRequest, sink: any BodySink, handles: EasyHandles, policy: AddressPolicy) throws(HTTPError) {
         guard let easy = handles.take() else { throw HTTPError.other("curl_easy_init failed") }
         self.easy = easy
         self.handles = handles
@@ -243,6 +259,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         self.maxBytes = request.maxBytes
         self.url = request.url
         self.currentURL = request.url
+        self.policy = policy
         errorBuffer = .allocate(capacity: Curl.errorSize)
         errorBuffer.initialize(repeating: 0, count: Curl.errorSize)
 
@@ -268,6 +285,12 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         _ = library.easySetoptPointer(easy, Curl.Option.writeData, me)
         _ = library.easySetoptPointer(easy, Curl.Option.headerFunction, unsafeBitCast(curlHeaderCallback, to: UnsafeRawPointer.self))
         _ = library.easySetoptPointer(easy, Curl.Option.headerData, me)
+        _ = library.easySetoptPointer(easy, Curl.Option.openSocketFunction, unsafeBitCast(curlOpenSocketCallback, to: UnsafeRawPointer.self))
+        _ = library.easySetoptPointer(easy, Curl.Option.openSocketData, me)
+        // Before 7.80 only new connections are checked (a reused one was checked when opened).
+        if library.easySetoptPointer(easy, Curl.Option.prereqFunction, unsafeBitCast(curlPrereqCallback, to: UnsafeRawPointer.self)) == Curl.Code.ok {
+            _ = library.easySetoptPointer(easy, Curl.Option.prereqData, me)
+        }
         if !request.headers.isEmpty {
             for header in request.headers {
                 headerList = library.slistAppend(headerList, "\(header.name): \(header.value)")
@@ -333,6 +356,34 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
 
     // MARK: Callbacks (on the client's thread)
 
+    /// The host of the request about to be made: the redirect's target once libcurl follows one.
+    private var pendingHost: String { (redirectTarget ?? currentURL).host ?? "" }
+
+    /// libcurl is about to open a socket to `address`: the policy may refuse (nothing is sent).
+    fileprivate func mayConnect(to address: NetworkAddress) -> Bool {
+        guard abortReason == nil, !isFinished else { return false }
+        if let refusal = policy.refusal(host: pendingHost, address: address, after: lastAddress) {
+            abortReason = HTTPError.refused(refusal.description)
+            return false
+        }
+        return true
+    }
+
+    /// A request is about to be sent on a connection (new or reused) to `address`.
+    fileprivate func maySend(to address: NetworkAddress?) -> Bool {
+        guard abortReason == nil, !isFinished else { return false }
+        guard let address else {
+            abortReason = HTTPError.refused("refused the request: libcurl did not say which address it goes to")
+            return false
+        }
+        if let refusal = policy.refusal(host: pendingHost, address: address, after: lastAddress) {
+            abortReason = HTTPError.refused(refusal.description)
+            return false
+        }
+        lastAddress = address
+        return true
+    }
+
     /// A piece of the body (decoded); returning fewer bytes than given aborts the transfer.
     fileprivate func received(body bytes: UnsafeRawBufferPointer) -> Int {
         if redirecting { return bytes.count }
@@ -352,7 +403,20 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         while end > 0, line[end - 1] == UInt8(ascii: "\n") || line[end - 1] == UInt8(ascii: "\r") { end -= 1 }
         let text = UnsafeRawBufferPointer(rebasing: line[..<end])
         if text.starts(with: Self.statusPrefix) {
-            // A new response: the first, the next after a redirect or an interim 1xx.
+            // A new response: the first, the next after a redirect or an interim 1xx (whose
+            // headers count towards the bound of the response they precede).
+            if redirecting {
+                headerBytes = 0
+                headerLines = 0
+            }
+        }
+        headerBytes += line.count
+        headerLines += 1
+        if let excess = HeaderBounds.excess(bytes: headerBytes, lines: headerLines) {
+            abortReason = HTTPError.refused(excess)
+            return 0
+        }
+        if text.starts(with: Self.statusPrefix) {
             status = Self.statusCode(text)
             headers.removeAll(keepingCapacity: true)
             if let redirectTarget { currentURL = redirectTarget }
@@ -388,6 +452,10 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
             let scheme = target?.scheme?.lowercased()
             guard let target, scheme == "http" || scheme == "https" else {
                 abortReason = HTTPError.redirectRefused(target?.absoluteString ?? location)
+                return false
+            }
+            if let refusal = policy.refusal(redirectFrom: currentURL, to: target) {
+                abortReason = HTTPError.refused(refusal.description)
                 return false
             }
             redirectTarget = target
@@ -431,4 +499,31 @@ private let curlHeaderCallback: @convention(c) (UnsafeMutablePointer<CChar>?, In
     guard let user else { return 0 }
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
     return transfer.received(header: UnsafeRawBufferPointer(start: data, count: size * count))
+}
+
+/// libcurl's open-socket callback: `curl_socket_t (void *clientp, curlsocktype purpose,
+/// struct curl_sockaddr *address)`, where `struct curl_sockaddr { int family; int socktype;
+/// int protocol; unsigned int addrlen; struct sockaddr addr; }`. Answers a new socket, or
+/// CURL_SOCKET_BAD to refuse the address (libcurl then fails with "could not connect").
+private let curlOpenSocketCallback: @convention(c) (UnsafeMutableRawPointer?, Int32, UnsafeMutableRawPointer?) -> Int32 = { user, purpose, address in
+    guard let user, let address else { return Curl.socketBad }
+    let family = address.load(as: Int32.self)
+    let type = address.load(fromByteOffset: 4, as: Int32.self)
+    let proto = address.load(fromByteOffset: 8, as: Int32.self)
+    if purpose == Curl.socketTypeConnection {
+        let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+        guard let ip = NetworkAddress(sockaddr: UnsafeRawPointer(address + 16)), transfer.mayConnect(to: ip) else {
+            return Curl.socketBad
+        }
+    }
+    return socket(family, type | Int32(SOCK_CLOEXEC.rawValue), proto)
+}
+
+/// libcurl's pre-request callback: `int (void *clientp, char *conn_primary_ip, char
+/// *conn_local_ip, int conn_primary_port, int conn_local_port)`.
+private let curlPrereqCallback: @convention(c) (UnsafeMutableRawPointer?, UnsafeMutablePointer<CChar>?, UnsafeMutablePointer<CChar>?, Int32, Int32) -> Int32 = { user, primary, _, _, _ in
+    guard let user else { return Curl.prereqAbort }
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(user).takeUnretainedValue()
+    let address = primary.flatMap { NetworkAddress(String(cString: $0)) }
+    return transfer.maySend(to: address) ? Curl.prereqOK : Curl.prereqAbort
 }

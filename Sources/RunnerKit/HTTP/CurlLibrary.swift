@@ -143,6 +143,10 @@ enum Curl {
         static let tcpKeepAlive: Int32 = 213
         static let protocols: Int32 = 181  // bit mask, before 7.85
         static let redirProtocols: Int32 = 182  // bit mask, before 7.85
+        static let openSocketFunction: Int32 = 20_163
+        static let openSocketData: Int32 = 10_164
+        static let prereqFunction: Int32 = 20_312  // 7.80
+        static let prereqData: Int32 = 10_313
         static let protocolsString: Int32 = 10_318
         static let redirProtocolsString: Int32 = 10_319
     }
@@ -162,6 +166,10 @@ enum Curl {
     static let protocolHTTP = 1 << 0
     static let protocolHTTPS = 1 << 1
     static let messageDone: Int32 = 1  // CURLMSG_DONE
+    static let socketBad: Int32 = -1  // CURL_SOCKET_BAD
+    static let socketTypeConnection: Int32 = 0  // CURLSOCKTYPE_IPCXN
+    static let prereqOK: Int32 = 0  // CURL_PREREQFUNC_OK
+    static let prereqAbort: Int32 = 1  // CURL_PREREQFUNC_ABORT
     static let errorSize = 256  // CURL_ERROR_SIZE
 
     /// CURLcode values the client tells apart.

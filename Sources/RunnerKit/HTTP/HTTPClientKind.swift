@@ -29,10 +29,11 @@ public enum HTTPClientKind: String, Sendable, CaseIterable {
 
     /// A new client of this kind; make one per process.
     /// - Throws: `CurlUnavailable` for `curl` when libcurl cannot be loaded.
-    public func make(maxConnectionsPerHost: Int, maxConnections: Int = 256) throws -> any HTTPClient {
+    /// - Parameter policy: which addresses the client may connect to (see `AddressPolicy`).
+    public func make(maxConnectionsPerHost: Int, maxConnections: Int = 256, policy: AddressPolicy = .standard) throws -> any HTTPClient {
         switch self {
-        case .urlsession: return URLSessionFetcher(maxConnectionsPerHost: maxConnectionsPerHost)
-        case .curl: return try CurlFetcher(maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections)
+        case .urlsession: return URLSessionFetcher(maxConnectionsPerHost: maxConnectionsPerHost, policy: policy)
+        case .curl: return try CurlFetcher(maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections, policy: policy)
         }
     }
 

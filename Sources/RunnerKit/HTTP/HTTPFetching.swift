@@ -54,12 +54,14 @@ public enum HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
     case redirectRefused(String)
     case badResponse(String)
     case other(String)
+    /// The address policy or a response bound refused the transfer; the text names the rule.
+    case refused(String)
 
     /// Whether another attempt may succeed.
     public var isTransient: Bool {
         switch self {
         case .cannotResolveHost, .cannotConnect, .connectionLost, .timedOut: return true
-        case .tooLarge, .redirectRefused, .badResponse, .other: return false
+        case .tooLarge, .redirectRefused, .badResponse, .other, .refused: return false
         }
     }
 
@@ -73,6 +75,7 @@ public enum HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
         case .redirectRefused(let target): return "refused a redirect to '\(target)': only http and https are followed"
         case .badResponse(let what): return "the server's response was malformed: \(what)"
         case .other(let what): return what
+        case .refused(let why): return why
         }
     }
 }

@@ -9,15 +9,29 @@ import Synchronization
 /// URLSession on Linux has no `waitsForConnectivity` and rounds request timeouts to whole
 /// seconds, so deadlines are not its business: the policy cancels the Swift task, and this
 /// client cancels the URLSession task from the cancellation handler.
+///
+/// URLSession cannot say which address it connects to, nor veto one. So the address policy is
+/// applied to the addresses `getaddrinfo` gives for the host just before the request, and again
+/// for every redirect's target: every address must pass. This is weaker than the curl client's
+/// check: a name whose DNS answer changes between the two lookups (DNS rebinding) can get
+/// around it. Header bounds are checked once URLSession has read the headers, and it merges
+/// repeated header names, so lines are counted as distinct names.
 public final class URLSessionFetcher: HTTPFetching {
     private let session: URLSession
     private let delegate: SessionDelegate
+    private let policy: AddressPolicy
+    private let resolver: AddressPolicy.Resolver
     /// Creating, resuming and cancelling a URLSession task wait synchronously for the session's
     /// internal queue; issued from here, in order, they never block the concurrency pool.
     private let control = DispatchQueue(label: "runner.urlsession.control")
 
-    /// - Parameter maxConnectionsPerHost: connections URLSession opens to one host at once.
-    public init(maxConnectionsPerHost: Int = 16) {
+    /// - Parameters:
+    ///   - maxConnectionsPerHost: connections URLSession opens to one host at once.
+    ///   - policy: which addresses requests and redirects may go to.
+    ///   - resolver: how host names are resolved for the policy's check.
+    public init(maxConnectionsPerHost: Int = 16, policy: AddressPolicy = .standard, resolver: @escaping AddressPolicy.Resolver = AddressPolicy.systemResolver) {
+        self.policy = policy
+        self.resolver = resolver
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
@@ -28,7 +42,7 @@ public final class URLSessionFetcher: HTTPFetching {
         configuration.timeoutIntervalForRequest = 3600
         configuration.timeoutIntervalForResource = 3600
         configuration.httpAdditionalHeaders = ["User-Agent": "runner/1"]
-        let delegate = SessionDelegate(control: control)
+        let delegate = SessionDelegate(control: control, policy: policy, resolver: resolver)
         let queue = BoundedOperationQueue(limit: 64)
         queue.maxConcurrentOperationCount = 1
         queue.name = "runner.urlsession"
@@ -46,7 +60,9 @@ public final class URLSessionFetcher: HTTPFetching {
         urlRequest.httpMethod = "GET"
         for header in request.headers { urlRequest.setValue(header.value, forHTTPHeaderField: header.name) }
         try Task.checkCancellation()
-        let state = TransferState(sink: body, maxBytes: request.maxBytes, url: request.url)
+        let addresses = try await check(request.url)
+        try Task.checkCancellation()
+        let state = TransferState(sink: body, maxBytes: request.maxBytes, url: request.url, addresses: addresses)
         let (session, delegate, control, prepared) = (self.session, self.delegate, self.control, urlRequest)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
@@ -67,6 +83,42 @@ public final class URLSessionFetcher: HTTPFetching {
             control.async { state.task?.cancel() }
         }
     }
+}
+
+extension URLSessionFetcher {
+    /// The policy's verdict on the URL's addresses, resolved off the concurrency pool.
+    private func check(_ url: URL) async throws -> [NetworkAddress] {
+        let (policy, resolver) = (self.policy, self.resolver)
+        if let host = url.host, NetworkAddress(host) != nil {
+            let (refusal, addresses) = policy.refusal(url: url, resolver: resolver)
+            if let refusal { throw HTTPError.refused(refusal.description) }
+            return addresses
+        }
+        // getaddrinfo cannot be interrupted: a cancelled caller (its deadline) is answered at
+        // once and the lookup's late answer is dropped.
+        let pending = PendingLookup()
+        let (refusal, addresses) = try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                pending.set(continuation)
+                if Task.isCancelled { pending.finish(.failure(CancellationError())) }
+                DispatchQueue.global().async { pending.finish(.success(policy.refusal(url: url, resolver: resolver))) }
+            }
+        } onCancel: {
+            pending.finish(.failure(CancellationError()))
+        }
+        if let refusal { throw HTTPError.refused(refusal.description) }
+        return addresses
+    }
+}
+
+/// A lookup's continuation, resumed once: by the lookup or by the caller's cancellation.
+private final class PendingLookup: Sendable {
+    typealias Verdict = (AddressPolicy.Refusal?, [NetworkAddress])
+    private let slot = Mutex<CheckedContinuation<Verdict, any Error>?>(nil)
+
+    func set(_ continuation: CheckedContinuation<Verdict, any Error>) { slot.withLock { $0 = continuation } }
+
+    func finish(_ result: Result<Verdict, any Error>) { slot.withLock { $0.take() }?.resume(with: result) }
 }
 
 // MARK: - Delegate
@@ -94,11 +146,14 @@ private final class TransferState: RepliesOnce, @unchecked Sendable {
     /// The URLSession task, once created; touched only on the fetcher's control queue.
     var task: URLSessionDataTask?
     private let abort = Mutex<(any Error)?>(nil)
+    /// The current hop's URL and the addresses its host resolved to, for the next redirect's check.
+    let hop: Mutex<(url: URL, addresses: [NetworkAddress])>
 
-    init(sink: any BodySink, maxBytes: Int, url: URL) {
+    init(sink: any BodySink, maxBytes: Int, url: URL, addresses: [NetworkAddress]) {
         self.sink = sink
         self.maxBytes = maxBytes
         self.url = url
+        self.hop = Mutex((url, addresses))
     }
 
     /// Why this side aborted the transfer, when it did.
@@ -117,9 +172,13 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
     /// The fetcher's control queue. Cancelling a task waits for URLSession's internal queue,
     /// which may itself be waiting for room on the delegate queue: never cancel from here.
     private let control: DispatchQueue
+    private let policy: AddressPolicy
+    private let resolver: AddressPolicy.Resolver
 
-    init(control: DispatchQueue) {
+    init(control: DispatchQueue, policy: AddressPolicy, resolver: @escaping AddressPolicy.Resolver) {
         self.control = control
+        self.policy = policy
+        self.resolver = resolver
     }
 
     private func cancel(_ task: URLSessionTask) {
@@ -145,8 +204,18 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
             return
         }
         var headers: [String: String] = [:]
+        var headerBytes = 0
         for (name, value) in http.allHeaderFields {
-            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+            if let name = name as? String, let value = value as? String {
+                headers[name.lowercased()] = value
+                headerBytes += name.utf8.count + value.utf8.count + 4  // ": " and CRLF
+            }
+        }
+        if let excess = HeaderBounds.excess(bytes: headerBytes, lines: headers.count + 1) {
+            state.abort(because: HTTPError.refused(excess))
+            completionHandler(.cancel)
+            cancel(dataTask)
+            return
         }
         state.head = HTTPResponseHead(status: http.statusCode, headers: headers, url: http.url ?? state.url)
         // A declared length counts only without a content coding: with one it is the coded size.
@@ -186,12 +255,33 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         let scheme = request.url?.scheme?.lowercased()
-        if scheme == "http" || scheme == "https" {
-            completionHandler(request)
-        } else {
-            state(task)?.abort(because: HTTPError.redirectRefused(request.url?.absoluteString ?? "?"))
+        guard let state = state(task) else {
+            completionHandler(nil)
+            return
+        }
+        guard let target = request.url, scheme == "http" || scheme == "https" else {
+            state.abort(because: HTTPError.redirectRefused(request.url?.absoluteString ?? "?"))
             completionHandler(nil)
             cancel(task)
+            return
+        }
+        let (policy, resolver) = (self.policy, self.resolver)
+        let previous = state.hop.withLock { $0 }
+        // Resolving may block: not on the delegate queue. URLSession waits for the answer.
+        DispatchQueue.global().async { [self] in
+            var refusal = policy.refusal(redirectFrom: previous.url, to: target)
+            if refusal == nil {
+                let (verdict, addresses) = policy.refusal(url: target, after: previous.addresses, resolver: resolver)
+                refusal = verdict
+                state.hop.withLock { $0 = (target, addresses) }
+            }
+            if let refusal {
+                state.abort(because: HTTPError.refused(refusal.description))
+                completionHandler(nil)
+                cancel(task)
+            } else {
+                completionHandler(request)
+            }
         }
     }
 

@@ -4,10 +4,24 @@ public struct Validators: Sendable, Equatable {
     public var etag: String?
     public var lastModified: String?
 
+    /// A validator holding a control character (CR, LF, NUL, DEL…) or longer than 8 KiB is
+    /// dropped: sent back in a request header it could split the request or smuggle headers.
     public init?(etag: String?, lastModified: String?) {
+        let etag = etag.flatMap(Self.sendable)
+        let lastModified = lastModified.flatMap(Self.sendable)
         guard etag != nil || lastModified != nil else { return nil }
         self.etag = etag
         self.lastModified = lastModified
+    }
+
+    /// Longest validator kept, in bytes.
+    public static let maxLength = 8 * 1024
+
+    private static func sendable(_ value: String) -> String? {
+        guard !value.isEmpty, value.utf8.count <= maxLength,
+            !value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F })
+        else { return nil }
+        return value
     }
 
     /// From response headers (names in lower case).

@@ -91,11 +91,13 @@ public struct JobDescriptor: Sendable {
     // MARK: - Decoding
 
     /// Decodes one job object, with a batch's `defaults` underneath it.
+    /// - Parameter limits: the operator's caps on `maxBytes`, `timeout` and `retries`.
     public static func decode(
         _ object: [(key: String, value: JSONValue)],
         defaults: [(key: String, value: JSONValue)] = [],
         registry: KindRegistry,
-        parent: String? = nil
+        parent: String? = nil,
+        limits: JobLimits = .none
     ) throws(JobSpecError) -> JobDescriptor {
         var fields = JobFields(object, defaults: defaults)
         let kindName = try fields.requiredString("kind")
@@ -107,12 +109,14 @@ public struct JobDescriptor: Sendable {
         let key = try fields.string("key")
         if let key, key.isEmpty { throw JobSpecError(field: "key", "must not be empty") }
         if let key, key.utf8.contains(0) { throw JobSpecError(field: "key", "must not contain a NUL character") }
-        let timeout = try seconds(&fields, "timeout", allowZero: false) ?? defaultTimeout
+        let timeout = try limits.timeout(try seconds(&fields, "timeout", allowZero: false), default: defaultTimeout)
         let noticeAfter = try seconds(&fields, "noticeAfter", allowZero: true) ?? defaultNoticeAfter
         let retries = try fields.int("retries") ?? 0
         guard (0...100).contains(retries) else { throw JobSpecError(field: "retries", "must be between 0 and 100") }
-        let maxBytes = try fields.int("maxBytes") ?? defaultMaxBytes
-        guard maxBytes > 0 else { throw JobSpecError(field: "maxBytes", "must be greater than 0") }
+        _ = try limits.retries(retries)
+        let askedBytes = try fields.int("maxBytes")
+        if let askedBytes, askedBytes <= 0 { throw JobSpecError(field: "maxBytes", "must be greater than 0") }
+        let maxBytes = try limits.maxBytes(askedBytes, default: defaultMaxBytes)
         let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try validateOutput(path) }
 
         let kind = try definition.decode(&fields)

@@ -22,18 +22,29 @@ public struct JobFields: Sendable {
     public init(_ job: [(key: String, value: JSONValue)], defaults: [(key: String, value: JSONValue)] = []) {
         var fields: [Field] = []
         fields.reserveCapacity(job.count + defaults.count)
+        // A hostile job of many thousand members must not cost their square: past a few
+        // fields, names are found through a dictionary.
+        var positions: [String: Int]? = job.count + defaults.count > 16 ? [:] : nil
+        func find(_ key: String) -> Int? {
+            if let positions { return positions[key] }
+            return fields.firstIndex(where: { $0.name == key })
+        }
+        func add(_ field: Field) {
+            positions?[field.name] = fields.count
+            fields.append(field)
+        }
         for (key, value) in job {
-            if let i = fields.firstIndex(where: { $0.name == key }) {
+            if let i = find(key) {
                 fields[i].value = value
             } else {
-                fields.append(Field(name: key, value: value, explicit: true))
+                add(Field(name: key, value: value, explicit: true))
             }
         }
         for (key, value) in defaults {
-            if let i = fields.firstIndex(where: { $0.name == key }) {
+            if let i = find(key) {
                 if !fields[i].explicit { fields[i].value = value }
             } else {
-                fields.append(Field(name: key, value: value, explicit: false))
+                add(Field(name: key, value: value, explicit: false))
             }
         }
         self.fields = fields

@@ -12,6 +12,7 @@ public final class JobFileReader: IteratorProtocol {
 
     public let path: String
     private let registry: KindRegistry
+    private let limits: JobLimits
     private var source: Source
     private var defaults: [(key: String, value: JSONValue)] = []
     private var finished = false
@@ -25,9 +26,11 @@ public final class JobFileReader: IteratorProtocol {
     /// Largest file read whole (a JSON document rather than JSON Lines).
     public static let maxDocumentBytes = 256 << 20
 
-    public init(path: String, registry: KindRegistry) {
+    /// - Parameter limits: the operator's caps; a job asking more is an error of that job.
+    public init(path: String, registry: KindRegistry, limits: JobLimits = .none) {
         self.path = path
         self.registry = registry
+        self.limits = limits
         self.source = .failed(JobFileError(file: path, "could not be read"))
         self.source = open()
     }
@@ -35,9 +38,10 @@ public final class JobFileReader: IteratorProtocol {
     /// Reads the whole file and returns every error, or the number of jobs when it is valid.
     /// `counting` picks the jobs counted (all of them by default), e.g. those of one shard.
     public static func validate(
-        path: String, registry: KindRegistry, limit: Int = 20, counting: (JobDescriptor) -> Bool = { _ in true }
+        path: String, registry: KindRegistry, limits: JobLimits = .none, limit: Int = 20,
+        counting: (JobDescriptor) -> Bool = { _ in true }
     ) -> (jobs: Int, errors: [JobFileError]) {
-        let reader = JobFileReader(path: path, registry: registry)
+        let reader = JobFileReader(path: path, registry: registry, limits: limits)
         var count = 0
         var errors: [JobFileError] = []
         while let element = reader.next() {
@@ -172,7 +176,7 @@ public final class JobFileReader: IteratorProtocol {
             return .failure(JobFileError(file: path, location: location, problem: JobSpecError(field: nil, "must be a job object, not \(value.typeDescription)")))
         }
         do {
-            return .success(try JobDescriptor.decode(members, defaults: defaults, registry: registry))
+            return .success(try JobDescriptor.decode(members, defaults: defaults, registry: registry, limits: limits))
         } catch {
             return .failure(JobFileError(file: path, location: location, problem: error))
         }

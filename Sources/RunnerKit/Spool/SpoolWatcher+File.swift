@@ -35,7 +35,7 @@ extension SpoolWatcher {
     func process(_ progress: FileProgress, in lease: WatcherLease) async -> FileReport {
         let name = progress.name
         let path = "\(lease.folder)/\(name)"
-        let feed = BatchFeed(files: [path], registry: configuration.registry)
+        let feed = BatchFeed(files: [path], registry: configuration.registry, limits: configuration.limits)
         if let reason = junkReason(path: path, name: name, feed: feed) {
             return finish(progress, path: path, results: nil, outcome: .failed, counts: [:], reason: reason)
         }

@@ -32,6 +32,8 @@ public final class SpoolWatcher: Sendable {
         public var maxDocumentBytes: Int
         /// How long a cancel request stands (it cancels jobs of files written before it).
         public var cancelRequestLifetime: Duration
+        /// The operator's caps on what a job may ask (`--max-bytes`, `--max-timeout`, `--max-retries`).
+        public var limits: JobLimits = .none
 
         public init(
             spool: Spool, engine: JobEngine.Configuration, registry: KindRegistry, filesAtOnce: Int? = nil,

@@ -2,35 +2,54 @@
 ///
 /// Written here rather than taken from Foundation so that object members keep their order,
 /// errors point at the exact place, and a million-line batch parses without bridging.
+///
+/// Parsing is linear in the size of the input: duplicate member names are found with a hash set
+/// once an object has more than a few members, so a hostile payload of a million members costs
+/// no more than a million values. A caller that must be able to give up (a deadline) passes
+/// `shouldStop`, which is asked every `stopCheckInterval` bytes or so of progress.
 public struct JSONParser {
     /// Where and why parsing stopped.
     public struct Error: Swift.Error, Equatable, CustomStringConvertible {
         public var message: String
         public var line: Int
         public var column: Int
+        /// True when parsing was abandoned because `shouldStop` said so, not because of the input.
+        public var isStopped: Bool
         public var description: String { "\(message) at line \(line), column \(column)" }
 
-        public init(message: String, line: Int, column: Int) {
+        public init(message: String, line: Int, column: Int, isStopped: Bool = false) {
             self.message = message
             self.line = line
             self.column = column
+            self.isStopped = isStopped
         }
     }
 
+    /// Bytes of progress between two calls of `shouldStop`.
+    public static let stopCheckInterval = 64 * 1024
+
     /// Parses one complete JSON document; anything but whitespace after it is an error.
-    public static func parse(_ bytes: [UInt8]) throws(JSONParser.Error) -> JSONValue {
+    /// - Parameter shouldStop: asked every `stopCheckInterval` bytes or so, on the parsing thread;
+    ///   when it answers true, parsing ends with an error whose `isStopped` is true.
+    public static func parse(_ bytes: [UInt8], shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParser.Error) -> JSONValue in
-            var parser = JSONParser(buffer)
+            var parser = JSONParser(buffer, shouldStop: shouldStop)
             return try parser.parseDocument()
         }
     }
 
     /// Parses a slice that holds one JSON document; lines and columns count from its start.
-    public static func parse(_ bytes: ArraySlice<UInt8>) throws(JSONParser.Error) -> JSONValue {
+    public static func parse(_ bytes: ArraySlice<UInt8>, shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParser.Error) -> JSONValue in
-            var parser = JSONParser(buffer)
+            var parser = JSONParser(buffer, shouldStop: shouldStop)
             return try parser.parseDocument()
         }
+    }
+
+    /// Parses bytes in memory that hold one JSON document.
+    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>, shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
+        var parser = JSONParser(buffer, shouldStop: shouldStop)
+        return try parser.parseDocument()
     }
 
     /// Parses a string that holds one JSON document.
@@ -42,9 +61,16 @@ public struct JSONParser {
     private var index = 0
     private var depth = 0
     private static let maxDepth = 512
+    /// Objects up to this many members look for a duplicate name by scanning; larger ones hash.
+    private static let scanLimit = 16
+    private let shouldStop: (() -> Bool)?
+    /// The index at which `shouldStop` is asked next.
+    private var nextStopCheck: Int
 
-    private init(_ bytes: UnsafeBufferPointer<UInt8>) {
+    private init(_ bytes: UnsafeBufferPointer<UInt8>, shouldStop: (() -> Bool)?) {
         self.bytes = bytes
+        self.shouldStop = shouldStop
+        nextStopCheck = shouldStop == nil ? Int.max : 0
     }
 
     private mutating func parseDocument() throws(JSONParser.Error) -> JSONValue {
@@ -59,6 +85,7 @@ public struct JSONParser {
     // MARK: - Values
 
     private mutating func parseValue() throws(JSONParser.Error) -> JSONValue {
+        if index >= nextStopCheck { try checkStop() }
         guard index < bytes.count else { throw error("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject()
@@ -76,6 +103,7 @@ public struct JSONParser {
         try enter()
         index += 1
         var members: [(key: String, value: JSONValue)] = []
+        var names = NameTable()  // filled once `members` outgrows `scanLimit`
         skipWhitespace()
         if peek() == UInt8(ascii: "}") {
             index += 1
@@ -91,8 +119,13 @@ public struct JSONParser {
             index += 1
             skipWhitespace()
             let value = try parseValue()
-            if members.contains(where: { $0.key == key }) {
-                throw error("duplicate member \"\(key)\"")
+            if members.count < Self.scanLimit {
+                if members.contains(where: { $0.key == key }) { throw error("duplicate member \"\(key)\"") }
+            } else {
+                if names.isEmpty {
+                    for i in members.indices { _ = names.insert(members[i].key, at: i, in: members) }
+                }
+                if !names.insert(key, at: members.count, in: members) { throw error("duplicate member \"\(key)\"") }
             }
             members.append((key, value))
             skipWhitespace()
@@ -232,13 +265,23 @@ public struct JSONParser {
 
     private mutating func parseNumber() throws(JSONParser.Error) -> Double {
         let start = index
-        if peek() == UInt8(ascii: "-") { index += 1 }
+        let negative = peek() == UInt8(ascii: "-")
+        if negative { index += 1 }
         guard let first = peek(), isDigit(first) else { throw error("a malformed number") }
+        var whole = 0  // the integer part, while it has at most 15 digits (exact in a Double)
         if first == UInt8(ascii: "0") {
             index += 1
             if let next = peek(), isDigit(next) { throw error("a number with a leading zero") }
         } else {
-            while let b = peek(), isDigit(b) { index += 1 }
+            while let b = peek(), isDigit(b) {
+                whole = whole &* 10 &+ Int(b &- UInt8(ascii: "0"))
+                index += 1
+            }
+        }
+        let digits = index - start - (negative ? 1 : 0)
+        // Fast path: a plain integer of up to 15 digits, the usual number of a payload.
+        if digits <= 15, peek() != UInt8(ascii: "."), peek() != UInt8(ascii: "e"), peek() != UInt8(ascii: "E") {
+            return negative ? -Double(whole) : Double(whole)
         }
         if peek() == UInt8(ascii: ".") {
             index += 1
@@ -257,6 +300,15 @@ public struct JSONParser {
     }
 
     // MARK: - Helpers
+
+    private mutating func checkStop() throws(JSONParser.Error) {
+        nextStopCheck = index + Self.stopCheckInterval
+        if let shouldStop, shouldStop() {
+            var stopped = error("parsing was stopped before the end")
+            stopped.isStopped = true
+            throw stopped
+        }
+    }
 
     private mutating func expectLiteral(_ literal: StaticString) throws(JSONParser.Error) {
         let count = literal.utf8CodeUnitCount
@@ -305,5 +357,56 @@ public struct JSONParser {
             i += 1
         }
         return Error(message: message, line: line, column: column)
+    }
+
+    // MARK: - Member names of a large object
+
+    /// The names of one object's members, for finding a duplicate in constant time: an
+    /// open-addressing table of member indexes, each slot holding 32 bits of the name's hash
+    /// beside the index, so neither probing nor growing touches the names. The hash is Swift's
+    /// `Hasher`, seeded per process, so a payload cannot be made of names that collide.
+    private struct NameTable {
+        /// 0: empty; else the hash's upper 32 bits, then the member index plus one.
+        private var slots: [UInt64] = []
+        private var count = 0
+
+        var isEmpty: Bool { count == 0 }
+
+        /// Adds member `index` of `members` (or the one about to be appended), named `name`;
+        /// false when a member of that name is in the table already.
+        mutating func insert(_ name: String, at index: Int, in members: [(key: String, value: JSONValue)]) -> Bool {
+            if (count + 1) * 2 > slots.count { grow() }
+            let tag = Self.tag(name)
+            let mask = slots.count - 1
+            var position = Int(tag) & mask
+            while slots[position] != 0 {
+                let slot = slots[position]
+                if UInt32(truncatingIfNeeded: slot >> 32) == tag, members[Int(slot & 0xFFFF_FFFF) - 1].key == name {
+                    return false
+                }
+                position = (position + 1) & mask
+            }
+            slots[position] = UInt64(tag) << 32 | UInt64(index + 1)
+            count += 1
+            return true
+        }
+
+        private mutating func grow() {
+            let old = slots
+            slots = [UInt64](repeating: 0, count: max(64, old.count * 2))
+            let mask = slots.count - 1
+            for slot in old where slot != 0 {
+                var position = Int(UInt32(truncatingIfNeeded: slot >> 32)) & mask
+                while slots[position] != 0 { position = (position + 1) & mask }
+                slots[position] = slot
+            }
+        }
+
+        private static func tag(_ name: String) -> UInt32 {
+            var hasher = Hasher()
+            var name = name
+            name.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+            return UInt32(truncatingIfNeeded: UInt(bitPattern: hasher.finalize()) >> 16)
+        }
     }
 }

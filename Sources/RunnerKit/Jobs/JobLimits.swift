@@ -1,0 +1,52 @@
+/// What the operator of a runner lets a job ask for (`--max-bytes`, `--max-timeout`,
+/// `--max-retries`): a job asking more is invalid, and the error names the field and the cap.
+/// A job that does not set a field gets the default, or the cap when the cap is lower.
+public struct JobLimits: Sendable, Equatable {
+    /// Largest `maxBytes` a job may set.
+    public var maxBytes: Int?
+    /// Longest `timeout` a job may set.
+    public var maxTimeout: Duration?
+    /// Most `retries` a job may set.
+    public var maxRetries: Int?
+
+    public init(maxBytes: Int? = nil, maxTimeout: Duration? = nil, maxRetries: Int? = nil) {
+        self.maxBytes = maxBytes
+        self.maxTimeout = maxTimeout
+        self.maxRetries = maxRetries
+    }
+
+    /// No caps beyond the fields' own ranges.
+    public static let none = JobLimits()
+
+    /// `maxBytes` as the job set it (nil: unset), checked against the cap.
+    func maxBytes(_ asked: Int?, default standard: Int) throws(JobSpecError) -> Int {
+        guard let cap = maxBytes else { return asked ?? standard }
+        guard let asked else { return min(standard, cap) }
+        if asked > cap { throw JobSpecError(field: "maxBytes", "asks for \(asked) bytes, more than this runner allows (\(cap), set by --max-bytes)") }
+        return asked
+    }
+
+    /// `timeout` as the job set it (nil: unset), checked against the cap.
+    func timeout(_ asked: Duration?, default standard: Duration) throws(JobSpecError) -> Duration {
+        guard let cap = maxTimeout else { return asked ?? standard }
+        guard let asked else { return min(standard, cap) }
+        if asked > cap {
+            throw JobSpecError(field: "timeout", "asks for \(Self.seconds(asked)) seconds, more than this runner allows (\(Self.seconds(cap)), set by --max-timeout)")
+        }
+        return asked
+    }
+
+    /// `retries` as the job set it (nil: unset), checked against the cap.
+    func retries(_ asked: Int?) throws(JobSpecError) -> Int {
+        guard let asked else { return 0 }
+        if let cap = maxRetries, asked > cap {
+            throw JobSpecError(field: "retries", "asks for \(asked) retries, more than this runner allows (\(cap), set by --max-retries)")
+        }
+        return asked
+    }
+
+    static func seconds(_ duration: Duration) -> String {
+        let millis = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        return millis % 1000 == 0 ? "\(millis / 1000)" : String(Double(millis) / 1000)
+    }
+}

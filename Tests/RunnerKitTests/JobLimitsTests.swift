@@ -1,0 +1,52 @@
+import Foundation
+import RunnerKit
+import Testing
+
+/// The operator's caps on what a job may ask (`--max-bytes`, `--max-timeout`, `--max-retries`).
+@Suite struct JobLimitsTests {
+    let folder = TemporaryFolder()
+    let registry = probeRegistry()
+    let limits = JobLimits(maxBytes: 1_000_000, maxTimeout: .seconds(5), maxRetries: 2)
+
+    func errors(_ text: String, limits: JobLimits) -> [String] {
+        let path = folder.write("f.json", text)
+        return JobFileReader.validate(path: path, registry: registry, limits: limits).errors.map {
+            $0.description.replacingOccurrences(of: folder.path + "/", with: "")
+        }
+    }
+
+    @Test(arguments: [
+        (#"{"kind": "probe", "url": "http://h/", "maxBytes": 1000001}"#,
+         "f.json: field 'maxBytes' asks for 1000001 bytes, more than this runner allows (1000000, set by --max-bytes)"),
+        (#"{"kind": "probe", "url": "http://h/", "timeout": 5.5}"#,
+         "f.json: field 'timeout' asks for 5.5 seconds, more than this runner allows (5, set by --max-timeout)"),
+        (#"{"kind": "probe", "url": "http://h/", "retries": 3}"#,
+         "f.json: field 'retries' asks for 3 retries, more than this runner allows (2, set by --max-retries)"),
+        (#"{"defaults": {"retries": 9}, "jobs": [{"kind": "probe", "url": "http://h/"}]}"#,
+         "f.json: job 1: field 'retries' asks for 9 retries, more than this runner allows (2, set by --max-retries)"),
+    ])
+    func aJobAskingMoreThanACapIsInvalidNamingFieldAndCap(text: String, expected: String) {
+        #expect(errors(text, limits: limits) == [expected])
+        #expect(errors(text, limits: .none).isEmpty)
+    }
+
+    @Test func aJobWithinTheCapsKeepsWhatItAskedAndAnUnsetFieldGetsTheLowerOfDefaultAndCap() throws {
+        let path = folder.write("ok.json", #"[{"kind": "probe", "url": "http://h/1", "maxBytes": 1000000, "timeout": 5, "retries": 2}, {"kind": "probe", "url": "http://h/2"}]"#)
+        let jobs = try IteratorSequence(JobFileReader(path: path, registry: registry, limits: limits)).map { try $0.get() }
+        #expect(jobs[0].maxBytes == 1_000_000 && jobs[0].timeout == .seconds(5) && jobs[0].retries == 2)
+        #expect(jobs[1].maxBytes == 1_000_000, "the default of 64 MiB is above the cap")
+        #expect(jobs[1].timeout == .seconds(2), "the default of 2 s is below the cap")
+        #expect(jobs[1].retries == 0)
+    }
+
+    @Test func aJobOfManyMembersIsReadInLinearTime() {
+        // 100 000 unknown fields: refused for the first, without a scan per field.
+        var text = #"{"kind": "probe", "url": "http://h/""#
+        for i in 0..<100_000 { text += #", "f\#(i)": 1"# }
+        text += "}"
+        let start = ContinuousClock.now
+        let found = errors(text, limits: .none)
+        #expect(found == ["f.json: field 'f0' is not a field of kind 'probe'"])
+        #expect(start.duration(to: .now) < .seconds(5))
+    }
+}
