@@ -10,7 +10,7 @@ enum RunCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "run",
         summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
-        usage: "FILE… [--out DIR] [--concurrency N] [--per-host N] [--shard I/N] [--http CLIENT] [--wait] [--json]",
+        usage: "FILE… [--out DIR] [--concurrency N] [--per-host N] [--shard I/N] [--http CLIENT] [--wait] [--json] [--metrics FILE] [--no-sync]",
         arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl).")],
         options: [
             .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
@@ -20,6 +20,8 @@ enum RunCommand {
             RunCommand.httpOption,
             .init(name: "wait", value: nil, help: "If another run uses the output directory, wait for it instead of exiting 3."),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line, children included."),
+            .init(name: "metrics", value: "FILE", help: "At the end, write Prometheus metrics to FILE (for node_exporter's textfile collector)."),
+            .init(name: "no-sync", value: nil, help: "Do not make what the run wrote durable before it exits (for scratch runs)."),
         ],
         positionals: (1, nil),
         run: { arguments in
@@ -44,6 +46,8 @@ enum RunCommand {
         var wait: Bool
         var json: Bool
         var http: HTTPClientKind
+        var metrics: String?
+        var sync: Bool
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             out = arguments.value("out") ?? "out"
@@ -57,6 +61,8 @@ enum RunCommand {
             }
             wait = arguments.flag("wait")
             json = arguments.flag("json")
+            metrics = arguments.value("metrics")
+            sync = !arguments.flag("no-sync")
             do {
                 http = try arguments.value("http").map(HTTPClientKind.named) ?? HTTPClientKind.fromEnvironment()
             } catch {
@@ -120,6 +126,7 @@ enum RunCommand {
             store = try OutputStore(root: options.out)
             if options.wait && !options.json { Console.err("runner: waiting for the output directory \(options.out) to be free…") }
             lock = try RunLock(store: store, wait: options.wait)
+            store.sweepLeftovers()  // [spool #15] temporary files of crashed runs
             runLog = try RunLog(store: store)
         } catch let busy as RunLock.Busy {
             Console.error(busy.description)
@@ -129,11 +136,12 @@ enum RunCommand {
             return 2
         }
         let reporter = RunReporter(json: options.json, total: total)
+        let metrics = options.metrics.map { _ in Metrics() }  // [spool #15]
         let engine = JobEngine(
             configuration: .init(
                 store: store, http: http,
                 monitor: Runner.makeMonitor(), concurrency: options.concurrency, runLog: runLog, perHost: options.perHost),
-            observer: reporter)
+            observer: metrics.map { ObserverFanout([reporter, $0]) } ?? reporter)
 
         let validated = kept.take().map(DrainingJobs.init)
         let runTask = Task {
@@ -143,16 +151,34 @@ enum RunCommand {
             }.filter { shard?.contains(key: $0.key) ?? true }
             return await engine.run(jobs)
         }
-        let signal = SignalWatcher(signals: [SIGINT, SIGTERM]) { _ in
+        let signal = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
             runTask.cancel()
             engine.taskManager.cancelAll()
         }
         let summary = await runTask.value
         let received = signal.stop()
         reporter.printSummary(summary, store: store, runLog: runLog)
+        // [spool #15] what the run wrote is on disk before the lock is let go (--no-sync: not).
+        var durable = true
+        if options.sync {
+            do {
+                try store.synchronize()
+            } catch {
+                Console.error("\(error); the payloads and records of this run may not survive a power loss")
+                durable = false
+            }
+        }
+        if let metrics, let path = options.metrics {
+            metrics.recordRunEnd(success: summary.allSucceeded && received == nil && durable)
+            do {
+                try metrics.write(to: path)
+            } catch {
+                Console.error("the metrics could not be written: \(error)")
+            }
+        }
         withExtendedLifetime(lock) {}
         if let received { return 128 + received }
-        return summary.allSucceeded ? 0 : 1
+        return summary.allSucceeded && durable ? 0 : 1
     }
 }
 

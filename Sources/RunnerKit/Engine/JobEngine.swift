@@ -124,8 +124,14 @@ public final class JobEngine: Sendable {
         let admitted = await taskManager.run(key: job.key) { () async -> JobResult? in
             var release: (@Sendable () -> Void)?
             if let keyLock {
-                guard let held = keyLock.tryLock(key: job.key) else { return nil }
-                release = held
+                // [spool #15] a lock that cannot be taken is never "no lock": the job fails, saying why.
+                switch keyLock.lock(key: job.key) {
+                case .acquired(let held): release = held
+                case .heldElsewhere: return nil
+                case .unavailable(let reason):
+                    let result = JobResult(key: job.key, kind: job.kindName, status: .failed, error: reason, startedAt: startedAt, finishedAt: Date(), parent: job.parent)
+                    return await self.finish(result, record: false, wait: awaitRecord)
+                }
             }
             defer { release?() }
             return await self.perform(job, slot: slot, startedAt: startedAt, awaitRecord: awaitRecord)
@@ -225,7 +231,11 @@ public final class JobEngine: Sendable {
                     counts[status].map { (status.rawValue, JSONValue($0)) }
                 })))
                 let bad = counts.filter { !$0.key.isAcceptableForChild }.values.reduce(0, +)
-                if bad > 0, result.status.isSuccess {
+                if Task.isCancelled, counts[.cancelled, default: 0] > 0 {
+                    // [spool #15] the parent's task was cancelled: it ends cancelled, not failed.
+                    result.status = .cancelled
+                    result.error = "cancelled while its children ran (\(counts[.cancelled, default: 0]) of \(outcome.children.count) cancelled)"
+                } else if bad > 0, result.status.isSuccess {
                     result.status = .failed
                     result.error = "\(bad) of \(outcome.children.count) child jobs did not succeed"
                 }
@@ -269,7 +279,9 @@ public final class JobEngine: Sendable {
         let store = configuration.store
         guard let record = store.readRecord(fileName: file), let output = record["output"]?.stringValue,
             record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))?.isSuccess == true || record["stale"] == .bool(true),
-            (try? JobDescriptor.validateOutput(output)) != nil, store.fileExists(output)
+            (try? JobDescriptor.validateOutput(output)) != nil,
+            // [spool #15] only a payload of the record's size counts (a power loss can empty it)
+            store.holdsPayload(output, bytes: record["bytes"]?.intValue)
         else { return nil }
         return record
     }
