@@ -22,8 +22,19 @@ struct RunnerBinary {
     /// Runs `runner ARGS…` in `directory`; `beforeWait` gets the process once it started.
     @discardableResult
     static func run(_ arguments: [String], in directory: String, beforeWait: (Process) async -> Void = { _ in }) async throws -> Output {
+        try await runExecutable(path, arguments, in: directory, beforeWait: beforeWait)
+    }
+
+    /// Runs another program the same way (the runner under strace, for instance).
+    static func runExecutable(
+        _ executable: String, _ arguments: [String], in directory: String, stdin: String? = nil,
+        environment: [String: String] = [:], beforeWait: (Process) async -> Void = { _ in }
+    ) async throws -> Output {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
+        process.executableURL = URL(fileURLWithPath: executable)
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         let stdoutPath = "\(directory)/.stdout-\(UUID().uuidString)"
@@ -36,7 +47,14 @@ struct RunnerBinary {
         }
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        process.standardInput = FileHandle.nullDevice
+        if let stdin {
+            let stdinPath = "\(directory)/.stdin-\(UUID().uuidString)"
+            _ = FileManager.default.createFile(atPath: stdinPath, contents: Data(stdin.utf8))
+            process.standardInput = FileHandle(forReadingAtPath: stdinPath)
+            unlink(stdinPath)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         try process.run()
         await beforeWait(process)
         // A runner that does not end within a minute is a failure, not a reason to hang the suite.

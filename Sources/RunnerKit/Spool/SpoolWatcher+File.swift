@@ -220,7 +220,8 @@ extension SpoolWatcher {
         let spool = configuration.spool
         let readable = String(decoding: raw, as: UTF8.self).map { $0 == "\u{FFFD}" || $0 == "/" ? "_" : String($0) }.joined()
         let hex = raw.map { String(format: "%02x", $0) }.joined()
-        let safe = "\(readable.prefix(100))-\(SHA256.hex(raw).prefix(10))"
+        let stem = readable.lastIndex(of: ".").map { readable[..<$0] } ?? Substring(readable)
+        let safe = "\(stem.prefix(100))-\(SHA256.hex(raw).prefix(10))\(readable.dropFirst(stem.count))"
         do {
             let finalName = try reserveName(safe, in: spool.failed, beside: [Spool.resultsSuffix, Spool.errorSuffix])
             let reason = "the file's name in inbox/ is not UTF-8 (bytes \(hex)); renamed to \(finalName): name job files in UTF-8"
