@@ -17,11 +17,13 @@ public final class TemporaryFile: Sendable {
     private static let prefix = ".tmp-\(getpid())." + String(UInt32.random(in: 0...UInt32.max) | 0x1000_0000, radix: 16) + "-"
     private static let counter = Atomic<Int>(0)
 
-    init(folder: OutputStore.Folder, mode: mode_t = 0o666) throws(OutputStore.WriteError) {
+    /// `mode`: exactly these permissions (the spool's, whatever the umask); nil for 0666 less the umask.
+    init(folder: OutputStore.Folder, mode: mode_t? = nil) throws(OutputStore.WriteError) {
         while true {
             let name = Self.prefix + String(Self.counter.add(1, ordering: .relaxed).newValue, radix: 36)
-            let fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
+            let fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode ?? 0o666)
             if fd >= 0 {
+                if let mode { _ = fchmod(fd, mode) }
                 self.folder = folder
                 self.name = name
                 self.state = Mutex((fd, false))

@@ -41,6 +41,7 @@ extension SpoolWatcher {
 
         let resultsPath = "\(lease.folder)/.\(name)\(Spool.resultsSuffix)"
         let results = open(resultsPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, configuration.spool.fileMode)
+        if results >= 0 { _ = fchmod(results, configuration.spool.fileMode) }
         guard results >= 0 else {
             return finish(progress, path: path, results: nil, outcome: .returned, counts: [:], reason: "cannot write \(resultsPath)")
         }
