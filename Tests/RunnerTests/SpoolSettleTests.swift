@@ -71,7 +71,11 @@ struct SpoolSettleTests {
         defer { watcher.terminate() }
         #expect(await s.wait(upTo: .seconds(10)) { s.log().contains("watching") })
         let written = ContinuousClock.now
-        _ = FileManager.default.createFile(atPath: "\(s.spool.inbox)/cat.json", contents: Data(s.imageJob("image:cat").utf8))
+        // As `cat > inbox/cat.json` writes it (FileManager.createFile would rename it in).
+        let fd = open("\(s.spool.inbox)/cat.json", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let text = Array(s.imageJob("image:cat").utf8)
+        #expect(write(fd, text, text.count) == text.count)
+        close(fd)
         #expect(await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.done) == ["cat.json"] }, "\(s.log())")
         let took = written.duration(to: .now)
         #expect(took >= .milliseconds(450) && took < .seconds(3), "taken \(took) after it was written")
