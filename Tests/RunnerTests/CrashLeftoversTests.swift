@@ -39,9 +39,18 @@ struct CrashLeftoversTests {
             "\(s.spool.inbox)/.tmp-\(dead).1a2b-3", "\(s.spool.inbox)/.submit-\(dead).x",
             "\(s.spool.cancel)/.tmp-\(dead).1a2b-4",
         ]
-        let keep = ["\(s.w.out)/images/.tmp-\(live).1a2b-5", "\(s.spool.inbox)/.tmp-\(live).1a2b-6", "\(s.spool.inbox)/.producer-writing"]
+        let keep = [
+            "\(s.w.out)/images/.tmp-\(live).1a2b-5", "\(s.spool.inbox)/.tmp-\(live).1a2b-6", "\(s.spool.inbox)/.producer-writing",
+            // Its process looks gone, but it was written a moment ago (another pid namespace?).
+            "\(s.spool.inbox)/.tmp-\(dead).1a2b-7",
+        ]
         try FileManager.default.createDirectory(atPath: "\(s.w.out)/results", withIntermediateDirectories: true)
         for path in names + keep { _ = FileManager.default.createFile(atPath: path, contents: Data("x".utf8)) }
+        // Last written two minutes ago, all but the fresh one.
+        for path in names + keep.dropLast() {
+            var times = [timespec(tv_sec: time(nil) - 120, tv_nsec: 0), timespec(tv_sec: time(nil) - 120, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        }
 
         let watcher = try s.startWatcher()
         defer { watcher.terminate() }

@@ -69,9 +69,11 @@ public enum Durability {
 
     /// Removes the temporary files that crashed processes left in `folder` (and, with `depth`,
     /// in the folders below it, never through a link): those whose process, named in the file
-    /// name, is gone, and any a day old. Returns how many were removed.
+    /// name, is gone and that were last written `minimumAge` seconds ago or more (a process of
+    /// another pid namespace sharing the folder may look gone), and any a day old. Returns how
+    /// many were removed.
     @discardableResult
-    public static func sweepLeftovers(in folder: String, depth: Int = 0) -> Int {
+    public static func sweepLeftovers(in folder: String, depth: Int = 0, minimumAge: Int = 60) -> Int {
         guard let directory = opendir(folder) else { return 0 }
         defer { closedir(directory) }
         var removed = 0
@@ -89,12 +91,12 @@ public enum Durability {
             guard let prefix = temporaryPrefixes.first(where: { name.hasPrefix($0) }) else { continue }
             var info = stat()
             guard lstat("\(folder)/\(name)", &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
-            let old = now - info.st_mtim.tv_sec > 86_400
-            if old || !isAlive(pidIn: name.dropFirst(prefix.count)) {
+            let age = now - info.st_mtim.tv_sec
+            if age > 86_400 || age >= minimumAge && !isAlive(pidIn: name.dropFirst(prefix.count)) {
                 if unlink("\(folder)/\(name)") == 0 { removed += 1 }
             }
         }
-        for name in below { removed += sweepLeftovers(in: "\(folder)/\(name)", depth: depth - 1) }
+        for name in below { removed += sweepLeftovers(in: "\(folder)/\(name)", depth: depth - 1, minimumAge: minimumAge) }
         return removed
     }
 

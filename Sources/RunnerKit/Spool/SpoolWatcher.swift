@@ -175,8 +175,9 @@ public final class SpoolWatcher: Sendable {
         let lease = try WatcherLease(spool: spool)
         defer { lease.end() }
         let recovered = WatcherLease.recover(spool: spool, except: lease.id)
-        // Temporary files that crashed producers and runners left behind.
-        for folder in [spool.inbox, spool.done, spool.failed, spool.cancel] { Durability.sweepLeftovers(in: folder) }
+        // Temporary files that crashed producers and runners left behind (and every few minutes
+        // after, for a crash that came less than a minute before this start).
+        sweepSpool()
         onEvent(.started(watcher: lease.id, recovered: recovered))
 
         let events = FolderEvents(folders: [spool.inbox, spool.cancel])
@@ -214,6 +215,7 @@ public final class SpoolWatcher: Sendable {
                 }
             }
 
+            var lastSweep = ContinuousClock.now
             claim(lease: lease, group: &group)
             onEvent(.ready(counts))
             for await next in wakes {
@@ -235,6 +237,10 @@ public final class SpoolWatcher: Sendable {
                 case .rescan:
                     _ = WatcherLease.recover(spool: spool, except: lease.id)
                     rescan(cancelToo: true)
+                    if lastSweep.duration(to: .now) > .seconds(300) {
+                        lastSweep = .now
+                        sweepSpool()
+                    }
                 case .fileEnded:
                     break
                 case .shutdown(let grace):
@@ -322,6 +328,11 @@ public final class SpoolWatcher: Sendable {
                 self.wake.yield(.fileEnded(name))
             }
         }
+    }
+
+    private func sweepSpool() {
+        let spool = configuration.spool
+        for folder in [spool.inbox, spool.done, spool.failed, spool.cancel] { Durability.sweepLeftovers(in: folder) }
     }
 
     /// What the watcher holds now.
