@@ -30,10 +30,12 @@ public struct TreeKind: JobKind {
             throw JobFailure.failed("the tree is malformed: \(error)", httpStatus: response?.head.status)
         }
         let path: String?
+        // `bytes` and `sha256` describe the file written (the normalized tree), not the response.
+        var written: [UInt8]?
         if response != nil {
-            path = try context.write(
-                JSONWriter.data(tree.normalized, pretty: true) + [0x0A],
-                to: context.payloadPath(folder: "trees", fileExtension: "json"))
+            let normalized = JSONWriter.data(tree.normalized, pretty: true) + [0x0A]
+            written = normalized
+            path = try context.write(normalized, to: context.payloadPath(folder: "trees", fileExtension: "json"))
         } else {
             path = context.previousOutput
         }
@@ -48,8 +50,8 @@ public struct TreeKind: JobKind {
         }
         return JobOutcome(
             status: response == nil ? .notModified : .succeeded,
-            output: path, httpStatus: response?.head.status ?? 304, bytes: response?.payload.count,
-            sha256: response?.payload.sha256,
+            output: path, httpStatus: response?.head.status ?? 304, bytes: written?.count,
+            sha256: written.map { SHA256.hex($0) },
             details: [
                 ("nodes", JSONValue(tree.nodes)),
                 ("leaves", JSONValue(tree.leafIDs.count)),

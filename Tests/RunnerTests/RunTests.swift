@@ -25,7 +25,8 @@ struct RunTests {
         ]))
         let output = try #require(tree["output"]?.stringValue)
         let written = try #require(w.payload(output))
-        #expect(tree["sha256"]?.stringValue == SHA256.hex(Array(FixtureCatalog.treeJSON.utf8)), "sha256 is of the bytes received")
+        #expect(tree["sha256"]?.stringValue == SHA256.hex(written), "sha256 describes the file at output (the normalized tree)")
+        #expect(tree["bytes"]?.intValue == written.count, "so does bytes")
         #expect(try Tree(JSONParser.parse(written)).leafIDs == FixtureCatalog.treeLeafIDs, "the normalized tree keeps every leaf")
 
         for id in FixtureCatalog.treeLeafIDs {
