@@ -67,13 +67,13 @@ enum SpoolCommands {
 
     static let watch: CommandSpec = CommandSpec(
         name: "watch",
-        summary: "Run the job files that arrive in the spool's inbox, until SIGTERM or SIGINT.",
-        usage: "[--spool DIR] [--out DIR] [--concurrency N] [--grace SECONDS] [--settle SECONDS] [--group NAME] [--metrics FILE] [--json]",
+        summary: "Run the job files that arrive in the spool's inbox, until SIGTERM, SIGINT or SIGHUP.",
+        usage: "[--spool DIR] [--out DIR] [--concurrency N] [--grace SECONDS] [--settle SECONDS] [--rescan SECONDS] [--group NAME] [--metrics FILE] [--json]",
         options: [
             spoolOption,
             .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
             .init(name: "concurrency", value: "N", help: "Jobs running at once, children included; also files claimed at once. (default: 8)"),
-            .init(name: "grace", value: "SECONDS", help: "On SIGTERM or SIGINT, how long running jobs may go on before they are cancelled. (default: 10)"),
+            .init(name: "grace", value: "SECONDS", help: "On SIGTERM, SIGINT or SIGHUP, how long running jobs may go on before they are cancelled. (default: 10)"),
             .init(name: "settle", value: "SECONDS", help: "A file written in place (not renamed in) is taken once no process writes it and it has not changed for this long. (default: 1)"),
             .init(name: "rescan", value: "SECONDS", help: "How often the inbox is read in full, besides inotify. (default: 2)"),
             groupOption,
