@@ -39,6 +39,9 @@ struct SpoolHostileTests {
             close(fd)
         }
         try await Task.sleep(for: .milliseconds(100))
+        // `runner status` reads cancel/ too, and must not hang on it either.
+        let status = try await s.w.run(["status", "--spool", s.spool.root])
+        #expect(status.status == 0)
         try s.drop("after.json", s.imageJob("image:after"))
         #expect(await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.done) == ["after.json"] }, "\(s.log())")
         let signalled = ContinuousClock.now

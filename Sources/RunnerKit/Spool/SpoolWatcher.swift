@@ -386,8 +386,9 @@ public final class SpoolWatcher: Sendable {
         }
         // Read without following a link or blocking, and at most 4 KiB: a FIFO or a huge sparse
         // file planted here must not stall the main loop.
-        let key = FileSystem.readSmall(path, cap: 4096).flatMap { String(validating: $0, as: UTF8.self) }?
-            .trimmingCharacters(in: .newlines) ?? name
+        let text = FileSystem.readSmall(path, cap: 4096).flatMap { String(validating: $0, as: UTF8.self) }?
+            .trimmingCharacters(in: .newlines)
+        let key = text.flatMap { $0.isEmpty ? nil : $0 } ?? name
         onEvent(.cancelRequested(key: key, cancelledRunning: cancelled))
     }
 
