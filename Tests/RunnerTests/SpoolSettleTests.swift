@@ -34,16 +34,16 @@ struct SpoolSettleTests {
         if fd >= 0 { close(fd) }
     }
 
-    func runsWhole(keepOpen: Bool) async throws {
+    func runsWhole(keepOpen: Bool, settle: String, pause: Duration) async throws {
         let s = try SpoolWorld()
         try s.spool.makeFolders()
-        // Rescans every 0.2 s: each pause (0.3 s) is longer than the rescan period, so the
-        // watcher sees the file half-written many times over.
-        let watcher = try s.startWatcher(["--rescan", "0.2", "--settle", "1", "--concurrency", "16"])
+        // Rescans every 0.2 s: each pause is longer than the rescan period, so the watcher sees
+        // the file half-written many times over.
+        let watcher = try s.startWatcher(["--rescan", "0.2", "--settle", settle, "--concurrency", "16"])
         defer { watcher.terminate() }
         #expect(await s.wait(upTo: .seconds(10)) { s.log().contains("watching") })
         let bytes = Self.batch(s)
-        try await Self.writeInPlace(bytes, to: "\(s.spool.inbox)/batch.jsonl", pause: .milliseconds(300), keepOpen: keepOpen)
+        try await Self.writeInPlace(bytes, to: "\(s.spool.inbox)/batch.jsonl", pause: pause, keepOpen: keepOpen)
 
         let through = await s.wait(upTo: .seconds(90)) { !s.jobFiles(s.spool.done).isEmpty || !s.jobFiles(s.spool.failed).isEmpty }
         #expect(through, "\(s.log())")
@@ -55,12 +55,48 @@ struct SpoolSettleTests {
         #expect(s.text("\(s.spool.done)/batch.jsonl").utf8.count == bytes.count, "the whole file was taken")
     }
 
+    /// The writer keeps the file open and pauses longer than the settle time too: only the
+    /// read lease (refused while a writer has the file open) keeps the watcher off it.
     @Test func aBatchWrittenInPlaceByAWriterThatKeepsItOpenRunsWhole() async throws {
-        try await runsWhole(keepOpen: true)
+        try await runsWhole(keepOpen: true, settle: "0.3", pause: .milliseconds(500))
     }
 
+    /// The writer closes the file after each piece (each close is an IN_CLOSE_WRITE): the settle
+    /// time keeps the watcher off it.
     @Test func aBatchWrittenInPlaceByAWriterThatClosesBetweenPiecesRunsWhole() async throws {
-        try await runsWhole(keepOpen: false)
+        try await runsWhole(keepOpen: false, settle: "1", pause: .milliseconds(300))
+    }
+
+    /// Where no read lease can be had (the watcher does not own the file and lacks CAP_LEASE),
+    /// the settle time decides alone: a writer whose pauses are shorter than `--settle` still
+    /// gets its file run whole. The watcher runs as nobody; the producer (this test) is root.
+    @Test(.enabled(if: getuid() == 0 && access("/usr/bin/setpriv", X_OK) == 0, "needs root and setpriv"))
+    func withoutALeaseTheSettleTimeAloneKeepsAHalfWrittenFile() async throws {
+        let s = try SpoolWorld()
+        try s.spool.makeFolders()
+        try FileManager.default.createDirectory(atPath: s.w.out, withIntermediateDirectories: true)
+        for path in [s.w.root, s.spool.root, s.spool.inbox, s.spool.active, s.spool.done, s.spool.failed, s.spool.cancel, s.spool.locks, s.w.out] {
+            #expect(chown(path, 65534, 65534) == 0)
+        }
+        chmod(s.w.root, 0o755)
+        chmod(s.spool.inbox, 0o777)  // the producer (root) writes there anyway
+        let watcher = Process()
+        watcher.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        watcher.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", RunnerBinary.path,
+                             "watch", "--spool", s.spool.root, "--out", s.w.out, "--rescan", "0.2", "--settle", "1.5", "--concurrency", "16"]
+        let log = "\(s.w.root)/watch.stderr"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        watcher.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        watcher.standardOutput = FileHandle.nullDevice
+        try watcher.run()
+        defer { if watcher.isRunning { watcher.terminate() } }
+        #expect(await s.wait(upTo: .seconds(10)) { s.log().contains("watching") }, "\(s.log())")
+        let bytes = Self.batch(s)
+        try await Self.writeInPlace(bytes, to: "\(s.spool.inbox)/batch.jsonl", pause: .milliseconds(400), keepOpen: true)
+        let through = await s.wait(upTo: .seconds(90)) { !s.jobFiles(s.spool.done).isEmpty || !s.jobFiles(s.spool.failed).isEmpty }
+        #expect(through, "\(s.log())")
+        #expect(s.jobFiles(s.spool.failed).isEmpty, "\(s.text("\(s.spool.failed)/batch.jsonl\(Spool.errorSuffix)"))")
+        #expect(s.records(s.spool.done, "batch.jsonl").count == 2000)
     }
 
     /// A file written in place and closed is taken once it has settled: not at once, not long after.
