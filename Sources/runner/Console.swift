@@ -20,14 +20,19 @@ enum Console {
 
     static var stdoutIsTerminal: Bool { isatty(1) == 1 }
 
+    /// Set once a write found its reader gone (EPIPE): nothing more is written there.
+    nonisolated(unsafe) private static var closed: Set<Int32> = []  // guarded by `lock`
+
     private static func write(_ fd: Int32, _ text: String) {
         lock.lock()
         defer { lock.unlock() }
+        if closed.contains(fd) { return }
         var bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if n < 0 && errno == EINTR { continue }
+            if n < 0 && errno == EPIPE { closed.insert(fd) }
             if n <= 0 { return }
             offset += n
         }

@@ -10,13 +10,15 @@ enum RunCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "run",
         summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
-        usage: "FILE… \(EngineCommandOptions.usage) [--shard I/N] [--resume RUNLOG] [--wait] [--json]",
+        usage: "FILE… \(EngineCommandOptions.usage) [--shard I/N] [--resume RUNLOG] [--wait] [--json] [--metrics FILE] [--no-sync]",
         arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl); - is standard input.")],
         options: EngineCommandOptions.options + [
             .init(name: "shard", value: "I/N", help: "Run only the jobs whose key hashes to shard I of N (0 ≤ I < N; FNV-1a of the key)."),
             .init(name: "resume", value: "RUNLOG", help: "Run only the jobs whose key did not end succeeded or notModified in this run log (out/runs/<run-id>.jsonl)."),
             .init(name: "wait", value: nil, help: "If another run uses the output directory, wait for it instead of exiting 3."),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line, children included."),
+            .init(name: "metrics", value: "FILE", help: "At the end, write Prometheus metrics to FILE (for node_exporter's textfile collector)."),
+            .init(name: "no-sync", value: nil, help: "Do not make what the run wrote durable before it exits (for scratch runs)."),
         ],
         positionals: (1, nil),
         run: { arguments in
@@ -37,6 +39,8 @@ enum RunCommand {
         var shard: Shard?
         var wait: Bool
         var json: Bool
+        var metrics: String?
+        var sync: Bool
         /// `--resume RUNLOG`: the run log, and its keys that need no further run.
         var resume: (path: String, settled: Set<String>)?
 
@@ -57,6 +61,8 @@ enum RunCommand {
             }
             wait = arguments.flag("wait")
             json = arguments.flag("json")
+            metrics = arguments.value("metrics")
+            sync = !arguments.flag("no-sync")
         }
     }
 
@@ -95,6 +101,7 @@ enum RunCommand {
             assembly = try EngineAssembly(options: options.engine, registry: registry)
             if options.wait && !options.json { Console.err("runner: waiting for the output directory \(options.engine.out) to be free…") }
             lock = try RunLock(store: assembly.store, wait: options.wait)
+            assembly.store.sweepLeftovers()  // temporary files of crashed runs
             runLog = try RunLog(store: assembly.store)
         } catch let busy as RunLock.Busy {
             Console.error(busy.description + "; wait for it, pass --wait, or use another --out")
@@ -104,11 +111,14 @@ enum RunCommand {
             return 2
         }
         let reporter = RunReporter(json: options.json, total: validation.total)
-        let engine = JobEngine(configuration: assembly.configuration(runLog: runLog), observer: reporter)
+        let metrics = options.metrics.map { _ in Metrics() }
+        let engine = JobEngine(
+            configuration: assembly.configuration(runLog: runLog),
+            observer: metrics.map { ObserverFanout([reporter, $0]) } ?? reporter)
         // The signals are watched before any job starts: a SIGINT that comes as the first
         // requests go out must cancel the run, not be lost (the run would go on to its end).
         let started = Locked<(task: Task<RunSummary, Never>?, interrupted: Bool)>((nil, false))
-        let signal = SignalWatcher(signals: [SIGINT, SIGTERM]) { _ in
+        let signal = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { _ in
             let task = started.withLock { state in
                 state.interrupted = true
                 return state.task
@@ -130,9 +140,27 @@ enum RunCommand {
             show(first)
             Console.err("runner: \(changes.count) line(s) changed after the files were validated and were not run; write job files elsewhere and rename them in place")
         }
+        // What the run wrote is on disk before the lock is let go (--no-sync: not).
+        var durable = true
+        if options.sync {
+            do {
+                try assembly.store.synchronize()
+            } catch {
+                Console.error("\(error); the payloads and records of this run may not survive a power loss")
+                durable = false
+            }
+        }
+        if let metrics, let path = options.metrics {
+            metrics.recordRunEnd(success: summary.allSucceeded && received == nil && durable && changes.isEmpty)
+            do {
+                try metrics.write(to: path)
+            } catch {
+                Console.error("the metrics could not be written: \(error)")
+            }
+        }
         withExtendedLifetime(lock) {}
         if let received { return 128 + received }
-        return summary.allSucceeded && changes.isEmpty ? 0 : 1
+        return summary.allSucceeded && changes.isEmpty && durable ? 0 : 1
     }
 }
 

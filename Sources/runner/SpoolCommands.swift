@@ -7,16 +7,29 @@ import RunnerKit
 enum SpoolCommands {
     static let spoolOption = CommandSpec.Option(name: "spool", value: "DIR", help: "The spool folder. (default: ./spool)")
 
+    static let groupOption = CommandSpec.Option(
+        name: "group", value: "NAME", help: "A producers' group: spool folders are made 2770 with it (default: 0700, the watcher's user only).")
+
     static func spool(_ arguments: ParsedArguments) -> Spool { Spool(root: arguments.value("spool") ?? "spool") }
+
+    /// The spool with `--group` applied; a group that does not exist is a usage error.
+    static func spoolWithGroup(_ arguments: ParsedArguments) throws(UsageError) -> Spool {
+        guard let name = arguments.value("group") else { return spool(arguments) }
+        do {
+            return Spool(root: arguments.value("spool") ?? "spool", group: try Spool.groupID(named: name))
+        } catch {
+            throw UsageError("--group: \(error)")
+        }
+    }
 
     // MARK: - submit
 
     static let submit: CommandSpec = CommandSpec(
         name: "submit",
         summary: "Validate job files and queue them in the spool's inbox for a watcher.",
-        usage: "FILE… [--spool DIR]",
-        arguments: [("FILE…", "Job files (- is standard input); all are checked before any is queued. Each is copied in whole, atomically.")],
-        options: [spoolOption],
+        usage: "FILE… [--spool DIR] [--group NAME]",
+        arguments: [("FILE…", "Job files (- is standard input); all are checked before any is queued. Each is copied in whole, atomically and durably.")],
+        options: [spoolOption, groupOption],
         positionals: (1, nil),
         run: { arguments in
             let inputs: JobFileArguments
@@ -35,7 +48,12 @@ enum SpoolCommands {
                 Console.err("Nothing was queued. See 'runner validate --help'.")
                 return 2
             }
-            let spool = spool(arguments)
+            let spool: Spool
+            do {
+                spool = try spoolWithGroup(arguments)
+            } catch {
+                return Runner.usageError(error, spec: submit)
+            }
             for (file, jobs) in zip(inputs.files, counts) {
                 do {
                     let name = try spool.submit(file: file)
@@ -52,23 +70,43 @@ enum SpoolCommands {
 
     static let watch: CommandSpec = CommandSpec(
         name: "watch",
-        summary: "Run the job files that arrive in the spool's inbox, until SIGTERM or SIGINT.",
-        usage: "[--spool DIR] \(EngineCommandOptions.usage) [--grace SECONDS] [--json]",
+        summary: "Run the job files that arrive in the spool's inbox, until SIGTERM, SIGINT or SIGHUP.",
+        usage: "[--spool DIR] \(EngineCommandOptions.usage) [--grace SECONDS] [--settle SECONDS] [--rescan SECONDS] [--group NAME] [--metrics FILE] [--json]",
         options: [spoolOption] + EngineCommandOptions.options + [
-            .init(name: "grace", value: "SECONDS", help: "On SIGTERM or SIGINT, how long running jobs may go on before they are cancelled. (default: 10)"),
+            .init(name: "grace", value: "SECONDS", help: "On SIGTERM, SIGINT or SIGHUP, how long running jobs may go on before they are cancelled. (default: 10)"),
+            .init(name: "settle", value: "SECONDS", help: "A file written in place (not renamed in) is taken once no process writes it and it has not changed for this long. (default: 1)"),
+            .init(name: "rescan", value: "SECONDS", help: "How often the inbox is read in full, besides inotify. (default: 2)"),
+            groupOption,
+            .init(name: "metrics", value: "FILE", help: "Write Prometheus metrics to FILE every 10 s and at exit (for node_exporter's textfile collector)."),
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line."),
         ],
         run: { arguments in
-            let engine: EngineOptions
-            let grace: Duration
+            var options = WatchOptions()
             do {
-                engine = try EngineCommandOptions.parse(arguments)
-                grace = try seconds(arguments.value("grace"), option: "grace", default: 10)
+                options.engine = try EngineCommandOptions.parse(arguments)
+                options.grace = try seconds(arguments.value("grace"), option: "grace", default: 10)
+                options.settle = try seconds(arguments.value("settle"), option: "settle", default: 1)
+                options.rescan = try seconds(arguments.value("rescan"), option: "rescan", default: 2)
+                guard options.rescan >= .milliseconds(10) else { throw UsageError("--rescan must be at least 0.01 seconds") }
+                options.spool = try spoolWithGroup(arguments)
             } catch {
                 return Runner.usageError(error, spec: watch)
             }
-            return await runWatch(spool: spool(arguments), engine: engine, grace: grace, json: arguments.flag("json"))
+            options.json = arguments.flag("json")
+            options.metrics = arguments.value("metrics")
+            return await runWatch(options)
         })
+
+    /// `runner watch`'s options.
+    struct WatchOptions {
+        var spool = Spool(root: "spool")
+        var engine = EngineOptions()
+        var grace: Duration = .seconds(10)
+        var settle: Duration = .seconds(1)
+        var rescan: Duration = .seconds(2)
+        var metrics: String?
+        var json = false
+    }
 
     static func seconds(_ text: String?, option: String, default defaultValue: Double) throws(UsageError) -> Duration {
         guard let text else { return .milliseconds(Int(defaultValue * 1000)) }
@@ -78,37 +116,59 @@ enum SpoolCommands {
         return .milliseconds(Int(value * 1000))
     }
 
-    static func runWatch(spool: Spool, engine options: EngineOptions, grace: Duration, json: Bool) async -> Int32 {
+    static func runWatch(_ options: WatchOptions) async -> Int32 {
+        let (spool, grace, json) = (options.spool, options.grace, options.json)
         let registry = BuiltInKinds.registry()
         let assembly: EngineAssembly
         let runLog: RunLog
         do {
             try spool.makeFolders()
-            assembly = try EngineAssembly(options: options, registry: registry)
+            assembly = try EngineAssembly(options: options.engine, registry: registry)
+            assembly.store.sweepLeftovers()  // temporary files of crashed runners
             runLog = try RunLog(store: assembly.store)
         } catch {
             Console.error("\(error)")
             return 2
         }
-        var configuration = SpoolWatcher.Configuration(spool: spool, engine: assembly.configuration(runLog: runLog), registry: registry)
-        configuration.limits = options.limits
+        // Operating as a service: systemd's notify protocol and Prometheus metrics.
+        let service = WatchService(notifier: SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment), metricsPath: options.metrics)
+        var configuration = SpoolWatcher.Configuration(
+            spool: spool, engine: assembly.configuration(runLog: runLog), registry: registry, rescanInterval: options.rescan,
+            settle: options.settle, heartbeatInterval: service.heartbeatInterval)
+        configuration.limits = options.engine.limits
         let watcher = SpoolWatcher(
             configuration: configuration,
-            observer: WatchReporter(json: json),
-            onEvent: { log($0, spool: spool, out: assembly.store.root) })
-        let signals = SignalWatcher(signals: [SIGINT, SIGTERM]) { number in
-            Console.err("runner: \(number == SIGINT ? "SIGINT" : "SIGTERM"): no more files are taken; running jobs have \(grace) to end")
+            observer: ObserverFanout([WatchReporter(json: json), service.metrics]),
+            onEvent: { event in
+                service.handle(event)
+                log(event, spool: spool, out: assembly.store.root)
+            })
+        let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
+            service.stopping()
+            Console.err("runner: \(signalName(number)): no more files are taken; running jobs have \(grace) to end")
             watcher.shutdown(grace: grace)
         }
         defer { _ = signals.stop() }
+        let metricsTask = service.startWritingMetrics()
         do {
             try await watcher.run()
         } catch {
+            metricsTask?.cancel()
             Console.error("\(error)")
             return 1
         }
+        metricsTask?.cancel()
+        service.stopped(counts: watcher.counts)
         Console.err("runner: stopped")
         return 0
+    }
+
+    static func signalName(_ number: Int32) -> String {
+        switch number {
+        case SIGINT: return "SIGINT"
+        case SIGHUP: return "SIGHUP"
+        default: return "SIGTERM"
+        }
     }
 
     static func log(_ event: SpoolWatcher.Event, spool: Spool, out: String) {
@@ -118,7 +178,7 @@ enum SpoolCommands {
             if !recovered.isEmpty {
                 Console.err("runner: put back in line \(recovered.count) file(s) a watcher left in active/: \(recovered.prefix(10).joined(separator: ", "))")
             }
-        case .claimed:
+        case .claimed, .ready, .heartbeat:
             break
         case .finished(let report):
             let counts = JobStatus.allCases.compactMap { status in report.counts[status].map { "\($0) \(status.rawValue)" } }
@@ -147,17 +207,19 @@ enum SpoolCommands {
     static let cancel: CommandSpec = CommandSpec(
         name: "cancel",
         summary: "Cancel the running task with KEY, and waiting jobs with KEY, in every watcher of the spool.",
-        usage: "KEY [--spool DIR]",
+        usage: "KEY [--spool DIR] [--group NAME]",
         arguments: [("KEY", "The job key, as in the job file or `runner status`.")],
-        options: [spoolOption],
+        options: [spoolOption, groupOption],
         positionals: (1, 1),
         run: { arguments in
             let key = arguments.positionals[0]
             guard !key.isEmpty else { return Runner.usageError(UsageError("KEY must not be empty"), spec: cancel) }
             do {
-                let path = try spool(arguments).requestCancel(key: key)
+                let path = try spoolWithGroup(arguments).requestCancel(key: key)
                 Console.out("cancel requested for \(key) (\(RunReporter.relative(path)))")
                 return 0
+            } catch let error as UsageError {
+                return Runner.usageError(error, spec: cancel)
             } catch {
                 Console.error("\(error)")
                 return 1

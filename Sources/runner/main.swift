@@ -16,4 +16,7 @@ func limitMallocArenas() {
 }
 
 limitMallocArenas()
+// A closed stdout (`runner run --json | head -1`) ends the printing, not the run: writes to it
+// fail with EPIPE instead of killing the process, and Console stops writing there.
+signal(SIGPIPE, SIG_IGN)
 exit(await Runner.main(Array(CommandLine.arguments.dropFirst())))

@@ -23,8 +23,20 @@ struct RunnerBinary {
     /// /dev/null); `beforeWait` gets the process once it started.
     @discardableResult
     static func run(_ arguments: [String], in directory: String, input: [UInt8]? = nil, beforeWait: (Process) async -> Void = { _ in }) async throws -> Output {
+        try await runExecutable(path, arguments, in: directory, input: input, beforeWait: beforeWait)
+    }
+
+    /// Runs another program the same way (the runner under strace, for instance); `stdin` is
+    /// given as a file, `input` on a pipe.
+    static func runExecutable(
+        _ executable: String, _ arguments: [String], in directory: String, input: [UInt8]? = nil, stdin: String? = nil,
+        environment: [String: String] = [:], beforeWait: (Process) async -> Void = { _ in }
+    ) async throws -> Output {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
+        process.executableURL = URL(fileURLWithPath: executable)
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
         let stdoutPath = "\(directory)/.stdout-\(UUID().uuidString)"
@@ -38,7 +50,16 @@ struct RunnerBinary {
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         let pipe = input.map { _ in Pipe() }
-        process.standardInput = pipe ?? FileHandle.nullDevice
+        if let pipe {
+            process.standardInput = pipe
+        } else if let stdin {
+            let stdinPath = "\(directory)/.stdin-\(UUID().uuidString)"
+            _ = FileManager.default.createFile(atPath: stdinPath, contents: Data(stdin.utf8))
+            process.standardInput = FileHandle(forReadingAtPath: stdinPath)
+            unlink(stdinPath)
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         try process.run()
         if let pipe, let input {
             // Written from a thread of its own: a pipe holds 64 KiB, and the runner reads as it goes.

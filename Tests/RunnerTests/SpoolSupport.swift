@@ -29,8 +29,11 @@ final class SpoolWorld: @unchecked Sendable {
     }
 
     /// Starts `runner watch` with `arguments`, stdout and stderr to files in the workspace.
-    func startWatcher(_ arguments: [String] = [], name: String = "watch") throws -> Process {
+    func startWatcher(_ arguments: [String] = [], name: String = "watch", environment: [String: String] = [:]) throws -> Process {
         let process = Process()
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.executableURL = URL(fileURLWithPath: RunnerBinary.path)
         process.arguments = ["watch", "--spool", spool.root, "--out", w.out] + arguments
         process.currentDirectoryURL = URL(fileURLWithPath: w.root)

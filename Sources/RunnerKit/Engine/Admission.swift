@@ -32,26 +32,28 @@ final class Admission: Sendable {
         case ran(Value)
         /// A task with the key was running in this process, or (`elsewhere`) in another.
         case duplicate(elsewhere: Bool)
+        /// The key's lock could not be asked for (the reason): the job must not run unlocked.
+        case lockUnavailable(String)
     }
 
     /// Runs `body` as the task of `key` unless that key is running here or, with a key lock,
     /// in another process.
     func admit<Value: Sendable>(key: String, _ body: @escaping @Sendable () async -> Value) async -> Admitted<Value> {
         let keyLock = self.keyLock
-        let admitted = await taskManager.run(key: key) { () async -> Value? in
+        let admitted = await taskManager.run(key: key) { () async -> Admitted<Value> in
             var release: (@Sendable () -> Void)?
             if let keyLock {
-                guard let held = keyLock.tryLock(key: key) else { return nil }
-                release = held
+                // A lock that cannot be taken is never "no lock".
+                switch keyLock.lock(key: key) {
+                case .acquired(let held): release = held
+                case .heldElsewhere: return .duplicate(elsewhere: true)
+                case .unavailable(let reason): return .lockUnavailable(reason)
+                }
             }
             defer { release?() }
-            return await body()
+            return .ran(await body())
         }
-        switch admitted {
-        case .some(.some(let value)): return .ran(value)
-        case .some(.none): return .duplicate(elsewhere: true)
-        case .none: return .duplicate(elsewhere: false)
-        }
+        return admitted ?? .duplicate(elsewhere: false)
     }
 }
 

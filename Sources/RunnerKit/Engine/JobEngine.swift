@@ -150,6 +150,13 @@ public final class JobEngine: Sendable {
             // file there belongs to the task that is running.
             await records.write(result, file: nil, wait: awaitRecord)
             return result
+        case .lockUnavailable(let reason):
+            // Like a duplicate's, its record is not written to results/: it never held the key.
+            let result = JobResult(
+                key: job.key, kind: job.kindName, url: job.recordURL, status: .failed, error: reason,
+                startedAt: startedAt, finishedAt: Date(), parent: job.parent)
+            await records.write(result, file: nil, wait: awaitRecord)
+            return result
         }
     }
 

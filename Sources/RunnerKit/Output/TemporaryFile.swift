@@ -11,15 +11,19 @@ public final class TemporaryFile: Sendable {
     let name: String
     private let state: Mutex<(fd: Int32, done: Bool)>
 
-    /// Names are unique within the process (a counter) and across processes (a random prefix).
-    private static let prefix = ".tmp-" + String(UInt32.random(in: 0...UInt32.max) | 0x1000_0000, radix: 16) + "-"
+    /// Names are unique within the process (a counter) and across processes (the pid and a
+    /// random part); the pid lets the next start remove what a crashed process left
+    /// (`Durability.sweepLeftovers`).
+    private static let prefix = ".tmp-\(getpid())." + String(UInt32.random(in: 0...UInt32.max) | 0x1000_0000, radix: 16) + "-"
     private static let counter = Atomic<Int>(0)
 
-    init(folder: OutputStore.Folder) throws(OutputStore.WriteError) {
+    /// `mode`: exactly these permissions (the spool's, whatever the umask); nil for 0666 less the umask.
+    init(folder: OutputStore.Folder, mode: mode_t? = nil) throws(OutputStore.WriteError) {
         while true {
             let name = Self.prefix + String(Self.counter.add(1, ordering: .relaxed).newValue, radix: 36)
-            let fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+            let fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode ?? 0o666)
             if fd >= 0 {
+                if let mode { _ = fchmod(fd, mode) }
                 self.folder = folder
                 self.name = name
                 self.state = Mutex((fd, false))
@@ -64,12 +68,20 @@ public final class TemporaryFile: Sendable {
     }
 
     /// Renames to `name` in `target`. Atomic against a crash of the process (readers see the old
-    /// file or the new one, never half); not fsync'd, so a power loss may lose the latest writes.
-    func commit(to target: OutputStore.Folder, name targetName: String) throws(OutputStore.WriteError) {
+    /// file or the new one, never half). With `durable`, also against a power loss: the data is
+    /// fsync'ed before the rename and the folder after it; without, the caller makes the batch
+    /// durable at once (`Durability.syncFileSystem`), or not at all.
+    func commit(to target: OutputStore.Folder, name targetName: String, durable: Bool = false) throws(OutputStore.WriteError) {
         try state.withLock { state throws(OutputStore.WriteError) in
             let targetPath = target.path + "/" + targetName
             guard !state.done else { throw OutputStore.WriteError(path: targetPath, reason: "the temporary file is gone") }
             state.done = true
+            if durable, fsync(state.fd) != 0 {
+                let code = errno
+                close(state.fd)
+                unlinkat(folder.fd, name, 0)
+                throw OutputStore.WriteError(path: targetPath, errno: code)
+            }
             if close(state.fd) != 0 {
                 let code = errno
                 unlinkat(folder.fd, name, 0)
@@ -79,6 +91,32 @@ public final class TemporaryFile: Sendable {
                 let code = errno
                 unlinkat(folder.fd, name, 0)
                 throw OutputStore.WriteError(path: targetPath, errno: code)
+            }
+            if durable, fsync(target.fd) != 0 {
+                throw OutputStore.WriteError(path: target.path, errno: errno)
+            }
+        }
+    }
+
+    /// fsyncs the data, closes the file, and hands its path to `place`, which renames it (for a
+    /// rename that must not replace, as into a spool's inbox); the file is removed if `place`
+    /// throws. The caller fsyncs the folder it was renamed into.
+    func commit<Placed>(durablyBy place: (String) throws -> Placed) throws -> Placed {
+        try state.withLock { state in
+            guard !state.done else { throw OutputStore.WriteError(path: path, reason: "the temporary file is gone") }
+            state.done = true
+            let synced = fsync(state.fd) == 0
+            var code = errno
+            if close(state.fd) != 0, synced { code = errno } else if synced { code = 0 }
+            if code != 0 {
+                unlinkat(folder.fd, name, 0)
+                throw OutputStore.WriteError(path: path, errno: code)
+            }
+            do {
+                return try place(path)
+            } catch {
+                unlinkat(folder.fd, name, 0)
+                throw error
             }
         }
     }

@@ -15,6 +15,12 @@ enum FileSystem {
             self.code = code
             self.reason = String(cString: strerror(code))
         }
+
+        init(path: String, reason: String, code: Int32) {
+            self.path = path
+            self.reason = reason
+            self.code = code
+        }
     }
 
     enum EntryType: Sendable {
@@ -43,26 +49,82 @@ enum FileSystem {
         return Entry(type: type, size: Int(info.st_size), changed: info.st_ctim, modified: info.st_mtim)
     }
 
-    /// The names in a folder, `.` and `..` left out; empty when it cannot be read.
-    static func names(in folder: String) -> [String] {
+    /// The names in a folder, `.` and `..` left out; empty when it cannot be read. A name that is
+    /// not UTF-8 is left out, and handed to `notUTF8` as its bytes.
+    static func names(in folder: String, notUTF8: (([UInt8]) -> Void)? = nil) -> [String] {
         guard let directory = opendir(folder) else { return [] }
         defer { closedir(directory) }
         var names: [String] = []
         while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
+            guard let name = String(validating: bytes, as: UTF8.self) else {
+                notUTF8?(bytes)
+                continue
             }
             if name != "." && name != ".." { names.append(name) }
         }
         return names
     }
 
-    static func makeFolder(_ path: String) throws(Failure) {
-        if mkdir(path, 0o755) == 0 || errno == EEXIST {
-            guard entry(path)?.type == .directory else { throw Failure(path, code: ENOTDIR) }
+    /// Renames the entry whose name in `folder` is the bytes `raw` (not UTF-8) to `target`,
+    /// unless something is there.
+    static func moveNoReplace(raw: [UInt8], in folder: String, to target: String) throws(Failure) {
+        let source = Array(folder.utf8) + [UInt8(ascii: "/")] + raw + [0]
+        let result = source.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { chars -> Int32 in
+                if let renameat2 = renameat2, renameat2(AT_FDCWD, chars.baseAddress!, AT_FDCWD, target, 1) == 0 { return 0 }
+                if entry(target) != nil {
+                    errno = EEXIST
+                    return -1
+                }
+                return rename(chars.baseAddress!, target)
+            }
+        }
+        guard result == 0 else { throw Failure(target) }
+    }
+
+    /// Makes the folder `path` with `mode` (umask aside) and `group`; one that exists keeps its
+    /// mode unless a group is given. With `parents`, missing folders on the way are made 0755.
+    static func makeFolder(_ path: String, mode: mode_t = 0o700, group: gid_t? = nil, parents: Bool = false) throws(Failure) {
+        if mkdir(path, mode) == 0 {
+            if let group, chown(path, uid_t.max, group) != 0 { throw Failure(path) }
+            guard chmod(path, mode) == 0 else { throw Failure(path) }
             return
         }
-        throw Failure(path)
+        if errno == ENOENT, parents {
+            let parent = (path as NSString).deletingLastPathComponent
+            if parent != path, !parent.isEmpty {
+                try makeFolder(parent, mode: 0o755, parents: true)
+                return try makeFolder(path, mode: mode, group: group)
+            }
+        }
+        guard errno == EEXIST else { throw Failure(path) }
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { throw Failure(path, code: ENOTDIR) }
+        if let group, info.st_gid != group || info.st_mode & 0o7777 != mode {
+            guard chown(path, uid_t.max, group) == 0, chmod(path, mode) == 0 else { throw Failure(path) }
+        }
+    }
+
+    /// Up to `cap` bytes of the regular file at `path`, opened without following a link and
+    /// without blocking (a FIFO, a device or a socket planted there is refused, not waited on);
+    /// nil when it is not a regular file or cannot be read.
+    static func readSmall(_ path: String, cap: Int = 4096) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var bytes = [UInt8](repeating: 0, count: min(cap, max(0, Int(info.st_size))))
+        var count = 0
+        while count < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { return nil }
+            if n == 0 { break }
+            count += n
+        }
+        return Array(bytes[0..<count])
     }
 
     /// Renames `source` to `target`, replacing what is there.
@@ -116,31 +178,23 @@ enum FileSystem {
         return "\(name)-\(n)"
     }
 
-    /// Writes `bytes` to `path` through a dot-named temporary file in the same folder.
-    static func writeAtomically(_ bytes: [UInt8], to path: String) throws(Failure) {
-        let folder = (path as NSString).deletingLastPathComponent
-        let temporary = "\(folder)/.tmp-\(UUID().uuidString)"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw Failure(temporary) }
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                let failure = Failure(path)
-                close(fd)
-                unlink(temporary)
-                throw failure
-            }
-            offset += n
-        }
-        fsync(fd)
-        close(fd)
+    /// Writes `bytes` to `path` through a temporary file in the same folder (`TemporaryFile`,
+    /// the output store's writer), durably: fsync before the rename, and of the folder after.
+    /// `durable: false` skips the fsyncs (a file rewritten often that nothing depends on).
+    static func writeAtomically(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600, durable: Bool = true) throws(Failure) {
+        let folderPath = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        let fd = open(folderPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(folderPath) }
+        let folder = OutputStore.Folder(fd: fd, path: folderPath)
         do {
-            try move(temporary, to: path)
+            let file = try TemporaryFile(folder: folder, mode: mode)
+            try file.append(bytes)
+            try file.commit(to: folder, name: name, durable: durable)
+        } catch let error as OutputStore.WriteError {
+            throw Failure(path: path, reason: error.reason, code: error.code ?? EIO)
         } catch {
-            unlink(temporary)
-            throw error
+            throw Failure(path: path, reason: "\(error)", code: EIO)
         }
     }
 

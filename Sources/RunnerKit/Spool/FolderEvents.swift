@@ -5,11 +5,13 @@ import Synchronization
 /// Names that arrive in watched folders, from inotify, as an `AsyncStream`.
 ///
 /// A thread blocks in `poll` on the inotify descriptor and a wake pipe; each `IN_MOVED_TO` or
-/// `IN_CLOSE_WRITE` yields the folder and the name, and `IN_Q_OVERFLOW` (events were lost) yields
-/// `.overflow`, after which the reader must rescan. `stop()` wakes the thread and ends the stream.
+/// `IN_CLOSE_WRITE` yields the folder, the name and whether it was a rename, and `IN_Q_OVERFLOW`
+/// (events were lost) yields `.overflow`, after which the reader must rescan (as it must for a
+/// name that is not UTF-8, which only a rescan handles). `stop()` wakes the thread and ends the stream.
 final class FolderEvents: Sendable {
     enum Event: Sendable, Equatable {
-        case arrived(folder: String, name: String)
+        /// `renamed`: it arrived by a rename (complete); else it was closed after a write.
+        case arrived(folder: String, name: String, renamed: Bool)
         case overflow
     }
 
@@ -111,8 +113,11 @@ final class FolderEvents: Sendable {
                 continue
             }
             guard let folder = folders.withLock({ $0[wd] }), length > 0 else { continue }
-            let name = String(decoding: nameBytes.prefix(while: { $0 != 0 }), as: UTF8.self)
-            continuation.yield(.arrived(folder: folder, name: name))
+            guard let name = String(validating: nameBytes.prefix(while: { $0 != 0 }), as: UTF8.self) else {
+                continuation.yield(.overflow)
+                continue
+            }
+            continuation.yield(.arrived(folder: folder, name: name, renamed: mask & UInt32(IN_MOVED_TO) != 0))
         }
     }
 }

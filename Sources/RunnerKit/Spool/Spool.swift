@@ -12,8 +12,10 @@ import Glibc
 ///   cancel/            cancel requests, one file per key (named by OutputStore.fileName(forKey:))
 ///   locks/             one file per running key, flock'ed by the process that runs it
 /// ```
-/// Folders are made on demand. Every move is a rename inside the spool, so a file is always
-/// in exactly one folder, and a reader never sees half of one.
+/// Folders are made on demand, 0700 (only the watcher's user), or 2770 with a producers' group
+/// (`group`). Every move is a rename inside the spool, so a file is always in exactly one
+/// folder, and a reader never sees half of one; every move that changes what a file means is
+/// made durable (the folder fsync'ed) before it is reported.
 public struct Spool: Sendable {
     /// A spool problem in words: a folder that cannot be made, a file that cannot be placed.
     public struct Error: Swift.Error, CustomStringConvertible {
@@ -36,38 +38,72 @@ public struct Spool: Sendable {
     /// Beside a file in failed/: why.
     public static let errorSuffix = ".error.txt"
 
-    public init(root: String) {
+    /// The producers' group: folders are 2770 and files 0660 with it; without it, 0700 and 0600.
+    public let group: gid_t?
+
+    public init(root: String, group: gid_t? = nil) {
         let absolute = root.hasPrefix("/") ? root : FileManager.default.currentDirectoryPath + "/" + root
         self.root = (absolute as NSString).standardizingPath
+        self.group = group
     }
 
-    /// Makes the spool and its folders where they are missing.
+    /// The mode of the spool's folders.
+    public var folderMode: mode_t { group == nil ? 0o700 : 0o2770 }
+    /// The mode of the files the runner makes in the spool.
+    public var fileMode: mode_t { group == nil ? 0o600 : 0o660 }
+
+    /// Makes the spool and its folders where they are missing, with `folderMode` (and the group).
+    /// Folders that exist keep their mode, unless a group is given: then they get it and 2770.
     public func makeFolders() throws(Error) {
         do {
-            try OutputStore.makeDirectory(root)
-            for folder in [inbox, active, done, failed, cancel, locks] { try FileSystem.makeFolder(folder) }
+            try FileSystem.makeFolder(root, mode: folderMode, group: group, parents: true)
+            for folder in [inbox, active, done, failed, cancel, locks] {
+                try FileSystem.makeFolder(folder, mode: folderMode, group: group)
+            }
         } catch {
             throw Error("cannot use the spool '\(root)': \(error)")
         }
     }
 
+    /// The gid of a group by name or number, for `--group`.
+    public static func groupID(named name: String) throws(Error) -> gid_t {
+        if let number = gid_t(name) { return number }
+        guard let entry = getgrnam(name) else { throw Error("there is no group named '\(name)'") }
+        return entry.pointee.gr_gid
+    }
+
     // MARK: - Producing
 
-    /// Copies `file` into inbox/ atomically (a dot-named copy, then a rename that never
-    /// replaces a waiting file) and returns the name it got there.
+    /// Copies `file` into inbox/ atomically and durably, and returns the name it got there: a
+    /// dot-named copy is written and fsync'ed, renamed to its name (never replacing a waiting
+    /// file), and inbox/ is fsync'ed, so once this returns the file survives a power loss.
     public func submit(file: String) throws(Error) -> String {
         try makeFolders()
         let name = (file as NSString).lastPathComponent
         let base = name.hasPrefix(".") ? "_" + name.dropFirst() : name
-        guard let data = FileManager.default.contents(atPath: file) else {
-            throw Error("\(file): cannot be read")
-        }
-        let temporary = "\(inbox)/.submit-\(UUID().uuidString)"
+        let source = open(file, O_RDONLY | O_CLOEXEC)
+        guard source >= 0 else { throw Error("\(file): cannot be read: \(String(cString: strerror(errno)))") }
+        defer { close(source) }
+        let folderFD = open(inbox, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard folderFD >= 0 else { throw Error("\(inbox): cannot be opened: \(String(cString: strerror(errno)))") }
+        let folder = OutputStore.Folder(fd: folderFD, path: inbox)
         do {
-            try FileSystem.writeAtomically([UInt8](data), to: temporary)
-            return try FileSystem.moveKeepingBoth(temporary, into: inbox, name: base)
+            let copy = try TemporaryFile(folder: folder, mode: fileMode)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+            defer { buffer.deallocate() }
+            while true {
+                let n = read(source, buffer.baseAddress!, buffer.count)
+                if n < 0 && errno == EINTR { continue }
+                guard n >= 0 else { throw Error("\(file): cannot be read: \(String(cString: strerror(errno)))") }
+                if n == 0 { break }
+                try copy.append(UnsafeRawBufferPointer(rebasing: buffer[0..<n]))
+            }
+            let queued = try copy.commit(durablyBy: { path in try FileSystem.moveKeepingBoth(path, into: inbox, name: base) })
+            try Durability.syncFolder(fd: folderFD, path: inbox)
+            return queued
+        } catch let error as Error {
+            throw error
         } catch {
-            unlink(temporary)
             throw Error("\(file): could not be queued: \(error)")
         }
     }
@@ -78,7 +114,7 @@ public struct Spool: Sendable {
         try makeFolders()
         let path = "\(cancel)/\(OutputStore.fileName(forKey: key))"
         do {
-            try FileSystem.writeAtomically(Array((key + "\n").utf8), to: path)
+            try FileSystem.writeAtomically(Array((key + "\n").utf8), to: path, mode: fileMode)
         } catch {
             throw Error("could not write the cancel request: \(error)")
         }

@@ -12,29 +12,59 @@ import Glibc
 public struct SpoolKeyLock: KeyLocking {
     public let folder: String
 
+    /// Opens a lock file; a test hands in one that fails, as `open` does when the process is
+    /// out of descriptors.
+    let openFile: @Sendable (String, Int32, mode_t) -> Int32
+
     public init(spool: Spool) {
-        folder = spool.locks
+        self.init(folder: spool.locks, mode: spool.fileMode)
     }
 
+    init(folder: String, mode: mode_t = 0o600, openFile: @escaping @Sendable (String, Int32, mode_t) -> Int32 = { open($0, $1, $2) }) {
+        self.folder = folder
+        self.mode = mode
+        self.openFile = openFile
+    }
+
+    let mode: mode_t
+
     public func tryLock(key: String) -> (@Sendable () -> Void)? {
+        if case .acquired(let release) = lock(key: key) { return release }
+        return nil
+    }
+
+    /// The lock file is opened without following a link (a link planted at its name is
+    /// removed, never written through) and without blocking (a FIFO there does not hang the
+    /// runner), and must be a regular file.
+    public func lock(key: String) -> KeyLockOutcome {
         let path = "\(folder)/\(OutputStore.fileName(forKey: key))"
+        var tries = 0
         while true {
-            let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+            tries += 1
+            guard tries <= 8 else { return .unavailable("the key lock \(path) could not be taken: it keeps changing under the runner") }
+            let fd = openFile(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, mode)
             guard fd >= 0 else {
-                // No lock folder (removed under us): make it and try once more; else run unlocked
-                // rather than refuse every job.
-                if errno == ENOENT, mkdir(folder, 0o755) == 0 { continue }
-                return {}
-            }
-            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-                close(fd)
-                return nil
+                let code = errno
+                // No lock folder (removed under us): make it and try again.
+                if code == ENOENT, mkdir(folder, 0o700) == 0 || errno == EEXIST { continue }
+                // A symbolic link, or something else planted at the name: remove it and try again.
+                if code == ELOOP || code == ENXIO || code == EISDIR, Self.removePlanted(path) { continue }
+                return .unavailable("the key lock \(path) could not be taken: \(String(cString: strerror(code)))")
             }
             var opened = stat()
+            guard fstat(fd, &opened) == 0, (opened.st_mode & S_IFMT) == S_IFREG else {
+                close(fd)
+                if Self.removePlanted(path) { continue }
+                return .unavailable("the key lock \(path) could not be taken: it is not a regular file")
+            }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+                let code = errno
+                close(fd)
+                if code == EWOULDBLOCK { return .heldElsewhere }
+                return .unavailable("the key lock \(path) could not be taken: \(String(cString: strerror(code)))")
+            }
             var named = stat()
-            guard fstat(fd, &opened) == 0, stat(path, &named) == 0,
-                opened.st_ino == named.st_ino, opened.st_dev == named.st_dev
-            else {
+            guard lstat(path, &named) == 0, opened.st_ino == named.st_ino, opened.st_dev == named.st_dev else {
                 close(fd)  // removed by its last holder after we opened it: take the new one
                 continue
             }
@@ -45,18 +75,25 @@ public struct SpoolKeyLock: KeyLocking {
             let bytes = JSONWriter.data(holder)
             _ = ftruncate(fd, 0)
             _ = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress!, $0.count, 0) }
-            return {
+            return .acquired(release: {
                 unlink(path)
                 close(fd)
-            }
+            })
         }
+    }
+
+    /// Removes what is at `path` unless it is a regular file (which may be a live lock);
+    /// a folder is removed only when empty. Returns whether something was removed.
+    private static func removePlanted(_ path: String) -> Bool {
+        guard let entry = FileSystem.entry(path), entry.type != .regular else { return false }
+        return entry.type == .directory ? rmdir(path) == 0 : unlink(path) == 0
     }
 
     /// The keys held now by live processes, with when each started, read from the lock files.
     public func held() -> [(key: String, pid: Int, startedAt: Date)] {
         FileSystem.names(in: folder).compactMap { name in
-            guard !name.hasPrefix("."), let data = FileManager.default.contents(atPath: "\(folder)/\(name)"),
-                let value = try? JSONParser.parse([UInt8](data)),
+            guard !name.hasPrefix("."), let data = FileSystem.readSmall("\(folder)/\(name)", cap: 4096),
+                let value = try? JSONParser.parse(data),
                 let key = value["key"]?.stringValue, let pid = value["pid"]?.intValue, let ms = value["startedAtMs"]?.intValue,
                 kill(pid_t(pid), 0) == 0 || errno == EPERM
             else { return nil }

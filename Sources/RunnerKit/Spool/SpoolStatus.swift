@@ -57,7 +57,9 @@ public struct SpoolStatus: Sendable {
         let (doneCount, latestDone) = finished(in: spool.done, reasons: false)
         let (failedCount, latestFailed) = finished(in: spool.failed, reasons: true)
         let cancels = FileSystem.names(in: spool.cancel).filter { !$0.hasPrefix(".") }.compactMap { name in
-            (try? String(contentsOfFile: "\(spool.cancel)/\(name)", encoding: .utf8))?.trimmingCharacters(in: .newlines)
+            // No link, no blocking, 4 KiB at most: a FIFO or a huge file there cannot hang `status`.
+            FileSystem.readSmall("\(spool.cancel)/\(name)", cap: 4096).flatMap { String(validating: $0, as: UTF8.self) }?
+                .trimmingCharacters(in: .newlines)
         }.sorted()
         return SpoolStatus(
             queued: queued, claimed: claimed, orphaned: orphaned, running: running, doneCount: doneCount,
@@ -75,7 +77,8 @@ public struct SpoolStatus: Sendable {
         }
         guard let latest else { return (count, nil) }
         var reason: String?
-        if reasons, let text = try? String(contentsOfFile: "\(folder)/\(latest.name)\(Spool.errorSuffix)", encoding: .utf8) {
+        if reasons, let bytes = FileSystem.readSmall("\(folder)/\(latest.name)\(Spool.errorSuffix)", cap: 64 * 1024) {
+            let text = String(decoding: bytes, as: UTF8.self)
             reason = text.split(separator: "\n").first.map(String.init)
         }
         return (count, FinishedFile(name: latest.name, at: Date(timeIntervalSince1970: latest.at), reason: reason))

@@ -41,7 +41,8 @@ extension SpoolWatcher {
         }
 
         let resultsPath = "\(lease.folder)/.\(name)\(Spool.resultsSuffix)"
-        let results = open(resultsPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0o644)
+        let results = open(resultsPath, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC | O_NOFOLLOW, configuration.spool.fileMode)
+        if results >= 0 { _ = fchmod(results, configuration.spool.fileMode) }
         guard results >= 0 else {
             return finish(progress, path: path, results: nil, outcome: .returned, counts: [:], reason: "cannot write \(resultsPath)")
         }
@@ -88,6 +89,7 @@ extension SpoolWatcher {
             }
             for await result in group { record(result) }
         }
+        let resultsSynced = !configuration.durable || fsync(results) == 0
         close(results)
 
         var (counts, failures, jobCount, interrupted) = tally.withLock { $0 }
@@ -102,6 +104,21 @@ extension SpoolWatcher {
                 + "the \(jobCount) job\(jobCount == 1 ? "" : "s") that still read ran (records beside this file): "
                 + "write job files elsewhere and rename them into inbox/, then submit it again"
             return finish(progress, path: path, results: resultsPath, outcome: .failed, counts: counts, reason: reason)
+        }
+        // A file reaches done/ only once its payloads and records are on disk: one syncfs of the
+        // output directory's file system, and the records beside the file.
+        if configuration.durable {
+            var failure = resultsSynced ? nil : "\(resultsPath): \(String(cString: strerror(errno)))"
+            do {
+                try engine.configuration.store.synchronize()
+            } catch {
+                failure = failure ?? error.description
+            }
+            if let failure {
+                let reason = "the payloads and records of \(name) could not be made durable (\(failure)); "
+                    + "its jobs ran (records beside this file): check the disk, then submit it again"
+                return finish(progress, path: path, results: resultsPath, outcome: .failed, counts: counts, reason: reason)
+            }
         }
         let bad = counts.filter { !$0.key.isSuccess }.values.reduce(0, +)
         if bad == 0 {
@@ -164,9 +181,14 @@ extension SpoolWatcher {
                 finalName = try reserveName(name, in: folder, beside: beside)
                 if let results { try FileSystem.moveNoReplace(results, to: "\(folder)/\(finalName)\(Spool.resultsSuffix)") }
                 if let reason {
-                    try FileSystem.writeAtomically(Array((reason + "\n").utf8), to: "\(folder)/\(finalName)\(Spool.errorSuffix)")
+                    try FileSystem.writeAtomically(Array((reason + "\n").utf8), to: "\(folder)/\(finalName)\(Spool.errorSuffix)", mode: spool.fileMode)
                 }
                 try FileSystem.moveNoReplace(path, to: "\(folder)/\(finalName)")
+            }
+            // Durable before it is reported: the folder the file went to, and the one it left.
+            if configuration.durable {
+                try syncFolder(outcome == .returned ? spool.inbox : outcome == .done ? spool.done : spool.failed)
+                try syncFolder((path as NSString).deletingLastPathComponent)
             }
         } catch {
             onEvent(.problem("\(name): could not be moved out of \(spool.active): \(error); it goes back to inbox/"))
@@ -178,6 +200,36 @@ extension SpoolWatcher {
             name: name, finalName: finalName, outcome: outcome, counts: counts,
             reason: reason.map { String($0.split(separator: "\n", maxSplits: 5).prefix(5).joined(separator: "\n")) },
             startLatency: progress.startLatency)
+    }
+
+    private func syncFolder(_ path: String) throws(FileSystem.Failure) {
+        do {
+            try Durability.syncFolder(path)
+        } catch {
+            throw FileSystem.Failure(path: path, reason: "fsync: \(String(cString: strerror(error.code)))", code: error.code)
+        }
+    }
+
+    /// Moves a file whose name is not UTF-8 (the bytes `raw`) from inbox/ to failed/ under a
+    /// name made of its valid parts and a hash of the bytes, with the reason beside it.
+    func quarantine(_ raw: [UInt8]) {
+        let spool = configuration.spool
+        let readable = String(decoding: raw, as: UTF8.self).map { $0 == "\u{FFFD}" || $0 == "/" ? "_" : String($0) }.joined()
+        let hex = raw.map { String(format: "%02x", $0) }.joined()
+        let stem = readable.lastIndex(of: ".").map { readable[..<$0] } ?? Substring(readable)
+        let safe = "\(stem.prefix(100))-\(SHA256.hex(raw).prefix(10))\(readable.dropFirst(stem.count))"
+        do {
+            let finalName = try reserveName(safe, in: spool.failed, beside: [Spool.resultsSuffix, Spool.errorSuffix])
+            let reason = "the file's name in inbox/ is not UTF-8 (bytes \(hex)); renamed to \(finalName): name job files in UTF-8"
+            try FileSystem.writeAtomically(Array((reason + "\n").utf8), to: "\(spool.failed)/\(finalName)\(Spool.errorSuffix)", mode: spool.fileMode)
+            try FileSystem.moveNoReplace(raw: raw, in: spool.inbox, to: "\(spool.failed)/\(finalName)")
+            if configuration.durable { try syncFolder(spool.failed) }
+            if configuration.durable { try syncFolder(spool.inbox) }
+            noteFailedFile()
+            onEvent(.finished(FileReport(name: finalName, finalName: finalName, outcome: .failed, counts: [:], reason: reason, startLatency: nil)))
+        } catch {
+            onEvent(.problem("a file in \(spool.inbox) whose name is not UTF-8 (bytes \(hex)) could not be moved to failed/: \(error)"))
+        }
     }
 
     /// A name free in `folder` together with the files beside it.

@@ -34,12 +34,25 @@ public final class SpoolWatcher: Sendable {
         public var cancelRequestLifetime: Duration
         /// The operator's caps on what a job may ask (`--max-bytes`, `--max-timeout`, `--max-retries`).
         public var limits: JobLimits = .none
+        /// How long a file that did not arrive by rename must stay unchanged, with no writer,
+        /// before it is taken (`SettleCheck`).
+        public var settle: Duration
+        /// How often the main loop reports `.heartbeat` (for a service manager's watchdog and
+        /// status line); nil for never.
+        public var heartbeatInterval: Duration?
+        /// Makes each move to done/, failed/ or back to inbox/ durable, and a file's payloads and
+        /// records before it reaches done/ (off only for tests of what is not durable).
+        public var durable: Bool
 
         public init(
             spool: Spool, engine: JobEngine.Configuration, registry: KindRegistry, filesAtOnce: Int? = nil,
             rescanInterval: Duration = .seconds(2), maxDocumentBytes: Int = 16 << 20,
-            cancelRequestLifetime: Duration = .seconds(3600)
+            cancelRequestLifetime: Duration = .seconds(3600), settle: Duration = .seconds(1),
+            heartbeatInterval: Duration? = nil, durable: Bool = true
         ) {
+            self.settle = settle
+            self.heartbeatInterval = heartbeatInterval
+            self.durable = durable
             self.spool = spool
             self.engine = engine
             self.registry = registry
@@ -72,8 +85,27 @@ public final class SpoolWatcher: Sendable {
         public var startLatency: Duration?
     }
 
+    /// What the watcher holds now, for a status line.
+    public struct Counts: Sendable {
+        /// Files seen in inbox/ and not yet claimed (those still being written included).
+        public var queued: Int
+        /// Files in inbox/ not yet taken because they are still being written or settling.
+        public var settling: Int
+        /// Files claimed and not through.
+        public var active: Int
+        /// Jobs running now.
+        public var running: Int
+        /// Files moved to done/ and failed/ by this watcher.
+        public var done: Int
+        public var failed: Int
+    }
+
     public enum Event: Sendable {
         case started(watcher: String, recovered: [String])
+        /// The first scan of inbox/ is through: the watcher takes files from now on.
+        case ready(Counts)
+        /// Every `heartbeatInterval`, from the main loop (so a stuck loop stops them).
+        case heartbeat(Counts)
         case claimed(name: String)
         case finished(FileReport)
         case cancelRequested(key: String, cancelledRunning: Bool)
@@ -81,9 +113,11 @@ public final class SpoolWatcher: Sendable {
     }
 
     private enum Wake: Sendable {
-        case arrived(String)
+        case arrived(String, renamed: Bool)
         case cancel(String)
         case rescan
+        case settleTick
+        case heartbeat
         case fileEnded(String)
         case shutdown(Duration)
         case graceOver
@@ -99,6 +133,13 @@ public final class SpoolWatcher: Sendable {
         var awaitingStart: [String: FileProgress] = [:]
         var draining = false
         var hardStop = false
+        /// Names that arrived by rename and are not claimed yet: complete, taken at once.
+        var renamed: Set<String> = []
+        /// Names not taken because they are still being written or settling; checked again
+        /// every settle tick.
+        var settling: Set<String> = []
+        var filesDone = 0
+        var filesFailed = 0
     }
 
     public let configuration: Configuration
@@ -136,6 +177,9 @@ public final class SpoolWatcher: Sendable {
         let lease = try WatcherLease(spool: spool)
         defer { lease.end() }
         let recovered = WatcherLease.recover(spool: spool, except: lease.id)
+        // Temporary files that crashed producers and runners left behind (and every few minutes
+        // after, for a crash that came less than a minute before this start).
+        sweepSpool()
         onEvent(.started(watcher: lease.id, recovered: recovered))
 
         let events = FolderEvents(folders: [spool.inbox, spool.cancel])
@@ -149,8 +193,8 @@ public final class SpoolWatcher: Sendable {
                 group.addTask {
                     for await event in events.events {
                         switch event {
-                        case .arrived(let folder, let name) where folder == spool.cancel: wake.yield(.cancel(name))
-                        case .arrived(_, let name): wake.yield(.arrived(name))
+                        case .arrived(let folder, let name, _) where folder == spool.cancel: wake.yield(.cancel(name))
+                        case .arrived(_, let name, let renamed): wake.yield(.arrived(name, renamed: renamed))
                         case .overflow: wake.yield(.rescan)
                         }
                     }
@@ -160,19 +204,45 @@ public final class SpoolWatcher: Sendable {
             group.addTask {
                 while (try? await Task.sleep(for: interval)) != nil { wake.yield(.rescan) }
             }
+            // Files still being written are looked at again a few times per settle period.
+            let tick = max(.milliseconds(20), min(.milliseconds(250), configuration.settle / 4))
+            group.addTask {
+                while (try? await Task.sleep(for: tick)) != nil {
+                    if self.state.withLock({ !$0.settling.isEmpty }) { wake.yield(.settleTick) }
+                }
+            }
+            if let heartbeat = configuration.heartbeatInterval {
+                group.addTask {
+                    while (try? await Task.sleep(for: heartbeat)) != nil { wake.yield(.heartbeat) }
+                }
+            }
 
+            var lastSweep = ContinuousClock.now
             claim(lease: lease, group: &group)
+            onEvent(.ready(counts))
             for await next in wakes {
                 switch next {
-                case .arrived(let name):
+                case .arrived(let name, let renamed):
                     state.withLock { state in
+                        if renamed { state.renamed.insert(name) }
                         if state.pendingSet.insert(name).inserted { state.pending.append(name) }
                     }
+                case .settleTick:
+                    state.withLock { state in
+                        for name in state.settling.sorted() where state.pendingSet.insert(name).inserted { state.pending.append(name) }
+                        state.settling.removeAll()
+                    }
+                case .heartbeat:
+                    onEvent(.heartbeat(counts))
                 case .cancel(let name):
                     handleCancelRequest(name)
                 case .rescan:
                     _ = WatcherLease.recover(spool: spool, except: lease.id)
                     rescan(cancelToo: true)
+                    if lastSweep.duration(to: .now) > .seconds(300) {
+                        lastSweep = .now
+                        sweepSpool()
+                    }
                 case .fileEnded:
                     break
                 case .shutdown(let grace):
@@ -227,23 +297,62 @@ public final class SpoolWatcher: Sendable {
                 continue
             }
             let source = "\(inbox)/\(name)"
-            guard let entry = FileSystem.entry(source) else { continue }  // taken by another watcher
+            guard let entry = FileSystem.entry(source) else {  // taken by another watcher
+                state.withLock { _ = $0.renamed.remove(name) }
+                continue
+            }
+            // A file that did not arrive by rename is taken only once it is complete.
+            if !state.withLock({ $0.renamed.contains(name) }) {
+                switch SettleCheck(settle: configuration.settle).verdict(path: source) {
+                case .complete: break
+                case .gone: continue
+                case .beingWritten, .settling:
+                    state.withLock { _ = $0.settling.insert(name) }
+                    continue
+                }
+            }
             guard rename(source, "\(lease.folder)/\(name)") == 0 else { continue }
-            state.withLock { _ = $0.claimed.insert(name) }
+            state.withLock { state in
+                state.claimed.insert(name)
+                state.renamed.remove(name)
+                state.settling.remove(name)
+            }
             onEvent(.claimed(name: name))
             let progress = FileProgress(name: name, arrived: entry.changed, written: entry.modified)
             group.addTask {
                 let report = await self.process(progress, in: lease)
-                self.state.withLock { _ = $0.claimed.remove(name) }
+                self.state.withLock { state in
+                    state.claimed.remove(name)
+                    if report.outcome == .done { state.filesDone += 1 }
+                    if report.outcome == .failed { state.filesFailed += 1 }
+                }
                 self.onEvent(.finished(report))
                 self.wake.yield(.fileEnded(name))
             }
         }
     }
 
-    /// Reads inbox/ (and cancel/) in full: the safety net under inotify.
+    private func sweepSpool() {
+        let spool = configuration.spool
+        for folder in [spool.inbox, spool.done, spool.failed, spool.cancel] { Durability.sweepLeftovers(in: folder) }
+    }
+
+    /// What the watcher holds now.
+    public var counts: Counts {
+        let running = engine.taskManager.count
+        return state.withLock { state in
+            Counts(
+                queued: state.pendingSet.union(state.settling).count, settling: state.settling.count,
+                active: state.claimed.count, running: running, done: state.filesDone, failed: state.filesFailed)
+        }
+    }
+
+    /// Reads inbox/ (and cancel/) in full: the safety net under inotify. A name that is not
+    /// UTF-8 cannot be named in a record or a log: the file goes to failed/ under a safe name.
     private func rescan(cancelToo: Bool) {
-        let names = FileSystem.names(in: configuration.spool.inbox).filter(Spool.isCandidate).sorted()
+        var strange: [[UInt8]] = []
+        let names = FileSystem.names(in: configuration.spool.inbox, notUTF8: { strange.append($0) }).filter(Spool.isCandidate).sorted()
+        for raw in strange where raw.first != UInt8(ascii: ".") { quarantine(raw) }
         state.withLock { state in
             for name in names where state.pendingSet.insert(name).inserted { state.pending.append(name) }
         }
@@ -277,7 +386,11 @@ public final class SpoolWatcher: Sendable {
         for (key, _) in engine.taskManager.running where OutputStore.fileName(forKey: key) == name {
             cancelled = engine.taskManager.cancel(key: key) || cancelled
         }
-        let key = (try? String(contentsOfFile: path, encoding: .utf8))?.trimmingCharacters(in: .newlines) ?? name
+        // Read without following a link or blocking, and at most 4 KiB: a FIFO or a huge sparse
+        // file planted here must not stall the main loop.
+        let text = FileSystem.readSmall(path, cap: 4096).flatMap { String(validating: $0, as: UTF8.self) }?
+            .trimmingCharacters(in: .newlines)
+        let key = text.flatMap { $0.isEmpty ? nil : $0 } ?? name
         onEvent(.cancelRequested(key: key, cancelledRunning: cancelled))
     }
 
@@ -319,6 +432,8 @@ public final class SpoolWatcher: Sendable {
     // MARK: - State for file tasks
 
     var isDraining: Bool { state.withLock { $0.draining } }
+
+    func noteFailedFile() { state.withLock { $0.filesFailed += 1 } }
     var isHardStopped: Bool { state.withLock { $0.hardStop } }
 
     func awaitStart(key: String, progress: FileProgress) {

@@ -20,7 +20,7 @@ final class WatcherLease: Sendable {
         let id = "\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
         let staging = "\(spool.active)/.new-\(id)"
         let folder = "\(spool.active)/\(id)"
-        guard mkdir(staging, 0o755) == 0 else {
+        guard mkdir(staging, 0o700) == 0 else {
             throw Spool.Error("cannot make \(staging): \(String(cString: strerror(errno)))")
         }
         let fd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -74,6 +74,8 @@ final class WatcherLease: Sendable {
             }
             rmdir(path)
         }
+        // Back in line for good: the names in inbox/ survive a power loss.
+        if !returned.isEmpty { try? Durability.syncFolder(spool.inbox) }
         return returned
     }
 

@@ -8,4 +8,25 @@ public protocol KeyLocking: Sendable {
     /// Takes the lock of `key` if no other process holds it, and returns what releases it;
     /// nil when another process holds it.
     func tryLock(key: String) -> (@Sendable () -> Void)?
+
+    /// Takes the lock of `key`, and says why not when it cannot: held by another process, or
+    /// not to be had at all (the lock file cannot be opened). A lock that cannot be taken is
+    /// never taken as "no lock": the job does not run.
+    func lock(key: String) -> KeyLockOutcome
+}
+
+/// What asking for a key's lock came to.
+public enum KeyLockOutcome: Sendable {
+    /// Held by this process until `release` is called.
+    case acquired(release: @Sendable () -> Void)
+    /// Another process holds it.
+    case heldElsewhere
+    /// It could not be asked for (the reason, in words): the job must not run.
+    case unavailable(String)
+}
+
+extension KeyLocking {
+    public func lock(key: String) -> KeyLockOutcome {
+        tryLock(key: key).map { .acquired(release: $0) } ?? .heldElsewhere
+    }
 }

@@ -1,0 +1,12 @@
+/// Hands each observer call to several observers in turn: the command line's reporter and the
+/// metrics, for instance.
+public struct ObserverFanout: RunObserver {
+    private let observers: [any RunObserver]
+
+    public init(_ observers: [any RunObserver]) { self.observers = observers }
+
+    public func jobStarted(_ job: JobDescriptor) { for observer in observers { observer.jobStarted(job) } }
+    public func jobNotice(_ job: JobDescriptor, message: String) { for observer in observers { observer.jobNotice(job, message: message) } }
+    public func jobFinished(_ result: JobResult) { for observer in observers { observer.jobFinished(result) } }
+    public func problem(_ message: String) { for observer in observers { observer.problem(message) } }
+}

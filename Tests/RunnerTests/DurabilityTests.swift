@@ -1,0 +1,128 @@
+import Foundation
+import Glibc
+import RunnerKit
+import Testing
+
+/// What the runner reports as done is on disk, in the order a crash cannot break: the system
+/// calls traced with strace (as ALICE, OSDI 2014, finds crash bugs in real applications), an
+/// fsync of the file before its rename, of the folder after it, a syncfs before done/.
+@Suite(.timeLimit(.minutes(3)), .enabled(if: Trace.strace != nil, "strace is not installed"))
+struct DurabilityTests {
+    @Test func submitFsyncsTheFileRenamesItFsyncsTheInboxAndOnlyThenSaysQueued() async throws {
+        let s = try SpoolWorld()
+        let job = s.w.write("job.json", s.imageJob("image:durable"))
+        let trace = try await Trace.run(["submit", job, "--spool", s.spool.root], in: s.w)
+        #expect(trace.status == 0)
+        let calls = trace.calls
+
+        let inbox = try #require(calls.firstIndex { $0.name == "openat" && $0.text.contains("\"\(s.spool.inbox)\"") && $0.text.contains("O_DIRECTORY") })
+        let inboxFD = try #require(calls[inbox].result)
+        let create = try #require(calls.firstIndex { $0.name == "openat" && $0.text.contains(".tmp-") && $0.text.contains("O_CREAT") })
+        let fileFD = try #require(calls[create].result)
+        let syncFile = try #require(calls.firstIndex { $0.name == "fsync" && $0.firstArgument == fileFD })
+        let rename = try #require(calls.firstIndex { $0.name.hasPrefix("rename") && $0.text.contains(".tmp-") && $0.text.contains("\(s.spool.inbox)/job.json\"") })
+        let syncInbox = try #require(calls.lastIndex { $0.name == "fsync" && $0.firstArgument == inboxFD })
+        let said = try #require(calls.firstIndex { $0.name == "write" && $0.firstArgument == 1 && $0.text.contains("queued") })
+        #expect(create < syncFile, "\(trace.text)")
+        #expect(syncFile < rename, "the data is on disk before the name: \(trace.text)")
+        #expect(rename < syncInbox, "the inbox is fsync'ed after the rename: \(trace.text)")
+        #expect(syncInbox < said, "and only then is it reported: \(trace.text)")
+        #expect(inbox < syncInbox)
+    }
+
+    @Test func runSyncsWhatItWroteBeforeItExitsUnlessToldNot() async throws {
+        let s = try SpoolWorld()
+        let jobs = s.w.write("jobs.jsonl", (0..<5).map { s.imageJob("image:run-\($0)") }.joined(separator: "\n"))
+        let trace = try await Trace.run(["run", jobs, "--out", s.w.out], in: s.w)
+        #expect(trace.status == 0, "\(trace.text)")
+        let calls = trace.calls
+        let lastRename = try #require(calls.lastIndex { $0.name.hasPrefix("rename") })
+        let syncfs = try #require(calls.lastIndex { $0.name == "syncfs" }, "\(trace.text)")
+        #expect(lastRename < syncfs, "every record and payload is renamed before the syncfs: \(trace.text)")
+        #expect(calls[syncfs...].allSatisfy { !$0.name.hasPrefix("rename") })
+
+        let scratch = try await Trace.run(["run", jobs, "--out", s.w.out + "2", "--no-sync"], in: s.w)
+        #expect(scratch.status == 0)
+        #expect(!scratch.calls.contains { $0.name == "syncfs" }, "--no-sync skips it")
+    }
+
+    @Test func aFileReachesDoneOnlyAfterItsPayloadsAndRecordsAreOnDisk() async throws {
+        let s = try SpoolWorld()
+        try s.spool.makeFolders()
+        let tracePath = "\(s.w.root)/watch.trace"
+        let strace = Process()
+        strace.executableURL = URL(fileURLWithPath: Trace.strace!)
+        strace.arguments = ["-f", "-s", "512", "-o", tracePath, "-e", "trace=\(Trace.syscalls)", RunnerBinary.path, "watch", "--spool", s.spool.root, "--out", s.w.out]
+        strace.standardError = FileHandle.nullDevice
+        strace.standardOutput = FileHandle.nullDevice
+        try strace.run()
+        defer { if strace.isRunning { strace.terminate() } }
+        // The watcher's pid starts the name of its folder under active/.
+        #expect(await s.wait(upTo: .seconds(20)) { !s.names(s.spool.active).isEmpty })
+        let pid = try #require(s.names(s.spool.active).first.flatMap { Int32($0.split(separator: "-")[0]) })
+        try s.drop("job.json", s.imageJob("image:watched"))
+        #expect(await s.wait(upTo: .seconds(20)) { s.jobFiles(s.spool.done) == ["job.json"] })
+        kill(pid, SIGTERM)
+        #expect(await s.exit(of: strace, upTo: .seconds(20)) == 0)
+
+        let text = s.text(tracePath)
+        let calls = Trace.parse(text)
+        let record = try #require(calls.lastIndex { $0.name.hasPrefix("rename") && $0.text.contains(OutputStore.fileName(forKey: "image:watched")) })
+        let toDone = try #require(calls.firstIndex { $0.name.hasPrefix("rename") && $0.text.contains("\"\(s.spool.done)/job.json\"") })
+        let syncfs = try #require(calls.firstIndex { $0.name == "syncfs" })
+        let openDone = try #require(calls.lastIndex { $0.name == "openat" && $0.text.contains("\"\(s.spool.done)\"") && $0.text.contains("O_DIRECTORY") })
+        let doneFD = try #require(calls[openDone].result)
+        let syncDone = try #require(calls[openDone...].firstIndex { $0.name == "fsync" && $0.firstArgument == doneFD })
+        let logged = try #require(calls.firstIndex { $0.name == "write" && $0.firstArgument == 2 && $0.text.contains("job.json: done") })
+        #expect(record < syncfs, "the record is written before the syncfs: \(text)")
+        #expect(syncfs < toDone, "payloads and records are on disk before the file reaches done/")
+        #expect(toDone < openDone && openDone < syncDone, "done/ is fsync'ed after the rename")
+        #expect(syncDone < logged, "and only then is it reported")
+    }
+}
+
+/// Runs the binary under strace and reads the calls back.
+enum Trace {
+    static let strace: String? = ["/usr/bin/strace", "/bin/strace"].first { access($0, X_OK) == 0 }
+    static let syscalls = "openat,fsync,fdatasync,rename,renameat,renameat2,syncfs,write"
+
+    struct Call {
+        var name: String
+        var text: String
+        /// The first argument as a number (a descriptor), when it is one.
+        var firstArgument: Int32?
+        /// The returned value, when the call is complete in its line.
+        var result: Int32?
+    }
+
+    struct Output {
+        var status: Int32
+        var text: String
+        var calls: [Call] { Trace.parse(text) }
+    }
+
+    static func run(_ arguments: [String], in w: Workspace) async throws -> Output {
+        let path = "\(w.root)/trace-\(UUID().uuidString)"
+        let result = try await RunnerBinary.runExecutable(
+            strace!, ["-f", "-s", "512", "-o", path, "-e", "trace=\(syscalls)", RunnerBinary.path] + arguments, in: w.root)
+        return Output(status: result.status, text: (try? String(contentsOfFile: path, encoding: .utf8)) ?? "")
+    }
+
+    /// `PID name(args) = result` lines; an unfinished call keeps its name and arguments.
+    static func parse(_ text: String) -> [Call] {
+        text.split(separator: "\n").compactMap { line in
+            var rest = Substring(line)
+            if let space = rest.firstIndex(of: " "), rest[..<space].allSatisfy(\.isNumber) { rest = rest[rest.index(after: space)...] }
+            rest = rest.drop(while: { $0 == " " })
+            guard !rest.hasPrefix("<..."), !rest.hasPrefix("+++"), !rest.hasPrefix("---"), let paren = rest.firstIndex(of: "(") else { return nil }
+            let name = String(rest[..<paren])
+            let arguments = rest[rest.index(after: paren)...]
+            let first = arguments.prefix { $0 != "," && $0 != ")" && $0 != " " }
+            var result: Int32?
+            if let equals = rest.range(of: ") = ", options: .backwards) {
+                result = Int32(rest[equals.upperBound...].prefix { $0 == "-" || $0.isNumber })
+            }
+            return Call(name: name, text: String(rest), firstArgument: Int32(first), result: result)
+        }
+    }
+}
