@@ -19,10 +19,11 @@ public final class RunLock: Sendable {
     /// Takes the lock of `store`'s directory; with `wait`, blocks until it is free.
     public init(store: OutputStore, wait: Bool) throws {
         let path = store.root + "/.lock"
-        // Never through a link: the lock file is truncated and written.
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else {
-            throw OutputStore.WriteError(path: path, errno: errno)
+        let fd: Int32
+        switch LockFile.open(path, mode: 0o644) {
+        case .success(let file): fd = file.fd
+        case .failure(.open(let code)): throw OutputStore.WriteError(path: path, errno: code)
+        case .failure(.notARegularFile): throw OutputStore.WriteError(path: path, reason: "it is not a regular file")
         }
         while flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0 {
             if errno == EINTR { continue }

@@ -42,18 +42,18 @@ public struct SpoolKeyLock: KeyLocking {
         while true {
             tries += 1
             guard tries <= 8 else { return .unavailable("the key lock \(path) could not be taken: it keeps changing under the runner") }
-            let fd = openFile(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, mode)
-            guard fd >= 0 else {
-                let code = errno
+            let fd: Int32
+            let opened: stat
+            switch LockFile.open(path, mode: mode, using: openFile) {
+            case .success(let file):
+                (fd, opened) = file
+            case .failure(.open(let code)):
                 // No lock folder (removed under us): make it and try again.
                 if code == ENOENT, mkdir(folder, 0o700) == 0 || errno == EEXIST { continue }
                 // A symbolic link, or something else planted at the name: remove it and try again.
                 if code == ELOOP || code == ENXIO || code == EISDIR, Self.removePlanted(path) { continue }
                 return .unavailable("the key lock \(path) could not be taken: \(String(cString: strerror(code)))")
-            }
-            var opened = stat()
-            guard fstat(fd, &opened) == 0, (opened.st_mode & S_IFMT) == S_IFREG else {
-                close(fd)
+            case .failure(.notARegularFile):
                 if Self.removePlanted(path) { continue }
                 return .unavailable("the key lock \(path) could not be taken: it is not a regular file")
             }
