@@ -192,13 +192,3 @@ public struct ImageCheck: Sendable, Equatable {
         return details
     }
 }
-
-extension ImageHeader.Error {
-    /// The parser ran off the bytes it was given: with more of the body it may succeed.
-    var wantsMoreBytes: Bool {
-        switch self {
-        case .truncated, .cutShort: true
-        case .notAnImage, .malformed: false
-        }
-    }
-}

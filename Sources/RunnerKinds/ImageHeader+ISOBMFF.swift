@@ -104,7 +104,9 @@ extension ImageHeader {
             frames = track.frames
             size = size ?? track.size
         }
-        if cut {
+        // The coded image lies in an mdat box: without one, the body ends before it. (An image whose
+        // data all sits in the meta box's idat is refused too; encoders do not write such files.)
+        if cut || !top.contains(where: { $0.is("mdat") }) {
             throw .cutShort(format)
         }
         guard let size else {

@@ -28,6 +28,16 @@ extension ImageHeader {
             default: nil
             }
         }
+
+        /// Bytes per value of any TIFF type (1 for an unknown one).
+        var anySize: Int {
+            switch type {
+            case 3, 8: 2
+            case 4, 9, 11, 13: 4
+            case 5, 10, 12, 16, 17, 18: 8
+            default: 1
+            }
+        }
     }
 
     /// The entries of the first IFD of the TIFF structure that `tiff` starts with; nil when the
@@ -49,7 +59,7 @@ extension ImageHeader {
             }
             var entry = Entry(tag: tag, type: type, count: Int(valueCount), valuesOffset: at + 8)
             // Values that do not fit in the 4 bytes of the entry are elsewhere, at the offset it holds.
-            if let size = entry.valueSize, size * entry.count > 4 {
+            if entry.anySize * entry.count > 4 {
                 guard let elsewhere = tiff.uint32(at + 8, bigEndian: bigEndian) else { return nil }
                 entry.valuesOffset = Int(elsewhere)
             }
@@ -73,9 +83,6 @@ extension ImageHeader {
         guard ifd >= 8 else {
             throw .malformed(.tiff, "the first IFD is at offset \(ifd)")
         }
-        guard Int(ifd) < total else {
-            throw .malformed(.tiff, "the first IFD is at offset \(ifd), past the end of the body")
-        }
         guard let entries = firstIFD(bytes, bigEndian: bigEndian) else { throw .truncated(.tiff) }
         func single(_ tag: UInt16) -> Int? {
             entries.first { $0.tag == tag && $0.count >= 1 }.flatMap { value(bytes, $0, 0, bigEndian: bigEndian) }
@@ -87,7 +94,10 @@ extension ImageHeader {
         if let orientation = single(Tag.orientation), (1...8).contains(orientation) {
             header.orientation = orientation
         }
-        // The body must hold every strip (or tile) the first IFD points at.
+        // The body must hold the values of every entry and every strip (or tile) the first IFD points at.
+        for entry in entries where entry.valuesOffset + entry.anySize * entry.count > total {
+            throw .cutShort(.tiff)
+        }
         for (offsetsTag, countsTag) in [(Tag.stripOffsets, Tag.stripByteCounts), (Tag.tileOffsets, Tag.tileByteCounts)] {
             guard let offsets = entries.first(where: { $0.tag == offsetsTag }),
                 let counts = entries.first(where: { $0.tag == countsTag })

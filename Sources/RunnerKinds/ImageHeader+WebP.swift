@@ -43,8 +43,9 @@ extension ImageHeader {
             let animation: UInt8 = 0x02
             let exif: UInt8 = 0x08
             guard flags & (animation | exif) != 0 else { return header }
-            // Walk the chunks after VP8X, up to the end the RIFF header gives (or the body's).
-            let riffEnd = min(total, Int(bytes.uint32LE(4) ?? 0) + 8)
+            // Walk the chunks after VP8X, up to the end the RIFF header gives: a body that ends
+            // sooner is cut short.
+            let riffEnd = Int(bytes.uint32LE(4) ?? 0) + 8
             var offset = 20 + Int(size) + Int(size & 1)
             var frames = 0
             while offset + 8 <= riffEnd {

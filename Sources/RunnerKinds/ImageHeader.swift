@@ -69,6 +69,15 @@ public struct ImageHeader: Equatable, Sendable {
                 "the \(format.displayName) header is malformed: \(detail)"
             }
         }
+
+        /// The parser ran off the bytes it was given (`truncated` or `cutShort`): given more of the
+        /// body it may succeed.
+        public var wantsMoreBytes: Bool {
+            switch self {
+            case .truncated, .cutShort: true
+            case .notAnImage, .malformed: false
+            }
+        }
     }
 
     // MARK: - Parsing
@@ -282,7 +291,7 @@ enum Signature {
     /// The signatures of supported formats, for spotting one cut short.
     static let all: [([UInt8], ImageFormat)] = [
         (png, .png), (jpeg, .jpeg), (gif, .gif), (riff + [0, 0, 0, 0] + webp, .webp), (bmp, .bmp),
-        (tiffLittle, .tiff), (tiffBig, .tiff), (jxlContainer, .jxl),
+        (tiffLittle, .tiff), (tiffBig, .tiff),
     ]
 
     /// Other formats worth naming when they arrive instead of an image.
