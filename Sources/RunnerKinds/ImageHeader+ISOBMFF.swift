@@ -70,7 +70,7 @@ extension ImageHeader {
     /// AVIF or HEIC from the `ftyp` brands (major brand first, then the compatible ones); nil for
     /// an ISO file that is no still image or image sequence (MP4 video, QuickTime).
     static func isoImageFormat(_ bytes: ImageByteReader) -> ImageFormat? {
-        guard let size = bytes.uint32BE(0), size >= 16 else { return nil }
+        guard let size = bytes.uint32BE(0), size >= 12 else { return nil }
         var brands: [[UInt8]] = []
         if let major = bytes.slice(8, 4) { brands.append(major) }
         var offset = 16

@@ -75,18 +75,25 @@ extension ImageHeader {
         var head: [UInt8] = []
         for box in top where head.count < 64 {
             let start = box.is("jxlc") ? box.payload : box.is("jxlp") ? box.payload + 4 : nil
-            guard let start, start <= box.end else { continue }
-            let wanted = min(64 - head.count, box.end - start)
-            guard let part = bytes.slice(start, wanted) else { throw .truncated(.jxl) }
+            // A part cut off at the end gives what arrived of it.
+            guard let start else { continue }
+            let wanted = min(64 - head.count, min(box.end, bytes.count) - start)
+            guard wanted > 0, let part = bytes.slice(start, wanted) else { continue }
             head += part
         }
         guard head.count >= 2 else {
-            throw .malformed(.jxl, "the container holds no codestream")
+            // The codestream may lie past the bytes given (or past the end of a body cut short).
+            throw cut ? .cutShort(.jxl) : bytes.count < total ? .truncated(.jxl) : .malformed(.jxl, "the container holds no codestream")
         }
         guard head.starts(with: Signature.jxlCodestream) else {
             throw .malformed(.jxl, "the codestream does not start with FF 0A")
         }
-        let header = try parseJXLSizeHeader(Array(head.dropFirst(2)))
+        let header: ImageHeader
+        do {
+            header = try parseJXLSizeHeader(Array(head.dropFirst(2)))
+        } catch .truncated where cut {
+            throw .cutShort(.jxl)
+        }
         if cut {
             throw .cutShort(.jxl)
         }

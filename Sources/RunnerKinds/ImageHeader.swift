@@ -126,8 +126,15 @@ public struct ImageHeader: Equatable, Sendable {
         if reader.starts(with: Signature.jxlContainer) {
             return try parseJXLContainer(reader, total: total)
         }
-        if reader.matches("ftyp", at: 4), let format = isoImageFormat(reader) {
-            return try parseISOBMFF(reader, total: total, format: format)
+        if reader.matches("ftyp", at: 4) {
+            // The brands decide; from an ftyp box cut off, the major brand does (an image brand
+            // among the compatible ones may be missing, so this one is not known to be no image).
+            if let size = reader.uint32BE(0), !reader.has(0, Int(min(size, 256))), bytes.count >= 12 {
+                throw .truncated(isoImageFormat(reader) ?? .heic)
+            }
+            if let format = isoImageFormat(reader) {
+                return try parseISOBMFF(reader, total: total, format: format)
+            }
         }
         // A body shorter than a signature that it begins: the start of an image, cut off.
         for (signature, format) in Signature.all where bytes.count < signature.count {
