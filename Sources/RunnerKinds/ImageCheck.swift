@@ -30,7 +30,7 @@ public struct ImageCheck: Sendable, Equatable {
     /// The fields as `runner kinds` lists them.
     public static let parameters: [KindParameter] = [
         KindParameter(
-            "formats", type: "array of strings", default: "all",
+            "formats", type: "[string]", default: "all",
             "The formats accepted: \(preference.map(\.rawValue).joined(separator: ", ")) (also jpg, tif, heif); others end failed."),
         KindParameter(
             "maxPixels", type: "int", default: String(defaultMaxPixels),

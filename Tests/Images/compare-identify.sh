@@ -2,17 +2,18 @@
 # The image kind against real encoders and ImageMagick's identify.
 #
 # Makes images with Debian's encoders (ImageMagick's convert, avifenc, heif-enc, cjxl, img2webp,
-# gif2webp, apngasm) in every format the image kind accepts, serves them on loopback
-# (python3 -m http.server, 127.0.0.1, a free port), runs one `runner run --json` over them, and
-# compares each result record with what identify reports: format, width and height (for a GIF
-# the logical screen, for an ICO or CUR the largest image inside), frames where identify counts
-# them (GIF, WebP), and EXIF orientation. JPEG XL sizes come from jxlinfo (this ImageMagick has
-# no JPEG XL coder); APNG and AVIF sequence frame counts from the number of frames encoded (
-# identify reads one frame of each).
+# gif2webp, apngasm) in every format the image kind accepts, serves them on loopback (a python3
+# static file server on 127.0.0.1, a free port, that notes each request's Accept header), runs
+# one `runner run --json` over them, and compares each result record with what identify reports:
+# format, width and height (for a GIF the logical screen, for an ICO or CUR the largest image
+# inside), frames where identify counts them (GIF, WebP), and EXIF orientation. JPEG XL sizes
+# come from jxlinfo (this ImageMagick has no JPEG XL coder); APNG and AVIF sequence frame counts
+# from the number of frames encoded (identify reads one frame of each).
 #
 # Also: a GIF without its trailer byte succeeds, one cut inside a frame fails, a PNG header
 # declaring 100000x100000 fails as a decompression bomb and leaves no payload, SVG fails naming
-# SVG, and `formats` refuses what it does not list.
+# SVG, `formats` refuses what it does not list, and every request's Accept header names the
+# accepted formats (AVIF, WebP and JPEG XL included; only PNG and JPEG for a job listing those).
 #
 # Extra folders given as arguments are compared too (every file identify can read), e.g. the
 # images of installed packages.
@@ -148,7 +149,17 @@ done
 # MARK: - Serve and run
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
-(cd "$work" && exec python3 -m http.server --bind 127.0.0.1 "$port" >/dev/null 2>&1) &
+# A static file server that notes each request's Accept header (path<TAB>accept) in accept.tsv.
+(cd "$work" && exec python3 - "$port" >/dev/null 2>&1 <<'PY'
+import http.server, sys
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        with open('accept.tsv', 'a') as log:
+            log.write('%s\t%s\n' % (self.path, self.headers.get('Accept', '')))
+        super().do_GET()
+http.server.ThreadingHTTPServer(('127.0.0.1', int(sys.argv[1])), Handler).serve_forever()
+PY
+) &
 server_pid=$!
 for _ in $(seq 50); do
     python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && break
@@ -264,6 +275,15 @@ for name, phrase in bad.items():
         print('ok   %-28s failed: %s' % (name, error))
 if any(name.startswith('png-bomb') for name in os.listdir(os.path.join(work, 'out', 'images'))):
     failures.append('png-bomb.png: a payload was written')
+
+# The Accept header names the accepted formats, AVIF and WebP included, or only those a job lists.
+accepts = dict(line.rstrip('\n').split('\t', 1) for line in open(os.path.join(work, 'accept.tsv')))
+for path, accept in sorted(accepts.items()):
+    listed = path.endswith('gif-not-listed.gif')
+    expected = 'image/apng,image/png,image/jpeg,*/*;q=0.8' if listed else None
+    if listed and accept != expected or not listed and not ('image/avif' in accept and 'image/webp' in accept and 'image/jxl' in accept):
+        failures.append('%s: requested with Accept: %s' % (path, accept))
+print('ok   every request named the accepted formats: %s' % accepts.get('/files/big.png'))
 
 print('%d images compared with identify, %d unreadable by identify skipped, %d failures' % (compared, skipped, len(failures)))
 for failure in failures:
