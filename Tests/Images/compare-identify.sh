@@ -172,7 +172,9 @@ work, port = sys.argv[1], sys.argv[2]
 base = 'http://127.0.0.1:%s/' % port
 for folder in ('files', 'bad'):
     for name in sorted(os.listdir(os.path.join(work, folder))):
-        job = {'kind': 'image', 'key': 'image:%s/%s' % (folder, name), 'url': base + folder + '/' + urllib.parse.quote(name)}
+        # A generous deadline: the machine may be busy, and this compares formats, not speed.
+        job = {'kind': 'image', 'key': 'image:%s/%s' % (folder, name), 'url': base + folder + '/' + urllib.parse.quote(name),
+               'timeout': 30}
         if name == 'gif-not-listed.gif':
             job['formats'] = ['png', 'jpeg']
         print(json.dumps(job))
