@@ -84,19 +84,26 @@ extension ImageHeader {
             throw .malformed(.tiff, "the first IFD is at offset \(ifd)")
         }
         guard let entries = firstIFD(bytes, bigEndian: bigEndian) else { throw .truncated(.tiff) }
-        func single(_ tag: UInt16) -> Int? {
-            entries.first { $0.tag == tag && $0.count >= 1 }.flatMap { value(bytes, $0, 0, bigEndian: bigEndian) }
+        // The body must hold the values of every entry.
+        for entry in entries where entry.valuesOffset + entry.anySize * entry.count > total {
+            throw .cutShort(.tiff)
         }
-        guard let width = single(Tag.width), let height = single(Tag.height) else {
+        // The first value of an entry; nil when there is no such entry. A value past the bytes
+        // given is past the first bytes of a longer body (the check above saw it within the body).
+        func single(_ tag: UInt16) throws(Error) -> Int? {
+            guard let entry = entries.first(where: { $0.tag == tag && $0.count >= 1 }) else { return nil }
+            guard let value = value(bytes, entry, 0, bigEndian: bigEndian) else {
+                if entry.valueSize == nil { return nil }
+                throw .truncated(.tiff)
+            }
+            return value
+        }
+        guard let width = try single(Tag.width), let height = try single(Tag.height) else {
             throw .malformed(.tiff, "the first IFD has no image width or length")
         }
         var header = try checked(.tiff, width: width, height: height)
-        if let orientation = single(Tag.orientation), (1...8).contains(orientation) {
+        if let orientation = try single(Tag.orientation), (1...8).contains(orientation) {
             header.orientation = orientation
-        }
-        // The body must hold the values of every entry and every strip (or tile) the first IFD points at.
-        for entry in entries where entry.valuesOffset + entry.anySize * entry.count > total {
-            throw .cutShort(.tiff)
         }
         for (offsetsTag, countsTag) in [(Tag.stripOffsets, Tag.stripByteCounts), (Tag.tileOffsets, Tag.tileByteCounts)] {
             guard let offsets = entries.first(where: { $0.tag == offsetsTag }),
