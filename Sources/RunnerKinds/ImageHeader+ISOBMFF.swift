@@ -110,7 +110,7 @@ extension ImageHeader {
             throw .cutShort(format)
         }
         guard let size else {
-            throw top.contains(where: { $0.is("meta") || $0.is("moov") }) || bytes.count < total
+            throw top.contains(where: { $0.is("meta") || $0.is("moov") })
                 ? .malformed(format, "the primary item has no size (ispe)") : .malformed(format, "no meta box")
         }
         var header = try checked(format, width: size.width, height: size.height)
