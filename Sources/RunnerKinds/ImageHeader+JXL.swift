@@ -59,8 +59,13 @@ extension ImageHeader {
         }
         var header = try checked(.jxl, width: width, height: height)
         // ImageMetadata: all_default (1); unless set, extra_fields (1), and with it orientation - 1 (3).
-        if bits.read(1) == 0, bits.read(1) == 1, let orientation = bits.read(3) {
-            header.orientation = orientation + 1
+        guard let allDefault = bits.read(1) else { throw .truncated(.jxl) }
+        if allDefault == 0 {
+            guard let extraFields = bits.read(1) else { throw .truncated(.jxl) }
+            if extraFields == 1 {
+                guard let orientation = bits.read(3) else { throw .truncated(.jxl) }
+                header.orientation = orientation + 1
+            }
         }
         return header
     }
