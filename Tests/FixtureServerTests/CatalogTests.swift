@@ -61,14 +61,16 @@ import Testing
 
     @Test func imagesHaveDistinctSizesAndNames() {
         let images = FixtureCatalog.images
-        #expect(images.count == 9)
+        #expect(images.count == 23)
         #expect(Set(images.map(\.name)).count == images.count)
         #expect(Set(images.map(\.width)).count == images.count)
         #expect(Set(images.map(\.height)).count == images.count)
-        #expect(Set(images.map(\.format)) == ["png", "jpeg", "gif", "webp", "bmp"])
+        #expect(
+            Set(images.map(\.format)) == ["png", "jpeg", "gif", "webp", "bmp", "tiff", "ico", "cur", "heic", "avif", "jxl"])
+        let contentTypes = ["ico": "image/x-icon", "cur": "image/x-icon"]
         for image in images {
             #expect(image.bytes.count > 60, "\(image.name)")
-            #expect(image.contentType == "image/\(image.format)")
+            #expect(image.contentType == contentTypes[image.format, default: "image/\(image.format)"])
         }
         let exif = images.first { $0.name == "jpeg-exif.jpg" }
         #expect((exif?.bytes.count ?? 0) > 4000)

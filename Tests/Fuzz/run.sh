@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets and runs each for a fixed budget (not part of `swift test`).
 #
-#   bash Tests/Fuzz/run.sh [SECONDS_PER_TARGET]     (default 60)
+#   bash Tests/Fuzz/run.sh [SECONDS_PER_TARGET [TARGET…]]     (default 60, both targets)
 #
 # jobfile      JSONParser, JSONWriter and JobFileReader/JobDescriptor.decode on arbitrary bytes
-# imageheader  ImageHeader.parse / isComplete / describe on arbitrary bytes
+# imageheader  ImageHeader.parse / isComplete / describe on arbitrary bytes, every format
+#              (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO, CUR, HEIC, AVIF, JPEG XL)
 #
 # Seeds and the inputs that once found a bug live in corpus/<target>/ (the regression test
 # FuzzCorpusTests feeds them to the same code); new findings are written as crash-* files into
@@ -12,6 +13,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 budget=${1:-60}
+targets=("${@:2}")
+[ ${#targets[@]} -gt 0 ] || targets=(jobfile imageheader)
 build=.build/fuzz
 mkdir -p "$build"
 
@@ -20,15 +23,22 @@ flags=(-sanitize=fuzzer,address -parse-as-library -O -g -swift-version 6
 
 # The linker's notes about sanitizer symbols are noise.
 quiet() { "$@" 2> >(grep -v "Cannot export local symbol" >&2); }
-echo "building jobfile…"
-quiet swiftc "${flags[@]}" -module-name JobFileFuzz -o "$build/jobfile" \
-    $(find Sources/RunnerKit -name '*.swift' | sort) Tests/Fuzz/JobFileFuzzer.swift
-echo "building imageheader…"
-quiet swiftc "${flags[@]}" -module-name ImageHeaderFuzz -o "$build/imageheader" \
-    Sources/RunnerKinds/ImageHeader.swift Tests/Fuzz/ImageHeaderFuzzer.swift
+for target in "${targets[@]}"; do
+    echo "building $target…"
+    case $target in
+    jobfile)
+        quiet swiftc "${flags[@]}" -module-name JobFileFuzz -o "$build/jobfile" \
+            $(find Sources/RunnerKit -name '*.swift' | sort) Tests/Fuzz/JobFileFuzzer.swift ;;
+    imageheader)
+        quiet swiftc "${flags[@]}" -module-name ImageHeaderFuzz -o "$build/imageheader" \
+            Sources/RunnerKinds/ImageHeader*.swift Sources/RunnerKinds/ImageFormat.swift \
+            Sources/RunnerKinds/ImageByteReader.swift Tests/Fuzz/ImageHeaderFuzzer.swift ;;
+    *) echo "unknown target $target (jobfile, imageheader)"; exit 2 ;;
+    esac
+done
 
 status=0
-for target in jobfile imageheader; do
+for target in "${targets[@]}"; do
     work="$build/corpus-$target"
     mkdir -p "$work"
     echo "fuzzing $target for ${budget}s…"

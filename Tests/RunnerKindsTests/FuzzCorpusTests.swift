@@ -62,4 +62,24 @@ import Testing
             #expect(!ImageHeader.describe(bytes).isEmpty)
         }
     }
+
+    /// The promise the image check's two-step read rests on, at every cut of every input: the
+    /// first bytes of a body, with its whole length, parse to what the whole body parses to, or ask
+    /// for more.
+    @Test func imageHeaderFirstBytesAnswerAsTheWholeOrAskForMore() throws {
+        for input in Self.inputs("imageheader") {
+            let bytes = [UInt8](try #require(FileManager.default.contents(atPath: input)))
+            let whole = Result { () throws(ImageHeader.Error) in try ImageHeader.parse(bytes) }
+            for cut in min(12, bytes.count)..<bytes.count {
+                do {
+                    let header = try ImageHeader.parse(Array(bytes.prefix(cut)), totalLength: bytes.count)
+                    #expect(whole == .success(header), "\(input) cut at \(cut)")
+                } catch {
+                    var bothNotImages = false
+                    if case .notAnImage = error, case .failure(.notAnImage) = whole { bothNotImages = true }
+                    #expect(error.wantsMoreBytes || whole == .failure(error) || bothNotImages, "\(input) cut at \(cut): \(error)")
+                }
+            }
+        }
+    }
 }

@@ -41,14 +41,15 @@ public final class JobContext: Sendable {
     }
 
     /// Fetches the job's URL conditionally, into a temporary file in the payload's folder
-    /// (that of the job's `output` if set, else `folder`).
+    /// (that of the job's `output` if set, else `folder`). `accept` replaces the kind's
+    /// `Accept` header for this job (an image job that accepts only some formats names those).
     ///
     /// Throws `JobFailure`: `notFound` for 404 and 410, `failed` for any other status or
     /// transport error (transient for 408, 429, 5xx and connection errors).
-    public func fetch(folder: String) async throws -> Fetch {
+    public func fetch(folder: String, accept: String? = nil) async throws -> Fetch {
         var headers: [(name: String, value: String)] = []
         if let validators = previous?.validators { headers.append(contentsOf: validators.conditionalHeaders) }
-        let (head, payload) = try await request(job.url, folder: payloadFolder(default: folder), headers: headers)
+        let (head, payload) = try await request(job.url, folder: payloadFolder(default: folder), headers: headers, accept: accept)
         if head.status == 304 {
             payload.discard()
             guard let previous else {
@@ -70,9 +71,11 @@ public final class JobContext: Sendable {
         return Response(head: head, payload: payload)
     }
 
-    private func request(_ url: URL, folder: String, headers: [(name: String, value: String)]) async throws -> (HTTPResponseHead, Payload) {
+    private func request(
+        _ url: URL, folder: String, headers: [(name: String, value: String)], accept: String? = nil
+    ) async throws -> (HTTPResponseHead, Payload) {
         var headers = headers
-        if let accept { headers.append(("Accept", accept)) }
+        if let accept = accept ?? self.accept { headers.append(("Accept", accept)) }
         let payload = Payload(store: store, folder: folder, maxBytes: job.maxBytes)
         payloads.withLock { $0.append(payload) }
         let head: HTTPResponseHead
