@@ -49,11 +49,14 @@ struct CommandSpec: Sendable {
 struct ParsedArguments: Sendable {
     var positionals: [String] = []
     var values: [String: String] = [:]
+    /// Every value of each option, in order (an option given twice keeps both).
+    var lists: [String: [String]] = [:]
     var flags: Set<String> = []
     /// The arguments as given, for commands that parse their own.
     var raw: [String] = []
 
     func value(_ name: String) -> String? { values[name] }
+    func allValues(_ name: String) -> [String] { lists[name] ?? [] }
     func flag(_ name: String) -> Bool { flags.contains(name) }
 
     /// A whole number option within bounds, or a usage error.
@@ -103,9 +106,11 @@ extension CommandSpec {
                 parsed.flags.insert(name)
             } else if let inlineValue {
                 parsed.values[name] = inlineValue
+                parsed.lists[name, default: []].append(inlineValue)
             } else {
                 guard index < arguments.count else { throw UsageError("Missing value for '--\(name) \(option.value!)'") }
                 parsed.values[name] = arguments[index]
+                parsed.lists[name, default: []].append(arguments[index])
                 index += 1
             }
         }

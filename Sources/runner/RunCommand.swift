@@ -32,6 +32,8 @@ enum RunCommand {
         var shard: Shard?
         var wait: Bool
         var json: Bool
+        /// `--kinds` folders.
+        var kindFolders: [String] = []
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             engine = try EngineCommandOptions.parse(arguments)
@@ -43,6 +45,7 @@ enum RunCommand {
             }
             wait = arguments.flag("wait")
             json = arguments.flag("json")
+            kindFolders = arguments.allValues("kinds")
         }
     }
 
@@ -53,7 +56,7 @@ enum RunCommand {
     /// it was read), 2 bad input (nothing ran), 3 the output directory is in use by another run,
     /// 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     static func execute(files: [String], options: Options, displayNames: [String: String] = [:]) async -> Int32 {
-        let registry = BuiltInKinds.registry()
+        guard let registry = KindOptions.registry(given: options.kindFolders) else { return 2 }
         let feed = BatchFeed(files: files, registry: registry, shard: options.shard)
         let validation = feed.validate()
         func show(_ error: JobFileError) {

@@ -9,9 +9,10 @@ enum ValidateCommand {
         summary: "Check job files without running them: every error names the file, the job and the field.",
         usage: "FILE…",
         arguments: [("FILE…", "Job files to check.")],
+        options: [KindOptions.option],
         positionals: (1, nil),
         run: { arguments in
-            let registry = BuiltInKinds.registry()
+            guard let registry = KindOptions.registry(arguments) else { return 2 }
             var valid = true
             for file in arguments.positionals {
                 let report = JobFileReader.validate(path: file, registry: registry)
@@ -31,8 +32,10 @@ enum KindsCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "kinds",
         summary: "List the job kinds this runner knows, with their parameters.",
-        usage: "",
-        run: { _ in
+        usage: "[--kinds DIR]",
+        options: [KindOptions.option],
+        run: { arguments in
+            guard let registry = KindOptions.registry(arguments) else { return 2 }
             var text = "Fields of every job:\n"
             let common: [(String, String)] = [
                 ("kind", "string, required: which kind runs the job"),
@@ -45,7 +48,7 @@ enum KindsCommand {
                 ("output", "relative path of the payload (default: derived from the key)"),
             ]
             for (name, help) in common { text += CommandSpec.row(name, help) }
-            for kind in BuiltInKinds.registry().all {
+            for kind in registry.all {
                 text += "\n\(kind.name) (\(kind.source)): \(kind.summary)\n"
                 if kind.parameters.isEmpty { text += "  (no fields of its own)\n" }
                 for parameter in kind.parameters {

@@ -16,10 +16,10 @@ enum SpoolCommands {
         summary: "Validate job files and queue them in the spool's inbox for a watcher.",
         usage: "FILE… [--spool DIR]",
         arguments: [("FILE…", "Job files; all are checked before any is queued. Each is copied in whole, atomically.")],
-        options: [spoolOption],
+        options: [spoolOption, KindOptions.option],
         positionals: (1, nil),
         run: { arguments in
-            let registry = BuiltInKinds.registry()
+            guard let registry = KindOptions.registry(arguments) else { return 2 }
             var counts: [Int] = []
             var invalid = false
             for file in arguments.positionals {
@@ -64,7 +64,8 @@ enum SpoolCommands {
             } catch {
                 return Runner.usageError(error, spec: watch)
             }
-            return await runWatch(spool: spool(arguments), engine: engine, grace: grace, json: arguments.flag("json"))
+            guard let registry = KindOptions.registry(arguments) else { return 2 }
+            return await runWatch(spool: spool(arguments), engine: engine, grace: grace, json: arguments.flag("json"), registry: registry)
         })
 
     static func seconds(_ text: String?, option: String, default defaultValue: Double) throws(UsageError) -> Duration {
@@ -75,8 +76,7 @@ enum SpoolCommands {
         return .milliseconds(Int(value * 1000))
     }
 
-    static func runWatch(spool: Spool, engine options: EngineOptions, grace: Duration, json: Bool) async -> Int32 {
-        let registry = BuiltInKinds.registry()
+    static func runWatch(spool: Spool, engine options: EngineOptions, grace: Duration, json: Bool, registry: KindRegistry) async -> Int32 {
         let assembly: EngineAssembly
         let runLog: RunLog
         do {

@@ -5,6 +5,8 @@
 #
 # jobfile      JSONParser, JSONWriter and JobFileReader/JobDescriptor.decode on arbitrary bytes
 # imageheader  ImageHeader.parse / isComplete / describe on arbitrary bytes
+# kindfile     KindFile.decode (declarative and executable kind files), then the kind's job
+#              decoding, templates and JSON Pointers on arbitrary bytes
 #
 # Seeds and the inputs that once found a bug live in corpus/<target>/ (the regression test
 # FuzzCorpusTests feeds them to the same code); new findings are written as crash-* files into
@@ -27,8 +29,16 @@ echo "building imageheader…"
 quiet swiftc "${flags[@]}" -module-name ImageHeaderFuzz -o "$build/imageheader" \
     Sources/RunnerKinds/ImageHeader.swift Tests/Fuzz/ImageHeaderFuzzer.swift
 
+echo "building kindfile…"
+# RunnerKinds imports RunnerKit: RunnerKit is built as a module of its own first.
+mkdir -p "$build/kit"
+quiet swiftc "${flags[@]}" -module-name RunnerKit -emit-module -emit-module-path "$build/kit/RunnerKit.swiftmodule" \
+    -emit-library -static -o "$build/kit/libRunnerKit.a" $(find Sources/RunnerKit -name '*.swift' | sort)
+quiet swiftc "${flags[@]}" -module-name RunnerKinds -I "$build/kit" -L "$build/kit" -lRunnerKit -o "$build/kindfile" \
+    $(find Sources/RunnerKinds -name '*.swift' | sort) Tests/Fuzz/KindFileFuzzer.swift
+
 status=0
-for target in jobfile imageheader; do
+for target in jobfile imageheader kindfile; do
     work="$build/corpus-$target"
     mkdir -p "$work"
     echo "fuzzing $target for ${budget}s…"
