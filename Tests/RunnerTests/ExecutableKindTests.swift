@@ -129,6 +129,22 @@ struct ExecutableKindTests {
         #expect(w.leftovers().isEmpty)
     }
 
+    @Test func aProgramThatExitsWithoutReadingItsInputEndsOnlyItsJob() async throws {
+        let w = try Workspace()
+        try FileManager.default.createDirectory(atPath: "\(w.root)/k", withIntermediateDirectories: true)
+        w.write("k/deaf.json", """
+            {"kind": "deaf", "parameters": {"text": {"type": "string", "required": true}}, "key": "deaf:{text}",
+             "exec": ["sh", "-c", "echo nothing read >&2; exit 4"], "fetch": false}
+            """)
+        let big = String(repeating: "x", count: 400_000)
+        var jobs: [String] = []
+        for i in 0..<20 { jobs.append(#"{"kind": "deaf", "text": "\#(i)\#(big)", "key": "deaf:\#(i)", "url": "\#(w.base)/x"}"#) }
+        w.write("jobs.jsonl", jobs.joined(separator: "\n"))
+        let result = try await w.run(["run", "jobs.jsonl", "--kinds", "k"])
+        #expect(result.status == 1, "the runner itself survives: \(result.status) \(result.stderr.suffix(300))")
+        for i in 0..<20 { #expect(try w.record("deaf:\(i)")["error"] == .string("nothing read")) }
+    }
+
     /// The program ignores SIGTERM and starts a grandchild; both are gone when the job ends.
     static let stubborn = """
         signal.signal(signal.SIGTERM, signal.SIG_IGN)

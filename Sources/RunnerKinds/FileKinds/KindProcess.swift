@@ -57,11 +57,16 @@ final class KindProcess: Sendable {
         return found
     }
 
+    /// A program that exits without reading its stdin must not end the runner: writes to its
+    /// pipe fail with EPIPE instead of raising SIGPIPE. (Programs get the default back.)
+    private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
     /// Process ids of running programs, for tests that check nothing outlives its job.
     static let running = Mutex<Set<pid_t>>([])
 
     /// Starts `command` in `directory`; the program's stdin will be `input`.
     init(command: [String], directory: String) throws(SpawnError) {
+        _ = Self.ignoreBrokenPipes
         var pipes: [Int32] = []
         func pipePair() throws(SpawnError) -> (Int32, Int32) {
             var fds: [Int32] = [0, 0]
