@@ -33,14 +33,26 @@ struct FileKindParameters: Sendable {
         }
     }
 
-    /// The job's URL with `{name}` of each parameter replaced by its percent-encoded value.
+    /// The job's URL with `{name}` of each parameter replaced by its percent-encoded value; other
+    /// braces are left as written. One pass over the bytes, no Foundation.
     func fillURL(_ template: String) -> String {
-        guard template.contains("{") else { return template }
-        var url = template
-        for (name, text) in texts {
-            url = url.replacingOccurrences(of: "{\(name)}", with: KindTemplate.percentEncode(text))
+        let bytes = Array(template.utf8)
+        guard bytes.contains(UInt8(ascii: "{")) else { return template }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 32)
+        var i = 0
+        while i < bytes.count {
+            if bytes[i] == UInt8(ascii: "{"), let close = bytes[(i + 1)...].firstIndex(of: UInt8(ascii: "}")),
+                let text = texts[String(decoding: bytes[(i + 1)..<close], as: UTF8.self)]
+            {
+                out.append(contentsOf: KindTemplate.percentEncode(text).utf8)
+                i = close + 1
+            } else {
+                out.append(bytes[i])
+                i += 1
+            }
         }
-        return url
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// The kind's key template filled, or `<kind>:<url>` without one.
