@@ -13,6 +13,7 @@ enum EngineCommandOptions {
         completion: .words(HTTPClientKind.allCases.map(\.rawValue)))
 
     static let options: [CommandSpec.Option] = [
+        KindOptions.option,
         .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
         .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
         .init(name: "per-host", value: "N", help: "Jobs talking to one host at once. (default: 8)"),

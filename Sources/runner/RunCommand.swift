@@ -43,6 +43,8 @@ enum RunCommand {
         var sync: Bool
         /// `--resume RUNLOG`: the run log, and its keys that need no further run.
         var resume: (path: String, settled: Set<String>)?
+        /// `--kinds` folders.
+        var kindFolders: [String] = []
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             engine = try EngineCommandOptions.parse(arguments)
@@ -63,6 +65,7 @@ enum RunCommand {
             json = arguments.flag("json")
             metrics = arguments.value("metrics")
             sync = !arguments.flag("no-sync")
+            kindFolders = arguments.allValues("kinds")
         }
     }
 
@@ -73,7 +76,7 @@ enum RunCommand {
     /// it was read), 2 bad input (nothing ran), 3 the output directory is in use by another run,
     /// 130 interrupted (SIGINT), 143 terminated (SIGTERM).
     static func execute(files: [String], options: Options, displayNames: [String: String] = [:]) async -> Int32 {
-        let registry = BuiltInKinds.registry()
+        guard let registry = KindOptions.registry(given: options.kindFolders) else { return 2 }
         let feed = BatchFeed(
             files: files, registry: registry, shard: options.shard, skipping: options.resume?.settled ?? [], limits: options.engine.limits)
         let validation = feed.validate()

@@ -7,14 +7,15 @@ enum ValidateCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "validate",
         summary: "Check job files without running them: every error names the file, the job and the field.",
-        usage: "FILE…",
+        usage: "FILE… [--kinds DIR]",
         arguments: [("FILE…", "Job files to check; - is standard input.")],
+        options: [KindOptions.option],
         positionals: (1, nil),
         run: { arguments in
+            guard let registry = KindOptions.registry(arguments) else { return 2 }
             let inputs: JobFileArguments
             do { inputs = try JobFileArguments(arguments.positionals) } catch { return Runner.usageError(error, spec: spec) }
             defer { inputs.remove() }
-            let registry = BuiltInKinds.registry()
             var valid = true
             for file in inputs.files {
                 let report = JobFileReader.validate(path: file, registry: registry)
@@ -37,15 +38,17 @@ enum KindsCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "kinds",
         summary: "List the job kinds this runner knows, with their parameters.",
-        usage: "[KIND]",
+        usage: "[KIND] [--kinds DIR]",
         arguments: [("KIND", "Show only this kind's parameters.")],
+        options: [KindOptions.option],
         positionals: (0, 1),
         run: { arguments in
-            let kinds = BuiltInKinds.registry().all
+            guard let registry = KindOptions.registry(arguments) else { return 2 }
+            let kinds = registry.all
             var text = ""
             if let name = arguments.positionals.first {
                 guard let kind = kinds.first(where: { $0.name == name }) else {
-                    return Runner.usageError(UsageError("Unknown kind '\(name)'; the kinds are \(kindNames.joined(separator: ", "))"), spec: spec)
+                    return Runner.usageError(UsageError("Unknown kind '\(name)'; the kinds are \(kinds.map(\.name).joined(separator: ", "))"), spec: spec)
                 }
                 text = describe(kind)
             } else {

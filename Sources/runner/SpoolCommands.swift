@@ -27,15 +27,15 @@ enum SpoolCommands {
     static let submit: CommandSpec = CommandSpec(
         name: "submit",
         summary: "Validate job files and queue them in the spool's inbox for a watcher.",
-        usage: "FILE… [--spool DIR] [--group NAME]",
+        usage: "FILE… [--spool DIR] [--group NAME] [--kinds DIR]",
         arguments: [("FILE…", "Job files (- is standard input); all are checked before any is queued. Each is copied in whole, atomically and durably.")],
-        options: [spoolOption, groupOption],
+        options: [spoolOption, groupOption, KindOptions.option],
         positionals: (1, nil),
         run: { arguments in
+            guard let registry = KindOptions.registry(arguments) else { return 2 }
             let inputs: JobFileArguments
             do { inputs = try JobFileArguments(arguments.positionals) } catch { return Runner.usageError(error, spec: submit) }
             defer { inputs.remove() }
-            let registry = BuiltInKinds.registry()
             var counts: [Int] = []
             var invalid = false
             for file in inputs.files {
@@ -94,7 +94,8 @@ enum SpoolCommands {
             }
             options.json = arguments.flag("json")
             options.metrics = arguments.value("metrics")
-            return await runWatch(options)
+            guard let registry = KindOptions.registry(arguments) else { return 2 }
+            return await runWatch(options, registry: registry)
         })
 
     /// `runner watch`'s options.
@@ -116,9 +117,8 @@ enum SpoolCommands {
         return .milliseconds(Int(value * 1000))
     }
 
-    static func runWatch(_ options: WatchOptions) async -> Int32 {
+    static func runWatch(_ options: WatchOptions, registry: KindRegistry) async -> Int32 {
         let (spool, grace, json) = (options.spool, options.grace, options.json)
-        let registry = BuiltInKinds.registry()
         let assembly: EngineAssembly
         let runLog: RunLog
         do {

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets and runs each for a fixed budget (not part of `swift test`).
 #
-#   bash Tests/Fuzz/run.sh [SECONDS_PER_TARGET [TARGET…]]     (default 60, both targets)
+#   bash Tests/Fuzz/run.sh [SECONDS_PER_TARGET [TARGET…]]     (default 60, every target)
 #
 # jobfile      JSONParser, JSONWriter and JobFileReader/JobDescriptor.decode on arbitrary bytes
 # imageheader  ImageHeader.parse / isComplete / describe on arbitrary bytes, every format
 #              (PNG, JPEG, GIF, WebP, BMP, TIFF, ICO, CUR, HEIC, AVIF, JPEG XL)
+# kindfile     KindFile.decode (declarative and executable kind files), then the kind's job
+#              decoding, templates and JSON Pointers on arbitrary bytes
 #
 # Seeds and the inputs that once found a bug live in corpus/<target>/ (the regression test
 # FuzzCorpusTests feeds them to the same code); new findings are written as crash-* files into
@@ -14,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 budget=${1:-60}
 targets=("${@:2}")
-[ ${#targets[@]} -gt 0 ] || targets=(jobfile imageheader)
+[ ${#targets[@]} -gt 0 ] || targets=(jobfile imageheader kindfile)
 build=.build/fuzz
 mkdir -p "$build"
 
@@ -33,7 +35,14 @@ for target in "${targets[@]}"; do
         quiet swiftc "${flags[@]}" -module-name ImageHeaderFuzz -o "$build/imageheader" \
             Sources/RunnerKinds/ImageHeader*.swift Sources/RunnerKinds/ImageFormat.swift \
             Sources/RunnerKinds/ImageByteReader.swift Tests/Fuzz/ImageHeaderFuzzer.swift ;;
-    *) echo "unknown target $target (jobfile, imageheader)"; exit 2 ;;
+    kindfile)
+        # RunnerKinds imports RunnerKit: RunnerKit is built as a module of its own first.
+        mkdir -p "$build/kit"
+        quiet swiftc "${flags[@]}" -module-name RunnerKit -emit-module -emit-module-path "$build/kit/RunnerKit.swiftmodule" \
+            -emit-library -static -o "$build/kit/libRunnerKit.a" $(find Sources/RunnerKit -name '*.swift' | sort)
+        quiet swiftc "${flags[@]}" -module-name RunnerKinds -I "$build/kit" -L "$build/kit" -lRunnerKit -o "$build/kindfile" \
+            $(find Sources/RunnerKinds -name '*.swift' | sort) Tests/Fuzz/KindFileFuzzer.swift ;;
+    *) echo "unknown target $target (jobfile, imageheader, kindfile)"; exit 2 ;;
     esac
 done
 

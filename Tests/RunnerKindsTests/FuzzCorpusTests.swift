@@ -82,4 +82,33 @@ import Testing
             }
         }
     }
+
+    @Test func kindFileInputsAreAnsweredInOneLineEach() throws {
+        let inputs = Self.inputs("kindfile")
+        #expect(!inputs.isEmpty)
+        var refused: [String: String] = [:]
+        for input in inputs {
+            let bytes = [UInt8](try #require(FileManager.default.contents(atPath: input)))
+            do {
+                let file = try KindFile.decode(bytes, path: input, fileStem: nil)
+                var registry = BuiltInKinds.registry()
+                try registry.register(file.definition())
+                var fields: [(key: String, value: JSONValue)] = [("kind", .string(file.name)), ("url", .string("http://fuzz.test/{name}"))]
+                for parameter in file.parameters where parameter.required {
+                    fields.append((parameter.name, parameter.type == .bool ? .bool(true) : parameter.type == .string ? .string("a b") : .number(3)))
+                }
+                let job = try JobDescriptor.decode(fields, registry: registry)
+                #expect(!job.key.isEmpty)
+            } catch let error as JobSpecError {
+                #expect(!error.description.contains("\n"), "\(input): \(error.description)")
+                refused[URL(fileURLWithPath: input).lastPathComponent] = error.description
+            }
+        }
+        // The hostile seeds are refused with a sentence, the examples accepted.
+        #expect(refused["deep-template"]?.contains("nests deeper than 8 levels") == true, "\(refused)")
+        #expect(refused["long-pointer"]?.contains("longer than 1024 bytes") == true, "\(refused)")
+        #expect(refused["many-placeholders"]?.contains("more than 64 placeholders") == true, "\(refused)")
+        #expect(refused["bad-escape"]?.contains("'~' must be followed by 0 or 1") == true, "\(refused)")
+        #expect(refused.keys.allSatisfy { !$0.hasPrefix("seed-") }, "\(refused)")
+    }
 }

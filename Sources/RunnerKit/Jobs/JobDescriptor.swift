@@ -123,7 +123,7 @@ public struct JobDescriptor: Sendable {
         if let unknown = fields.firstUnknownField() {
             throw JobSpecError(field: unknown, "is not a field of kind '\(kindName)'")
         }
-        let url = try validateURL(kind.resolveURL(template))
+        let url = try kind.validateURL(kind.resolveURL(template))
         return JobDescriptor(
             kind: kind, kindName: definition.name, accept: definition.accept, key: key, url: url, timeout: timeout,
             noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A decoded job of some kind: its parameters, and how to find its URL, name its key and run.
 ///
 /// Compiled kinds conform through `JobKind`; kinds made from files (declarative, executable)
@@ -9,6 +11,10 @@ public protocol KindJob: Sendable {
     /// The key of a job that names none, from its kind name and resolved URL.
     func defaultKey(kind: String, url: String) -> String
 
+    /// Checks the resolved URL. The default takes absolute http and https URLs with a host; a
+    /// kind that does its own network operation may take other schemes.
+    func validateURL(_ text: String) throws(JobSpecError) -> URL
+
     /// Fetches and checks the payload and says what to store; may return child jobs.
     /// Throw `JobFailure` to end the job with a status and message; any other error is `failed`.
     /// The engine stores what the outcome names and fills the record's `output`, `bytes`,
@@ -19,6 +25,7 @@ public protocol KindJob: Sendable {
 extension KindJob {
     public func resolveURL(_ template: String) -> String { template }
     public func defaultKey(kind: String, url: String) -> String { "\(kind):\(url)" }
+    public func validateURL(_ text: String) throws(JobSpecError) -> URL { try JobDescriptor.validateURL(text) }
 }
 
 /// A kind compiled into the program: a type that names itself and decodes its own parameters.

@@ -1,0 +1,63 @@
+import Foundation
+import RunnerKit
+
+/// Kinds read from folders of kind files (`--kinds DIR`, `$RUNNER_KINDS`): every `<name>.json`
+/// in each folder, in name order. Other files (an executable kind's program) are left alone.
+public enum KindFolders {
+    /// The environment variable naming kind folders, colon-separated.
+    public static let environmentVariable = "RUNNER_KINDS"
+
+    /// The folders to read: those given, else those of `$RUNNER_KINDS`, else none.
+    public static func folders(given: [String], environment: [String: String]) -> [String] {
+        if !given.isEmpty { return given }
+        guard let value = environment[environmentVariable] else { return [] }
+        return value.split(separator: ":").map(String.init).filter { !$0.isEmpty }
+    }
+
+    /// The built-in kinds and those of the folders' kind files; errors name the file and the
+    /// field, or both sources of a name defined twice.
+    public static func registry(folders: [String]) -> Result<KindRegistry, JobFileError> {
+        var registry = BuiltInKinds.registry()
+        for folder in folders {
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.sorted()
+            } catch {
+                return .failure(JobFileError(file: folder, "cannot be read as a folder of kind files"))
+            }
+            for name in names {
+                let path = folder.hasSuffix("/") ? folder + name : "\(folder)/\(name)"
+                do {
+                    let file = try KindFile.read(path: path)
+                    try registry.register(file.definition())
+                } catch let error as JobFileError {
+                    return .failure(error)
+                } catch let error as KindRegistry.DuplicateKind {
+                    return .failure(JobFileError(file: path, location: .file, problem: JobSpecError(field: "kind", error.description)))
+                } catch {
+                    return .failure(JobFileError(file: path, "\(error)"))
+                }
+            }
+        }
+        return .success(registry)
+    }
+}
+
+extension KindFile {
+    /// The registry's view of this kind.
+    public func definition() -> KindDefinition {
+        let declared = parameters.map { parameter in
+            KindParameter(
+                parameter.name, type: parameter.type, required: parameter.required,
+                default: parameter.defaultValue.map { JSONWriter.string($0) }, parameter.summary)
+        }
+        let file = self
+        return KindDefinition(
+            name: name, summary: summary, parameters: declared, source: path, accept: accept,
+            decode: { (fields: inout JobFields) throws(JobSpecError) -> any KindJob in
+                let values = try FileKindParameters(file.parameters, fields: &fields)
+                if file.exec != nil { return ExecutableKind(file: file, parameters: values) }
+                return DeclarativeKind(file: file, parameters: values)
+            })
+    }
+}

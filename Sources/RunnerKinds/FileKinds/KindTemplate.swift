@@ -1,0 +1,166 @@
+import Foundation
+import RunnerKit
+
+/// A string of a kind file with placeholders: `{name}` is a job parameter, `{/pointer}` a JSON
+/// Pointer into the current element (children) or the payload (details). `{{` and `}}` are a
+/// literal brace.
+public struct KindTemplate: Sendable, Equatable {
+    /// The longest template accepted, in bytes.
+    public static let maxLength = 4096
+    /// The most placeholders in one template.
+    public static let maxPlaceholders = 64
+
+    public enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+        case pointer(JSONPointer)
+    }
+
+    public let segments: [Segment]
+    public let text: String
+
+    public struct Invalid: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    public init(_ text: String) throws(KindTemplate.Invalid) {
+        guard text.utf8.count <= Self.maxLength else {
+            throw Invalid(description: "is a template longer than \(Self.maxLength) bytes")
+        }
+        self.text = text
+        var segments: [Segment] = []
+        var literal = ""
+        var placeholders = 0
+        var index = text.startIndex
+        while index < text.endIndex {
+            let c = text[index]
+            let next = text.index(after: index)
+            if c == "{" && next < text.endIndex && text[next] == "{" {
+                literal.append("{")
+                index = text.index(after: next)
+                continue
+            }
+            if c == "}" && next < text.endIndex && text[next] == "}" {
+                literal.append("}")
+                index = text.index(after: next)
+                continue
+            }
+            if c == "}" { throw Invalid(description: "'\(Self.shown(text))' has a '}' that closes nothing (write '}}' for a brace)") }
+            guard c == "{" else {
+                literal.append(c)
+                index = next
+                continue
+            }
+            guard let close = text[next...].firstIndex(of: "}") else {
+                throw Invalid(description: "'\(Self.shown(text))' has a '{' that is never closed")
+            }
+            let inside = String(text[next..<close])
+            if !literal.isEmpty { segments.append(.literal(literal)) }
+            literal = ""
+            if inside.hasPrefix("/") || inside.isEmpty {
+                do {
+                    segments.append(.pointer(try JSONPointer(inside)))
+                } catch {
+                    throw Invalid(description: "'\(Self.shown(text))': \(error.description)")
+                }
+            } else {
+                guard inside.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+                    throw Invalid(description: "'\(Self.shown(text))' has a placeholder '{\(inside)}' that is neither a parameter name nor a JSON Pointer")
+                }
+                segments.append(.parameter(inside))
+            }
+            placeholders += 1
+            guard placeholders <= Self.maxPlaceholders else {
+                throw Invalid(description: "'\(Self.shown(text))' has more than \(Self.maxPlaceholders) placeholders")
+            }
+            index = text.index(after: close)
+        }
+        if !literal.isEmpty { segments.append(.literal(literal)) }
+        self.segments = segments
+    }
+
+    /// Whether the template is one placeholder and nothing else (its value lands whole).
+    public var isSinglePlaceholder: Bool {
+        if segments.count == 1, case .literal = segments[0] { return false }
+        return segments.count == 1
+    }
+
+    public var parameterNames: [String] {
+        segments.compactMap { if case .parameter(let name) = $0 { name } else { nil } }
+    }
+
+    public var hasPointers: Bool {
+        segments.contains { if case .pointer = $0 { true } else { false } }
+    }
+
+    /// Fills the placeholders. `encode`: values are percent-encoded (the template lands in a URL)
+    /// unless the template is a single placeholder, whose value is the whole URL.
+    /// Throws a sentence naming the placeholder that cannot be filled.
+    public func fill(
+        parameters: [String: String], element: JSONValue?, encode: Bool
+    ) throws(KindTemplate.Invalid) -> String {
+        let encodeValues = encode && !isSinglePlaceholder
+        var out = ""
+        for segment in segments {
+            switch segment {
+            case .literal(let s):
+                out += s
+            case .parameter(let name):
+                guard let value = parameters[name] else {
+                    throw Invalid(description: "the parameter {\(name)} has no value")
+                }
+                out += encodeValues ? Self.percentEncode(value) : value
+            case .pointer(let pointer):
+                guard let element else { throw Invalid(description: "{\(pointer)} has nothing to point into") }
+                guard let found = pointer.resolve(in: element) else {
+                    throw Invalid(description: "{\(pointer)} names nothing")
+                }
+                guard let value = Self.scalarText(found) else {
+                    throw Invalid(description: "{\(pointer)} is \(found.typeDescription), not a string or a number")
+                }
+                out += encodeValues ? Self.percentEncode(value) : value
+            }
+        }
+        return out
+    }
+
+    /// A string, a number or a boolean as text; nil for anything else.
+    static func scalarText(_ value: JSONValue) -> String? {
+        switch value {
+        case .string(let s): return s
+        case .bool(let b): return b ? "true" : "false"
+        case .number(let d):
+            if let i = value.intValue { return String(i) }
+            return d.isFinite ? String(d) : nil
+        default: return nil
+        }
+    }
+
+    private static let keeps: [Bool] = {
+        var table = [Bool](repeating: false, count: 256)
+        for byte in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~@".utf8 { table[Int(byte)] = true }
+        return table
+    }()
+
+    /// Every byte but the unreserved ones (RFC 3986) and `@` becomes `%XX`, as `{id}` in the built-ins.
+    static func percentEncode(_ value: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(value.utf8.count)
+        for byte in value.utf8 {
+            if keeps[Int(byte)] {
+                bytes.append(byte)
+            } else {
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(hex[Int(byte >> 4)])
+                bytes.append(hex[Int(byte & 0x0F)])
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A text of the file as an error quotes it: at most 60 characters.
+    static func shown(_ text: String) -> String {
+        text.count > 60 ? String(text.prefix(60)) + "…" : text
+    }
+}

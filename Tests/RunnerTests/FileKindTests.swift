@@ -1,0 +1,163 @@
+import Foundation
+import RunnerKit
+import Testing
+
+/// Kinds read from files (`--kinds DIR`, `$RUNNER_KINDS`): found, refused when bad, listed,
+/// and as good as the built-ins they mirror.
+@Suite(.timeLimit(.minutes(2)))
+struct FileKindTests {
+    /// The repository's `Jobs/` folder.
+    static let jobs: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Jobs").path
+
+    static func demo(_ name: String, base: String) throws -> String {
+        let text = try String(contentsOfFile: "\(jobs)/demo/\(name)", encoding: .utf8)
+        return text.replacingOccurrences(of: "http://fixture.test", with: base)
+    }
+
+    /// Records by key, timings left out and the kind names of the mirrored kinds made equal.
+    static func normalizedRecords(in out: String) throws -> [String: JSONValue] {
+        var normalized: [String: JSONValue] = [:]
+        for (key, record) in try RunAndWatchTests.records(in: out) {
+            let text = JSONWriter.string(record)
+                .replacingOccurrences(of: "json-image-list", with: "image-list")
+                .replacingOccurrences(of: "json-entry", with: "entry")
+            normalized[key.replacingOccurrences(of: "json-entry", with: "entry")] = try JSONParser.parse(text)
+        }
+        return normalized
+    }
+
+    @Test func declarativeKindsGiveTheRecordsOfTheBuiltInsTheyMirror() async throws {
+        let w = try Workspace()
+        let entries = try Self.demo("entries.jsonl", base: w.base)
+        let images = try Self.demo("images.json", base: w.base)
+        w.write("entries.jsonl", entries)
+        w.write("images.json", images)
+        w.write("mirror-entries.jsonl", entries.replacingOccurrences(of: #""kind": "entry""#, with: #""kind": "json-entry""#)
+            .replacingOccurrences(of: #""key": "entry:"#, with: #""key": "json-entry:"#))
+        w.write("mirror-images.json", images.replacingOccurrences(of: #""kind": "image-list""#, with: #""kind": "json-image-list""#))
+
+        let builtIn = try await w.run(["run", "entries.jsonl", "images.json", "--out", "a"])
+        let declared = try await w.run(["run", "mirror-entries.jsonl", "mirror-images.json", "--out", "b", "--kinds", "\(Self.jobs)/kinds"])
+        #expect(builtIn.status == declared.status, "stderr: \(builtIn.stderr) / \(declared.stderr)")
+        let a = try Self.normalizedRecords(in: "\(w.root)/a")
+        let b = try Self.normalizedRecords(in: "\(w.root)/b")
+        #expect(a.count >= 5, "the demo ran: \(a.keys.sorted())")
+        #expect(Set(a.keys) == Set(b.keys))
+        for (key, record) in a {
+            guard case .object(let members) = record, let other = b[key], case .object(let otherMembers) = other else {
+                Issue.record("\(key): no record in both runs")
+                continue
+            }
+            #expect(members.map(\.key).sorted() == otherMembers.map(\.key).sorted(), "\(key): the same fields")
+            for (name, value) in members {
+                #expect(other[name] == value, "\(key).\(name): \(JSONWriter.string(value)) vs \(other[name].map { JSONWriter.string($0) } ?? "nothing")")
+            }
+        }
+    }
+
+    @Test func badKindFilesAreRefusedNamingTheFileAndTheField() async throws {
+        let w = try Workspace()
+        try FileManager.default.createDirectory(atPath: "\(w.root)/k", withIntermediateDirectories: true)
+        w.write("job.json", #"{"kind": "entry", "id": "1", "url": "\#(w.base)/entries/{id}.json"}"#)
+        let cases: [(file: String, text: String, says: String)] = [
+            ("a.json", #"{"kind": "a", "payload": {"json": "tree"}}"#, "field 'payload.json'"),
+            ("b.json", #"{"kind": "b", "parameters": {"n": {"type": "float"}}}"#, "field 'parameters.n.type'"),
+            ("c.json", #"{"kind": "c", "key": "c:{nope}"}"#, "field 'key'"),
+            ("d.json", #"{"kind": "other"}"#, "field 'kind'"),
+            ("e.json", #"{"kind": "e", "details": {"x": "no-slash"}}"#, "field 'details.x'"),
+            ("f.json", #"{"kind": "f", "colour": 1}"#, "field 'colour'"),
+            ("entry.json", #"{"kind": "entry"}"#, "built-in"),
+        ]
+        for (file, text, says) in cases {
+            let path = w.write("k/\(file)", text)
+            for command in [["validate", "job.json"], ["kinds"], ["run", "job.json"], ["submit", "job.json", "--spool", "s"]] {
+                let result = try await w.run(command + ["--kinds", "k"])
+                #expect(result.status == 2, "\(file) \(command[0]): \(result.stderr)")
+                let lines = result.stderr.split(separator: "\n")
+                #expect(lines.first?.contains("k/\(file)") == true && lines.first?.contains(says) == true, "\(file) \(command[0]): \(result.stderr)")
+            }
+            try FileManager.default.removeItem(atPath: path)
+        }
+        // Two folders defining one name: both named.
+        try FileManager.default.createDirectory(atPath: "\(w.root)/k2", withIntermediateDirectories: true)
+        w.write("k/same.json", #"{"kind": "same"}"#)
+        w.write("k2/same.json", #"{"kind": "same"}"#)
+        let clash = try await w.run(["kinds", "--kinds", "k", "--kinds", "k2"])
+        #expect(clash.status == 2)
+        #expect(clash.stderr.contains("k/same.json") && clash.stderr.contains("k2/same.json"), "\(clash.stderr)")
+    }
+
+    @Test func kindsAreFoundThroughTheOptionOrTheEnvironmentOnly() async throws {
+        let w = try Workspace()
+        let listed = try await w.run(["kinds", "--kinds", "\(Self.jobs)/kinds"])
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains("json-entry (\(Self.jobs)/kinds/json-entry.json)"), "\(listed.stdout)")
+        #expect(listed.stdout.contains("id (string, required)"))
+        #expect(listed.stdout.contains("entry (built-in)"))
+
+        // Nothing from the current folder implicitly.
+        w.write("json-entry.json", try String(contentsOfFile: "\(Self.jobs)/kinds/json-entry.json", encoding: .utf8))
+        let plain = try await w.run(["kinds"])
+        #expect(!plain.stdout.contains("json-entry"))
+
+        setenv("RUNNER_KINDS", "/nonexistent-kinds-folder-\(UUID().uuidString):\(Self.jobs)/kinds", 1)
+        defer { unsetenv("RUNNER_KINDS") }
+        let fromEnvironment = try await w.run(["kinds"])
+        #expect(fromEnvironment.status == 2, "a folder that does not exist is refused: \(fromEnvironment.stderr)")
+        setenv("RUNNER_KINDS", "\(Self.jobs)/kinds", 1)
+        let good = try await w.run(["kinds"])
+        #expect(good.stdout.contains("json-image-list"), "\(good.stdout) \(good.stderr)")
+    }
+
+    @Test func childrenTheTemplateCannotFillAreCountedInvalidWithoutFailingTheParent() async throws {
+        let w = try Workspace()
+        try FileManager.default.createDirectory(atPath: "\(w.root)/k", withIntermediateDirectories: true)
+        // Workspace B of the fixture's tree: two entries with an id, and a folder without one.
+        w.write("k/workspace.json", """
+            {"kind": "workspace", "parameters": {"ws": {"type": "string", "required": true}, "n": {"type": "int", "default": 1}},
+             "key": "workspace:{ws}", "payload": {"json": "array", "require": ["/0/children/1/children"]},
+             "details": {"title": "/0/label", "entries": {"count": "/0/children/1/children"}, "nothing": "/9"},
+             "children": {"each": "/0/children/1/children",
+                          "job": {"kind": "entry", "id": "{/id}", "key": "entry:{ws}-{/id}", "url": "\(w.base)/entries/{{id}}.json"}}}
+            """)
+        w.write("job.json", #"{"kind": "workspace", "ws": "B/x y", "url": "\#(w.base)/data.json?ws={ws}"}"#)
+        let result = try await w.run(["run", "job.json", "--kinds", "k"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let record = try w.record("workspace:B/x y")
+        #expect(record["status"] == .string("succeeded"))
+        #expect(record["url"] == .string("\(w.base)/data.json?ws=B%2Fx%20y"), "the parameter is percent-encoded in the URL")
+        let details = try #require(record["details"])
+        #expect(details["title"] == .string("img.ly"))
+        #expect(details["entries"] == .number(3))
+        #expect(details["nothing"] == .null)
+        // imgly.B.2 is one of the fixture's missing entries.
+        #expect(details["children"]?["succeeded"] == .number(1), "\(JSONWriter.string(details))")
+        #expect(details["children"]?["notFound"] == .number(1))
+        #expect(details["children"]?["invalid"] == .number(1))
+        #expect(details["invalidChild"]?.stringValue?.contains("/id") == true, "\(JSONWriter.string(details))")
+        #expect(try w.status("entry:B/x y-imgly.B.1") == "succeeded")
+    }
+
+    @Test func payloadChecksFailWithAMessageSayingWhatArrived() async throws {
+        let w = try Workspace()
+        try FileManager.default.createDirectory(atPath: "\(w.root)/k", withIntermediateDirectories: true)
+        w.write("k/obj.json", #"{"kind": "obj", "payload": {"json": "object"}}"#)
+        w.write("k/pic.json", #"{"kind": "pic", "payload": {"image": ["jpeg"]}, "extension": "jpg"}"#)
+        w.write("k/txt.json", #"{"kind": "txt", "payload": {"text": true, "contentType": ["text/plain"]}}"#)
+        w.write("k/raw.json", #"{"kind": "raw", "payload": {"bytes": true}}"#)
+        w.write("jobs.json", """
+            [{"kind": "obj", "key": "obj:list", "url": "\(w.base)/data.json"},
+             {"kind": "pic", "key": "pic:png", "url": "\(w.base)/images/png.png"},
+             {"kind": "txt", "key": "txt:json", "url": "\(w.base)/data.json"},
+             {"kind": "raw", "key": "raw:bytes", "url": "\(w.base)/bytes/1000"}]
+            """)
+        let result = try await w.run(["run", "jobs.json", "--kinds", "k"])
+        #expect(result.status == 1)
+        #expect(try w.record("obj:list")["error"]?.stringValue?.contains("expected a JSON object, but the JSON holds") == true)
+        #expect(try w.record("pic:png")["error"]?.stringValue?.contains("PNG") == true)
+        #expect(try w.record("txt:json")["error"]?.stringValue?.contains("Content-Type text/plain") == true)
+        #expect(try w.status("raw:bytes") == "succeeded")
+        #expect(try w.record("raw:bytes")["bytes"] == .number(1000))
+    }
+}
