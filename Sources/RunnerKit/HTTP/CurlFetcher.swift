@@ -275,7 +275,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
             setLong(Curl.Option.redirProtocols, Curl.protocolHTTP | Curl.protocolHTTPS)
         }
         setString(Curl.Option.acceptEncoding, "")  // every coding libcurl can decode
-        setString(Curl.Option.userAgent, "runner/1")
+        setString(Curl.Option.userAgent, RunnerVersion.userAgent)
         setLong(Curl.Option.tcpKeepAlive, 1)
         // The runner enforces its own deadlines; this only stops a transfer stalled for an hour.
         setLong(Curl.Option.lowSpeedLimit, 1)

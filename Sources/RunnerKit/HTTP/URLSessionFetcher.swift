@@ -41,7 +41,7 @@ public final class URLSessionFetcher: HTTPFetching {
         // The runner enforces its own deadlines; this only stops a transfer stalled for an hour.
         configuration.timeoutIntervalForRequest = 3600
         configuration.timeoutIntervalForResource = 3600
-        configuration.httpAdditionalHeaders = ["User-Agent": "runner/1"]
+        configuration.httpAdditionalHeaders = ["User-Agent": RunnerVersion.userAgent]
         let delegate = SessionDelegate(control: control, policy: policy, resolver: resolver)
         let queue = BoundedOperationQueue(limit: 64)
         queue.maxConcurrentOperationCount = 1
