@@ -21,16 +21,18 @@ public struct PayloadCheck: Sendable {
     public static let offPoolBytes = 256 * 1024
 
     private static let queue = DispatchQueue(label: "runner.payload-checks", attributes: .concurrent)
+    /// The flag of work done in place: nobody can stop waiting for it half-way.
+    private static let neverRaised = Stop()
 
     /// Runs `work` (given the size of what it works on) inside the current attempt.
     public static func run<Value: Sendable>(
         bytes: Int, _ work: @escaping @Sendable (Stop) throws -> Value
     ) async throws -> Value {
-        let stop = Stop()
         guard bytes >= offPoolBytes else {
             try Task.checkCancellation()
-            return try work(stop)
+            return try work(neverRaised)
         }
+        let stop = Stop()
         let state = Mutex<(continuation: CheckedContinuation<Value, any Error>?, done: Bool)>((nil, false))
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Value, any Error>) in

@@ -65,12 +65,15 @@ public struct JobDescriptor: Sendable {
 
     /// `url` without its user and password, if it has any.
     public static func withoutCredentials(_ url: URL) -> String {
+        let text = url.absoluteString
+        // Without an '@' there is no user or password: skip parsing the URL again.
+        guard text.utf8.contains(UInt8(ascii: "@")) else { return text }
         guard url.user != nil || url.password != nil, var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
-            return url.absoluteString
+            return text
         }
         parts.user = nil
         parts.password = nil
-        return parts.string ?? url.absoluteString
+        return parts.string ?? text
     }
 
     /// The fields a child inherits unless it sets them: timing, retries and size limit.
