@@ -14,13 +14,14 @@ import Testing
 /// An engine over `http`, with every wait on `clock`.
 private func makeEngine(
     _ folder: TemporaryFolder, http: RecordingHTTP, clock: TestClock,
-    monitor: any ConnectivityMonitoring = AlwaysReachable(), backoff: Backoff = Backoff()
+    monitor: any ConnectivityMonitoring = AlwaysReachable(), backoff: Backoff = Backoff(), limits: JobLimits = .none
 ) throws -> JobEngine {
     let store = try OutputStore(root: folder.path)
     var registry = KindRegistry()
     try registry.register(FetchKind.self)
     return JobEngine(configuration: .init(
-        store: store, http: http, monitor: monitor, clock: clock, registry: registry, concurrency: 4, backoff: backoff))
+        store: store, http: http, monitor: monitor, clock: clock, registry: registry, limits: limits, concurrency: 4,
+        backoff: backoff))
 }
 
 /// A job of the test kind: fetches `url`, writes what arrived as its payload, and starts one
@@ -258,6 +259,20 @@ struct EngineTests {
         for id in 1...4 {
             #expect(try record("fetch:\(base)/\(id)")["parent"] == .string("parent"))
         }
+    }
+
+    /// The operator's caps hold for children too: a child that would ask more (here, the retries
+    /// it inherits) is not run; it is counted invalid, and its parent does not fail for it.
+    @Test func aChildAskingMoreThanTheCapsIsInvalidAndNotRun() async throws {
+        let base = "http://host.test/capped"
+        http.script(base, .ok("[1]"))
+        let engine = try makeEngine(folder, http: http, clock: clock, limits: JobLimits(maxRetries: 1))
+
+        let result = await engine.run(job(base, key: "capped", retries: 3, children: ["\(base)/1"]))
+        #expect(result.status == .succeeded)
+        #expect(try record("capped")["details"]?["children"] == .object([("invalid", JSONValue(1))]))
+        #expect(try record("capped")["details"]?["invalidChild"]?.stringValue?.contains("retries") == true)
+        #expect(http.requests(to: "\(base)/1").isEmpty, "the child was never fetched")
     }
 
     @Test func aChildThatFailsFailsItsParent() async throws {

@@ -29,7 +29,7 @@ public struct EngineAssembly: Sendable {
     public func configuration(runLog: RunLog?, keyLock: (any KeyLocking)? = nil) -> JobEngine.Configuration {
         JobEngine.Configuration(
             store: store, http: http, monitor: monitor, clock: ContinuousClock(), deadlines: DeadlineTimer.shared,
-            registry: registry, concurrency: options.concurrency, runLog: runLog, perHost: options.perHost,
+            registry: registry, limits: options.limits, concurrency: options.concurrency, runLog: runLog, perHost: options.perHost,
             keyLock: keyLock)
     }
 

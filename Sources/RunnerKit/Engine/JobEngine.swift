@@ -24,6 +24,8 @@ public final class JobEngine: Sendable {
         public var deadlines: (any DeadlineScheduling)?
         /// Where children's kinds are found, by name.
         public var registry: KindRegistry
+        /// What a child may ask (as for the jobs of job files: a child asking more is `invalid`).
+        public var limits: JobLimits
         /// Jobs running at once (children included).
         public var concurrency: Int
         public var backoff: Backoff
@@ -42,9 +44,10 @@ public final class JobEngine: Sendable {
         public init(
             store: OutputStore, http: any HTTPFetching, monitor: any ConnectivityMonitoring = AlwaysReachable(),
             clock: any Clock<Duration> = ContinuousClock(), deadlines: (any DeadlineScheduling)? = nil,
-            registry: KindRegistry = KindRegistry(), concurrency: Int = 8, backoff: Backoff = Backoff(),
+            registry: KindRegistry = KindRegistry(), limits: JobLimits = .none, concurrency: Int = 8, backoff: Backoff = Backoff(),
             runLog: RunLog? = nil, perHost: Int = defaultPerHost, keyLock: (any KeyLocking)? = nil
         ) {
+            self.limits = limits
             self.store = store
             self.http = http
             self.monitor = monitor
@@ -194,6 +197,7 @@ public final class JobEngine: Sendable {
     private func runChildren(_ children: ChildJobs, of parent: JobDescriptor) async -> ChildCounts {
         let inherited = parent.inheritedFields
         let registry = configuration.registry
+        let limits = configuration.limits
         return await withTaskGroup(of: JobStatus.self) { group in
             var counts = ChildCounts()
             var running = 0
@@ -208,7 +212,7 @@ public final class JobEngine: Sendable {
                 switch children.child(at: index) {
                 case .success(let child):
                     do {
-                        job = try JobDescriptor.decode(child.fields, defaults: inherited, registry: registry, parent: parent.key)
+                        job = try JobDescriptor.decode(child.fields, defaults: inherited, registry: registry, parent: parent.key, limits: limits)
                     } catch {
                         counts.invalid += 1
                         if counts.firstInvalid == nil { counts.firstInvalid = "child \(index + 1): \(error)" }
