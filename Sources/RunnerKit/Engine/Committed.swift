@@ -18,20 +18,30 @@ extension JobContext {
         case .body(let response):
             let path = payloadPath(folder: outcome.folder, fileExtension: outcome.fileExtension)
             let payload = response.payload
+            try checkChecksum(payload.sha256)
             try store.commit(payload.file(), to: path)
             return Committed(
                 status: .succeeded, output: path, bytes: payload.count, sha256: payload.sha256,
                 httpStatus: response.head.status, details: outcome.details, children: outcome.children)
         case .bytes(let bytes, let httpStatus):
             let path = payloadPath(folder: outcome.folder, fileExtension: outcome.fileExtension)
+            let digest = SHA256.hex(bytes)
+            try checkChecksum(digest)
             try store.write(bytes, to: path)
             return Committed(
-                status: .succeeded, output: path, bytes: bytes.count, sha256: SHA256.hex(bytes),
+                status: .succeeded, output: path, bytes: bytes.count, sha256: digest,
                 httpStatus: httpStatus, details: outcome.details, children: outcome.children)
         case .notModified:
             return Committed(
                 status: .notModified, output: nil, bytes: nil, sha256: nil, httpStatus: 304,
                 details: outcome.details, children: outcome.children)
         }
+    }
+
+    /// The job's `checksum`, if it has one, must be the digest of what would be stored: else the
+    /// job fails (not retried: the same bytes would come again) and nothing is written.
+    private func checkChecksum(_ digest: String) throws {
+        guard let expected = job.checksum, expected != digest else { return }
+        throw JobFailure(.failed, "the payload's checksum does not match: expected sha256:\(expected), got sha256:\(digest); nothing was written")
     }
 }

@@ -23,13 +23,15 @@ public struct JobDescriptor: Sendable {
     public var output: String?
     /// The job that started this one, for children of trees and lists.
     public var parent: String?
+    /// The SHA-256 the payload must have (lowercase hex), from `checksum: "sha256:<hex>"`.
+    public var checksum: String?
 
     public static let defaultTimeout: Duration = .seconds(2)
     public static let defaultNoticeAfter: Duration = .milliseconds(500)
     public static let defaultMaxBytes = 64 * 1024 * 1024
 
     /// The fields every kind shares.
-    public static let commonFields = ["kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output"]
+    public static let commonFields = ["kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum"]
 
     public init(
         kind: any KindJob, kindName: String, accept: String? = nil, key: String? = nil, url: URL,
@@ -121,16 +123,29 @@ public struct JobDescriptor: Sendable {
         if let askedBytes, askedBytes <= 0 { throw JobSpecError(field: "maxBytes", "must be greater than 0") }
         let maxBytes = try limits.maxBytes(askedBytes, default: defaultMaxBytes)
         let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try validateOutput(path) }
+        let checksum = try fields.string("checksum").map { (text) throws(JobSpecError) -> String in try validateChecksum(text) }
 
         let kind = try definition.decode(&fields)
         if let unknown = fields.firstUnknownField() {
             throw JobSpecError(field: unknown, "is not a field of kind '\(kindName)'")
         }
         let url = try kind.validateURL(kind.resolveURL(template))
-        return JobDescriptor(
+        var job = JobDescriptor(
             kind: kind, kindName: definition.name, accept: definition.accept, key: key, url: url, timeout: timeout,
             noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent
         )
+        job.checksum = checksum
+        return job
+    }
+
+    /// `sha256:<64 hex digits>`; answers the digits in lowercase.
+    public static func validateChecksum(_ text: String) throws(JobSpecError) -> String {
+        let prefix = "sha256:"
+        let digits = text.hasPrefix(prefix) ? text.dropFirst(prefix.count).lowercased() : ""
+        guard digits.utf8.count == 64, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            throw JobSpecError(field: "checksum", "must be sha256: followed by 64 hexadecimal digits, not '\(text)'")
+        }
+        return digits
     }
 
     private static func seconds(_ fields: inout JobFields, _ name: String, allowZero: Bool) throws(JobSpecError) -> Duration? {
