@@ -67,7 +67,7 @@ enum JSONPayload {
         var text = template
         let filled = text.withUTF8 { (bytes) -> String? in
             guard bytes.allSatisfy({ $0 < 0x80 }) else {
-                return String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "{id}", with: encode(id))
+                return String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "{id}", with: percentEncode(id))
             }
             var matches = 0
             var i = 0
@@ -133,8 +133,8 @@ enum JSONPayload {
         return index
     }
 
-    /// The id percent-encoded, for templates beyond ASCII.
-    private static func encode(_ id: String) -> String {
+    /// The id percent-encoded, for templates beyond ASCII and for kind-file templates.
+    static func percentEncode(_ id: String) -> String {
         var encodedCount = 0
         for byte in id.utf8 { encodedCount += keeps[Int(byte)] ? 1 : 3 }
         return String(unsafeUninitializedCapacity: encodedCount) { writeEncoded(id, into: $0, at: 0) }

@@ -136,28 +136,9 @@ public struct KindTemplate: Sendable, Equatable {
         }
     }
 
-    private static let keeps: [Bool] = {
-        var table = [Bool](repeating: false, count: 256)
-        for byte in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~@".utf8 { table[Int(byte)] = true }
-        return table
-    }()
-
-    /// Every byte but the unreserved ones (RFC 3986) and `@` becomes `%XX`, as `{id}` in the built-ins.
-    static func percentEncode(_ value: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(value.utf8.count)
-        for byte in value.utf8 {
-            if keeps[Int(byte)] {
-                bytes.append(byte)
-            } else {
-                bytes.append(UInt8(ascii: "%"))
-                bytes.append(hex[Int(byte >> 4)])
-                bytes.append(hex[Int(byte & 0x0F)])
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
+    /// Every byte but the unreserved ones (RFC 3986) and `@` becomes `%XX`: the built-ins' `{id}`
+    /// encoding, so a declarative kind's URLs are the built-in's.
+    static func percentEncode(_ value: String) -> String { JSONPayload.percentEncode(value) }
 
     /// A text of the file as an error quotes it: at most 60 characters.
     static func shown(_ text: String) -> String {
