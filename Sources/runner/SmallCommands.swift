@@ -62,6 +62,7 @@ enum KindsCommand {
                     ("retries", "int: further attempts after a transient failure (default: 0)"),
                     ("maxBytes", "int: largest payload accepted (default: 67108864)"),
                     ("output", "relative path of the payload (default: derived from the key)"),
+                    ("checksum", "sha256:<hex>: the digest the stored payload must have (default: none)"),
                 ]
                 for (name, help) in common { text += CommandSpec.row(name, help) }
                 for kind in kinds { text += "\n" + describe(kind) }
