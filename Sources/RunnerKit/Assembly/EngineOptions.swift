@@ -13,13 +13,17 @@ public struct EngineOptions: Sendable {
     public var policy: AddressPolicy
     /// What a job may ask (a job asking more is invalid).
     public var limits: JobLimits
+    /// Headers, pacing and TLS per host: the config file, `--rate` and `--cacert`.
+    public var requests: RequestConfig
 
     public static let defaultConcurrency = 8
 
     public init(
         out: String = "out", concurrency: Int = defaultConcurrency, perHost: Int = JobEngine.Configuration.defaultPerHost,
-        http: HTTPClientKind = .standard, policy: AddressPolicy = .standard, limits: JobLimits = .none
+        http: HTTPClientKind = .standard, policy: AddressPolicy = .standard, limits: JobLimits = .none,
+        requests: RequestConfig = RequestConfig()
     ) {
+        self.requests = requests
         self.policy = policy
         self.limits = limits
         self.out = out
