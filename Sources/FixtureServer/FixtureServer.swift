@@ -75,6 +75,17 @@ public final class FixtureServer: Sendable {
     }
 
     /// How many requests arrived in all.
+    /// From now on, notes the value of the header `name` of every request (nil when absent):
+    /// how a test sees what was sent without the response (and so the payload) holding it.
+    public func recordHeader(named name: String) {
+        core.recordHeader(named: name)
+    }
+
+    /// The values of the recorded header, by request path, in arrival order.
+    public var recordedHeaderValues: [(path: String, value: String?)] {
+        core.recordedHeaderValues
+    }
+
     public var totalRequests: Int {
         core.totalRequests
     }

@@ -28,6 +28,9 @@ final class ServerCore: Sendable {
         var connections: Set<Int32> = []
         var requestsByPath: [String: Int] = [:]
         var totalRequests = 0
+        /// The header recorded (`recordHeader(named:)`), and the values it arrived with, in order.
+        var recordedHeader: String?
+        var recordedValues: [(path: String, value: String?)] = []
     }
 
     private enum Phase {
@@ -131,11 +134,20 @@ final class ServerCore: Sendable {
         return host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
     }
 
-    func record(path: String) {
+    func record(path: String, header: (String) -> String? = { _ in nil }) {
         state.withLock { state in
             state.requestsByPath[path, default: 0] += 1
             state.totalRequests += 1
+            if let name = state.recordedHeader { state.recordedValues.append((path, header(name))) }
         }
+    }
+
+    func recordHeader(named name: String) {
+        state.withLock { $0.recordedHeader = name.lowercased() }
+    }
+
+    var recordedHeaderValues: [(path: String, value: String?)] {
+        state.withLock { $0.recordedValues }
     }
 
     func requestCount(path: String) -> Int {

@@ -12,15 +12,15 @@ enum EngineCommandOptions {
         help: "HTTP client: curl (libcurl's multi interface) or urlsession. (default: $\(httpEnvironmentVariable), else curl, or urlsession where libcurl cannot be loaded)",
         completion: .words(HTTPClientKind.allCases.map(\.rawValue)))
 
-    static let options: [CommandSpec.Option] = [
-        KindOptions.option,
+    static let options: [CommandSpec.Option] = KindOptions.options + [
         .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
         .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
         .init(name: "per-host", value: "N", help: "Jobs talking to one host at once. (default: 8)"),
         http,
+        .init(name: "cacert", value: "FILE", help: "Verify servers' certificates with this CA bundle (PEM) instead of the system's, for hosts without a cacert of their own in the config."),
     ] + TrustOptions.specs
 
-    static let usage = "[--out DIR] [--concurrency N] [--per-host N] [--http CLIENT] [--allow-host PATTERN]… [--deny-private] [--max-bytes N] [--max-timeout SECONDS] [--max-retries N]"
+    static let usage = "[--kinds DIR]… [--config FILE] [--out DIR] [--concurrency N] [--per-host N] [--http CLIENT] [--cacert FILE] [--allow-host PATTERN]… [--deny-private] [--max-bytes N] [--max-timeout SECONDS] [--max-retries N]"
 
     static func parse(_ arguments: ParsedArguments) throws(UsageError) -> EngineOptions {
         var options = EngineOptions()
@@ -28,6 +28,12 @@ enum EngineCommandOptions {
         options.concurrency = try arguments.int("concurrency", default: EngineOptions.defaultConcurrency, range: 1...10_000)
         options.perHost = try arguments.int("per-host", default: JobEngine.Configuration.defaultPerHost, range: 1...10_000)
         options.http = try httpClient(arguments.value("http"))
+        if let cacert = arguments.value("cacert") {
+            guard access(cacert, R_OK) == 0 else {
+                throw UsageError("--cacert: cannot read \(cacert): \(String(cString: strerror(errno)))")
+            }
+            options.requests.cacert = cacert
+        }
         let trust = try TrustOptions(arguments)
         options.policy = trust.policy
         options.limits = trust.limits

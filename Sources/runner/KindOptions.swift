@@ -2,25 +2,56 @@ import Foundation
 import RunnerKinds
 import RunnerKit
 
-/// `--kinds DIR` (repeatable), else `$RUNNER_KINDS`: the folders of kind files a command reads.
+/// What every command that reads jobs takes: `--kinds DIR` (repeatable, else `$RUNNER_KINDS`)
+/// and `--config FILE` (else `$RUNNER_CONFIG`), whose `kinds` add folders after those.
 enum KindOptions {
     static let option = CommandSpec.Option(
         name: "kinds", value: "DIR",
         help: "A folder of kind files (<name>.json); repeatable. (default: the folders of $RUNNER_KINDS, colon-separated)")
 
-    /// The built-in kinds and those of the kind folders, or nil after printing the bad file (exit 2).
-    static func registry(_ arguments: ParsedArguments) -> KindRegistry? {
-        registry(given: arguments.allValues("kinds"))
+    static let configOption = CommandSpec.Option(
+        name: "config", value: "FILE",
+        help: "A JSON file of request settings: userAgent, kinds, and per host headers, rate, perHost, cacert, cert, key. (default: $\(RequestConfig.environmentVariable))")
+
+    /// The options of every command that reads or runs jobs.
+    static let options = [option, configOption]
+
+    /// The kinds a command knows and the config's request settings.
+    struct Setup {
+        var registry: KindRegistry
+        var requests: RequestConfig
     }
 
-    /// The registry with the kind folders given (none: those of `$RUNNER_KINDS`).
-    static func registry(given: [String]) -> KindRegistry? {
-        let folders = KindFolders.folders(given: given, environment: ProcessInfo.processInfo.environment)
+    /// The setup the arguments give, or nil after printing the bad file in one line (exit 2).
+    static func setup(_ arguments: ParsedArguments, checkingSecrets: Bool = true) -> Setup? {
+        setup(kinds: arguments.allValues("kinds"), config: arguments.value("config"), checkingSecrets: checkingSecrets)
+    }
+
+    /// The built-in kinds and those of the kind folders (none given: those of `$RUNNER_KINDS`),
+    /// then those of the config file (none given: `$RUNNER_CONFIG`'s, if set).
+    /// `checkingSecrets` false: the config's references are read but not expanded (`submit`).
+    static func setup(kinds: [String], config: String?, checkingSecrets: Bool = true) -> Setup? {
+        let environment = ProcessInfo.processInfo.environment
+        var requests = RequestConfig()
+        if let path = config ?? environment[RequestConfig.environmentVariable].flatMap({ $0.isEmpty ? nil : $0 }) {
+            do {
+                requests = try RequestConfig(contentsOf: path, environment: environment, checkingSecrets: checkingSecrets)
+            } catch {
+                Console.error(error.description)
+                return nil
+            }
+        }
+        let folders = KindFolders.folders(given: kinds, environment: environment) + requests.kinds
         switch KindFolders.registry(folders: folders) {
-        case .success(let registry): return registry
+        case .success(let registry): return Setup(registry: registry, requests: requests)
         case .failure(let error):
             Console.error(error.description)
             return nil
         }
+    }
+
+    /// The registry alone, for commands that do not make requests.
+    static func registry(_ arguments: ParsedArguments, checkingSecrets: Bool = true) -> KindRegistry? {
+        setup(arguments, checkingSecrets: checkingSecrets)?.registry
     }
 }

@@ -45,6 +45,7 @@ enum RunCommand {
         var resume: (path: String, settled: Set<String>)?
         /// `--kinds` folders.
         var kindFolders: [String] = []
+        var config: String?
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
             engine = try EngineCommandOptions.parse(arguments)
@@ -66,6 +67,7 @@ enum RunCommand {
             metrics = arguments.value("metrics")
             sync = !arguments.flag("no-sync")
             kindFolders = arguments.allValues("kinds")
+            config = arguments.value("config")
         }
     }
 
@@ -75,8 +77,11 @@ enum RunCommand {
     /// Exit codes: 0 all succeeded or notModified, 1 any other status (or a file changed while
     /// it was read), 2 bad input (nothing ran), 3 the output directory is in use by another run,
     /// 130 interrupted (SIGINT), 143 terminated (SIGTERM).
-    static func execute(files: [String], options: Options, displayNames: [String: String] = [:]) async -> Int32 {
-        guard let registry = KindOptions.registry(given: options.kindFolders) else { return 2 }
+    static func execute(files: [String], options given: Options, displayNames: [String: String] = [:]) async -> Int32 {
+        guard let setup = KindOptions.setup(kinds: given.kindFolders, config: given.config) else { return 2 }
+        let registry = setup.registry
+        var options = given
+        options.engine.requests.merge(setup.requests)
         let feed = BatchFeed(
             files: files, registry: registry, shard: options.shard, skipping: options.resume?.settled ?? [], limits: options.engine.limits)
         let validation = feed.validate()

@@ -7,9 +7,9 @@ enum ValidateCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "validate",
         summary: "Check job files without running them: every error names the file, the job and the field.",
-        usage: "FILE… [--kinds DIR]",
+        usage: "FILE… [--kinds DIR] [--config FILE]",
         arguments: [("FILE…", "Job files to check; - is standard input.")],
-        options: [KindOptions.option],
+        options: KindOptions.options,
         positionals: (1, nil),
         run: { arguments in
             guard let registry = KindOptions.registry(arguments) else { return 2 }
@@ -40,7 +40,7 @@ enum KindsCommand {
         summary: "List the job kinds this runner knows, with their parameters.",
         usage: "[KIND] [--kinds DIR]",
         arguments: [("KIND", "Show only this kind's parameters.")],
-        options: [KindOptions.option],
+        options: KindOptions.options,
         positionals: (0, 1),
         run: { arguments in
             guard let registry = KindOptions.registry(arguments) else { return 2 }

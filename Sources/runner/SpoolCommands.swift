@@ -27,19 +27,20 @@ enum SpoolCommands {
     static let submit: CommandSpec = CommandSpec(
         name: "submit",
         summary: "Validate job files and queue them in the spool's inbox for a watcher.",
-        usage: "FILE… [--spool DIR] [--group NAME] [--kinds DIR]",
+        usage: "FILE… [--spool DIR] [--group NAME] [--kinds DIR] [--config FILE]",
         arguments: [("FILE…", "Job files (- is standard input); all are checked before any is queued. Each is copied in whole, atomically and durably.")],
-        options: [spoolOption, groupOption, KindOptions.option],
+        options: [spoolOption, groupOption] + KindOptions.options,
         positionals: (1, nil),
         run: { arguments in
-            guard let registry = KindOptions.registry(arguments) else { return 2 }
+            guard let registry = KindOptions.registry(arguments, checkingSecrets: false) else { return 2 }
             let inputs: JobFileArguments
             do { inputs = try JobFileArguments(arguments.positionals) } catch { return Runner.usageError(error, spec: submit) }
             defer { inputs.remove() }
             var counts: [Int] = []
             var invalid = false
             for file in inputs.files {
-                let report = JobFileReader.validate(path: file, registry: registry)
+                // The references expand in the watcher's environment, not here: syntax only.
+                let report = JobFileReader.validate(path: file, registry: registry, checkingSecrets: false)
                 for error in report.errors { Console.error(inputs.display(message: "\(error)")) }
                 if !report.errors.isEmpty { invalid = true }
                 counts.append(report.jobs)
@@ -94,8 +95,9 @@ enum SpoolCommands {
             }
             options.json = arguments.flag("json")
             options.metrics = arguments.value("metrics")
-            guard let registry = KindOptions.registry(arguments) else { return 2 }
-            return await runWatch(options, registry: registry)
+            guard let setup = KindOptions.setup(arguments) else { return 2 }
+            options.engine.requests.merge(setup.requests)
+            return await runWatch(options, registry: setup.registry)
         })
 
     /// `runner watch`'s options.

@@ -13,6 +13,12 @@ final class SpoolWorld: @unchecked Sendable {
         spool = Spool(root: "\(w.root)/spool")
     }
 
+    /// A spool inside an existing workspace (sharing its fixture server).
+    init(workspace: Workspace) {
+        w = workspace
+        spool = Spool(root: "\(workspace.root)/spool")
+    }
+
     var base: String { w.base }
 
     /// Writes a job file outside the spool, then renames it into inbox/ (as a producer should).

@@ -20,7 +20,7 @@ public struct EngineAssembly: Sendable {
         }
         http = try options.http.make(
             maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost),
-            policy: options.policy)
+            policy: options.policy, requests: options.requests)
         self.monitor = monitor ?? Self.standardMonitor()
     }
 

@@ -72,15 +72,26 @@ public final class JobContext: Sendable {
     }
 
     private func request(
-        _ url: URL, folder: String, headers: [(name: String, value: String)], accept: String? = nil
+        _ url: URL, folder: String, headers conditional: [(name: String, value: String)], accept: String? = nil
     ) async throws -> (HTTPResponseHead, Payload) {
-        var headers = headers
+        // The kind's Accept and the conditional headers go to every hop; the job's headers only
+        // to the job's origin (replacing those of the same name); the client adds the
+        // User-Agent and the config's headers per host.
+        var headers = conditional
         if let accept = accept ?? self.accept { headers.append(("Accept", accept)) }
+        var originHeaders: [(name: String, value: String)] = []
+        if let jobHeaders = job.headers {
+            do {
+                originHeaders = try jobHeaders.expanded(for: url)
+            } catch {
+                throw JobFailure(.failed, "field 'headers' \(error)")
+            }
+        }
         let payload = Payload(store: store, folder: folder, maxBytes: job.maxBytes)
         payloads.withLock { $0.append(payload) }
         let head: HTTPResponseHead
         do {
-            head = try await http.fetch(HTTPRequest(url: url, headers: headers, maxBytes: job.maxBytes), into: payload)
+            head = try await http.fetch(HTTPRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes), into: payload)
         } catch {
             payload.discard()
             throw AttemptLoop.classify(error)

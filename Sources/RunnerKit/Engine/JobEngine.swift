@@ -208,11 +208,13 @@ public final class JobEngine: Sendable {
                     running -= 1
                     counts.byStatus[status, default: 0] += 1
                 }
-                let job: JobDescriptor
+                var job: JobDescriptor
                 switch children.child(at: index) {
                 case .success(let child):
                     do {
                         job = try JobDescriptor.decode(child.fields, defaults: inherited, registry: registry, parent: parent.key, limits: limits)
+                        // The parent's headers, still bound to the parent's origin.
+                        job.headers = parent.headers
                     } catch {
                         counts.invalid += 1
                         if counts.firstInvalid == nil { counts.firstInvalid = "child \(index + 1): \(error)" }

@@ -16,21 +16,35 @@ import Synchronization
 /// first and every redirect, on a new or a reused connection (`CURLOPT_PREREQFUNCTION`, libcurl
 /// 7.80 or later), which is where a redirect from a public to a private address is caught.
 /// Response headers are bounded (`HeaderBounds`).
+///
+/// Redirects are followed here, one transfer per hop, not by libcurl: each hop gets the headers
+/// of its own origin (a request's `originHeaders` only on the request's origin, the config's
+/// per-host headers by the hop's host) and the TLS files of its host. libcurl would send custom
+/// headers such as `x-api-key` to every hop.
 public final class CurlFetcher: HTTPFetching {
     private let multi: CurlMulti
     private let handles: EasyHandles
     private let policy: AddressPolicy
+    private let requests: RequestConfig
+
+    /// Redirects followed at most, as libcurl's own default for a browser-like client.
+    static let maxRedirects = 20
 
     /// - Parameters:
     ///   - maxConnectionsPerHost: connections open to one host at once; more transfers wait.
     ///   - maxConnections: connections open at once in total, and kept open for reuse.
     ///   - policy: which addresses connections may go to.
+    ///   - requests: the User-Agent, the headers and TLS files per host.
     /// - Throws: `CurlUnavailable` when libcurl (7.68 or later) cannot be loaded.
-    public init(maxConnectionsPerHost: Int = 16, maxConnections: Int = 256, policy: AddressPolicy = .standard) throws(CurlUnavailable) {
+    public init(
+        maxConnectionsPerHost: Int = 16, maxConnections: Int = 256, policy: AddressPolicy = .standard,
+        requests: RequestConfig = RequestConfig()
+    ) throws(CurlUnavailable) {
         let library = try CurlLibrary.shared.get()
         multi = try CurlMulti(library: library, perHost: max(1, maxConnectionsPerHost), total: max(1, maxConnections))
         handles = EasyHandles(library: library, keep: min(max(1, maxConnections), EasyHandles.defaultKeep))
         self.policy = policy
+        self.requests = requests
     }
 
     deinit { multi.stop() }
@@ -42,8 +56,26 @@ public final class CurlFetcher: HTTPFetching {
     public var activeTaskCount: Int { multi.activeCount }
 
     public func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
-        try Task.checkCancellation()
-        let transfer = try CurlTransfer(request: request, sink: body, handles: handles, policy: policy)
+        let origin = Origin(request.url)
+        var hop = Hop(url: request.url, after: nil)
+        for _ in 0...Self.maxRedirects {
+            try Task.checkCancellation()
+            let settings = requests.settings(forHost: hop.url.host ?? "")
+            let headers = try requests.headers(of: request, hop: hop.url, origin: origin, settings: settings)
+            let tls = TLSFiles(
+                cacert: settings?.cacert ?? requests.cacert, cert: settings?.cert, key: settings?.key)
+            let transfer = try CurlTransfer(
+                hop: hop, headers: headers, userAgent: requests.userAgent ?? RunnerVersion.userAgent, tls: tls,
+                maxBytes: request.maxBytes, sink: body, handles: handles, policy: policy)
+            let head = try await perform(transfer)
+            guard let next = transfer.redirectTarget else { return head }
+            hop = Hop(url: next, after: transfer.lastAddress)
+        }
+        throw HTTPError.other("too many redirects (more than \(Self.maxRedirects))")
+    }
+
+    /// Runs one transfer (one hop) to its end.
+    private func perform(_ transfer: CurlTransfer) async throws -> HTTPResponseHead {
         let multi = self.multi
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
@@ -174,6 +206,19 @@ private final class CurlMulti: @unchecked Sendable {
     }
 }
 
+/// One request of a fetch: the URL, and the address the hop before it went to (nil for the first).
+struct Hop {
+    var url: URL
+    var after: NetworkAddress?
+}
+
+/// The TLS files of one host: the CA bundle to verify it with, the client certificate and key.
+struct TLSFiles {
+    var cacert: String?
+    var cert: String?
+    var key: String?
+}
+
 // MARK: - Easy handles
 
 /// Easy handles kept for the next transfers, so that a handle's buffers and state are
@@ -227,6 +272,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     private let sink: any BodySink
     private let maxBytes: Int
     private let url: URL
+    private let tls: TLSFiles
     private let policy: AddressPolicy
     private var headerList: UnsafeMutableRawPointer?
     private let errorBuffer: UnsafeMutablePointer<CChar>
@@ -235,47 +281,55 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     // The response so far, on the client's thread.
     private var status = 0
     private var headers: [String: String] = [:]
-    /// The URL that answers the current response; `redirectTarget` once libcurl follows it.
-    private var currentURL: URL
-    private var redirectTarget: URL?
-    /// The current header block ended with a redirect that libcurl follows: its body is not ours.
+    /// Where the response redirects to, when it is a redirect to follow: read once the
+    /// transfer is done.
+    private(set) var redirectTarget: URL?
+    /// The current header block ended with a redirect to follow: its body is not ours.
     private var redirecting = false
     /// The final response's headers are complete (later header lines are trailers).
     private var headersComplete = false
     /// Why this side aborted the transfer, when it did.
     private var abortReason: (any Error)?
-    /// The address the previous request of this transfer went to (the hop before a redirect).
-    private var lastAddress: NetworkAddress?
+    /// The address the last request went to: this hop's once it is sent, before that the
+    /// previous hop's (for the policy's check of a redirect).
+    private(set) var lastAddress: NetworkAddress?
     /// Header bytes and lines of the current response so far.
     private var headerBytes = 0
     private var headerLines = 0
 
-    init(request: HTTPRequest, sink: any BodySink, handles: EasyHandles, policy: AddressPolicy) throws(HTTPError) {
+    init(
+        hop: Hop, headers: [(name: String, value: String)], userAgent: String, tls: TLSFiles, maxBytes: Int,
+        sink: any BodySink, handles: EasyHandles, policy: AddressPolicy
+    ) throws(HTTPError) {
         guard let easy = handles.take() else { throw HTTPError.other("curl_easy_init failed") }
         self.easy = easy
         self.handles = handles
         self.library = handles.library
         self.sink = sink
-        self.maxBytes = request.maxBytes
-        self.url = request.url
-        self.currentURL = request.url
+        self.maxBytes = maxBytes
+        self.url = hop.url
+        self.lastAddress = hop.after
+        self.tls = tls
         self.policy = policy
         errorBuffer = .allocate(capacity: Curl.errorSize)
         errorBuffer.initialize(repeating: 0, count: Curl.errorSize)
 
         let me = Unmanaged.passUnretained(self).toOpaque()
-        setString(Curl.Option.url, request.url.absoluteString)
+        setString(Curl.Option.url, hop.url.absoluteString)
         setLong(Curl.Option.noSignal, 1)
-        setLong(Curl.Option.followLocation, 1)
-        setLong(Curl.Option.maxRedirs, 20)
+        // Redirects are followed by the fetcher, hop by hop (libcurl's default is not to).
         if library.easySetoptPointer(easy, Curl.Option.protocolsString, "http,https") != Curl.Code.ok {
             setLong(Curl.Option.protocols, Curl.protocolHTTP | Curl.protocolHTTPS)
         }
-        if library.easySetoptPointer(easy, Curl.Option.redirProtocolsString, "http,https") != Curl.Code.ok {
-            setLong(Curl.Option.redirProtocols, Curl.protocolHTTP | Curl.protocolHTTPS)
-        }
         setString(Curl.Option.acceptEncoding, "")  // every coding libcurl can decode
-        setString(Curl.Option.userAgent, RunnerVersion.userAgent)
+        setString(Curl.Option.userAgent, userAgent)
+        if let cacert = tls.cacert {
+            // This bundle instead of the system's: no directory of system certificates besides.
+            setString(Curl.Option.caInfo, cacert)
+            _ = library.easySetoptPointer(easy, Curl.Option.caPath, nil)
+        }
+        if let cert = tls.cert { setString(Curl.Option.sslCert, cert) }
+        if let key = tls.key { setString(Curl.Option.sslKey, key) }
         setLong(Curl.Option.tcpKeepAlive, 1)
         // The runner enforces its own deadlines; this only stops a transfer stalled for an hour.
         setLong(Curl.Option.lowSpeedLimit, 1)
@@ -291,8 +345,8 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         if library.easySetoptPointer(easy, Curl.Option.prereqFunction, unsafeBitCast(curlPrereqCallback, to: UnsafeRawPointer.self)) == Curl.Code.ok {
             _ = library.easySetoptPointer(easy, Curl.Option.prereqData, me)
         }
-        if !request.headers.isEmpty {
-            for header in request.headers {
+        if !headers.isEmpty {
+            for header in headers {
                 headerList = library.slistAppend(headerList, "\(header.name): \(header.value)")
             }
             _ = library.easySetoptPointer(easy, Curl.Option.httpHeader, headerList)
@@ -323,7 +377,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
             finish(.failure(abortReason))
         } else if code == Curl.Code.ok {
             if status >= 200 {
-                finish(.success(HTTPResponseHead(status: status, headers: headers, url: currentURL)))
+                finish(.success(HTTPResponseHead(status: status, headers: headers, url: url)))
             } else {
                 finish(.failure(HTTPError.badResponse("no HTTP response")))
             }
@@ -344,7 +398,12 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         case Curl.Code.weirdServerReply, Curl.Code.badContentEncoding, Curl.Code.http2, Curl.Code.http2Stream:
             return HTTPError.badResponse(message(code))
         case Curl.Code.tooManyRedirects: return HTTPError.other("too many redirects")
-        case Curl.Code.unsupportedProtocol: return HTTPError.redirectRefused(currentURL.absoluteString)
+        case Curl.Code.unsupportedProtocol: return HTTPError.redirectRefused(url.absoluteString)
+        case Curl.Code.peerFailedVerification, Curl.Code.sslConnectError:
+            let hint = tls.cacert == nil ? "; if it is signed by a private CA, pass --cacert or set cacert for the host in the config" : ""
+            return HTTPError.other("TLS with \(host) failed: \(message(code))\(hint)")
+        case Curl.Code.sslCertProblem, Curl.Code.sslCACertBadFile:
+            return HTTPError.other("TLS with \(host) failed: \(message(code)) (check the cacert, cert and key files)")
         default: return HTTPError.other("HTTP transfer failed: \(message(code)) (curl error \(code))")
         }
     }
@@ -356,8 +415,8 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
 
     // MARK: Callbacks (on the client's thread)
 
-    /// The host of the request about to be made: the redirect's target once libcurl follows one.
-    private var pendingHost: String { (redirectTarget ?? currentURL).host ?? "" }
+    /// The host of the request about to be made.
+    private var pendingHost: String { url.host ?? "" }
 
     /// libcurl is about to open a socket to `address`: the policy may refuse (nothing is sent).
     fileprivate func mayConnect(to address: NetworkAddress) -> Bool {
@@ -419,7 +478,6 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         if text.starts(with: Self.statusPrefix) {
             status = Self.statusCode(text)
             headers.removeAll(keepingCapacity: true)
-            if let redirectTarget { currentURL = redirectTarget }
             redirectTarget = nil
             redirecting = false
             headersComplete = false
@@ -448,13 +506,13 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     private func endOfHeaders() -> Bool {
         if status < 200 { return true }  // interim response; the real one follows
         if Self.followedStatuses.contains(status), let location = headers["location"] {
-            let target = URL(string: location, relativeTo: currentURL)?.absoluteURL
+            let target = URL(string: location, relativeTo: url)?.absoluteURL
             let scheme = target?.scheme?.lowercased()
             guard let target, scheme == "http" || scheme == "https" else {
                 abortReason = HTTPError.redirectRefused(target?.absoluteString ?? location)
                 return false
             }
-            if let refusal = policy.refusal(redirectFrom: currentURL, to: target) {
+            if let refusal = policy.refusal(redirectFrom: url, to: target) {
                 abortReason = HTTPError.refused(refusal.description)
                 return false
             }
@@ -470,7 +528,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         return true
     }
 
-    /// The statuses libcurl follows when the response names a `Location`.
+    /// The statuses followed when the response names a `Location` (libcurl's set).
     private static let followedStatuses: Set<Int> = [300, 301, 302, 303, 307, 308]
     private static let statusPrefix = Array("HTTP/".utf8)
 

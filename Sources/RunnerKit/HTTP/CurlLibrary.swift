@@ -149,6 +149,10 @@ enum Curl {
         static let prereqData: Int32 = 10_313
         static let protocolsString: Int32 = 10_318
         static let redirProtocolsString: Int32 = 10_319
+        static let sslCert: Int32 = 10_025
+        static let caInfo: Int32 = 10_065
+        static let sslKey: Int32 = 10_087
+        static let caPath: Int32 = 10_097
     }
 
     enum MultiOption {
@@ -193,5 +197,9 @@ enum Curl {
         static let badContentEncoding: Int32 = 61
         static let http2Stream: Int32 = 92
         static let unknownOption: Int32 = 48
+        static let sslConnectError: Int32 = 35
+        static let sslCertProblem: Int32 = 58
+        static let peerFailedVerification: Int32 = 60
+        static let sslCACertBadFile: Int32 = 77
     }
 }

@@ -30,11 +30,28 @@ public enum HTTPClientKind: String, Sendable, CaseIterable {
     /// A new client of this kind; make one per process.
     /// - Throws: `CurlUnavailable` for `curl` when libcurl cannot be loaded.
     /// - Parameter policy: which addresses the client may connect to (see `AddressPolicy`).
-    public func make(maxConnectionsPerHost: Int, maxConnections: Int = 256, policy: AddressPolicy = .standard) throws -> any HTTPClient {
+    /// - Parameter requests: the User-Agent, headers and TLS files per host. URLSession on Linux
+    ///   cannot be given a CA bundle or a client certificate: with TLS files, `urlsession` throws
+    ///   `Unsupported` rather than verify with the system's CAs alone.
+    public func make(
+        maxConnectionsPerHost: Int, maxConnections: Int = 256, policy: AddressPolicy = .standard,
+        requests: RequestConfig = RequestConfig()
+    ) throws -> any HTTPClient {
         switch self {
-        case .urlsession: return URLSessionFetcher(maxConnectionsPerHost: maxConnectionsPerHost, policy: policy)
-        case .curl: return try CurlFetcher(maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections, policy: policy)
+        case .urlsession:
+            if requests.usesTLSFiles {
+                throw Unsupported(
+                    description: "the urlsession HTTP client cannot use a CA bundle or client certificate (--cacert, or cacert, cert, key in the config); use --http curl")
+            }
+            return URLSessionFetcher(maxConnectionsPerHost: maxConnectionsPerHost, policy: policy, requests: requests)
+        case .curl:
+            return try CurlFetcher(maxConnectionsPerHost: maxConnectionsPerHost, maxConnections: maxConnections, policy: policy, requests: requests)
         }
+    }
+
+    /// An option this client cannot honour.
+    public struct Unsupported: Error, Sendable, CustomStringConvertible {
+        public var description: String
     }
 
     /// A name that is not one of the clients.

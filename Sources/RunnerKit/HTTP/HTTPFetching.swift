@@ -3,14 +3,21 @@ import Foundation
 /// What the engine asks an HTTP client to fetch.
 public struct HTTPRequest: Sendable {
     public var url: URL
-    /// Extra request headers, e.g. `If-None-Match`.
+    /// Extra request headers sent to every hop, e.g. `Accept`, `If-None-Match`.
     public var headers: [(name: String, value: String)]
+    /// Headers sent only to the origin of `url` (a job's `headers`, which may hold secrets): a
+    /// redirect to another scheme, host or port drops them. They replace `headers` of the same name.
+    public var originHeaders: [(name: String, value: String)]
     /// Largest body accepted; a larger declared `Content-Length` is refused before any byte is read.
     public var maxBytes: Int
 
-    public init(url: URL, headers: [(name: String, value: String)] = [], maxBytes: Int) {
+    public init(
+        url: URL, headers: [(name: String, value: String)] = [], originHeaders: [(name: String, value: String)] = [],
+        maxBytes: Int
+    ) {
         self.url = url
         self.headers = headers
+        self.originHeaders = originHeaders
         self.maxBytes = maxBytes
     }
 }

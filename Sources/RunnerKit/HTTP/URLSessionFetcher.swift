@@ -16,10 +16,16 @@ import Synchronization
 /// check: a name whose DNS answer changes between the two lookups (DNS rebinding) can get
 /// around it. Header bounds are checked once URLSession has read the headers, and it merges
 /// repeated header names, so lines are counted as distinct names.
+///
+/// Headers stay with their origin: every redirect is a new request built here with the headers
+/// of its hop (see `RequestConfig.headers(of:hop:origin:settings:)`). TLS files (a CA bundle, a
+/// client certificate) cannot be given to URLSession on Linux: `HTTPClientKind.make` refuses
+/// them for this client.
 public final class URLSessionFetcher: HTTPFetching {
     private let session: URLSession
     private let delegate: SessionDelegate
     private let policy: AddressPolicy
+    private let requests: RequestConfig
     private let resolver: AddressPolicy.Resolver
     /// Creating, resuming and cancelling a URLSession task wait synchronously for the session's
     /// internal queue; issued from here, in order, they never block the concurrency pool.
@@ -29,8 +35,13 @@ public final class URLSessionFetcher: HTTPFetching {
     ///   - maxConnectionsPerHost: connections URLSession opens to one host at once.
     ///   - policy: which addresses requests and redirects may go to.
     ///   - resolver: how host names are resolved for the policy's check.
-    public init(maxConnectionsPerHost: Int = 16, policy: AddressPolicy = .standard, resolver: @escaping AddressPolicy.Resolver = AddressPolicy.systemResolver) {
+    ///   - requests: the User-Agent and the headers per host (its TLS files are not used).
+    public init(
+        maxConnectionsPerHost: Int = 16, policy: AddressPolicy = .standard, requests: RequestConfig = RequestConfig(),
+        resolver: @escaping AddressPolicy.Resolver = AddressPolicy.systemResolver
+    ) {
         self.policy = policy
+        self.requests = requests
         self.resolver = resolver
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
@@ -41,8 +52,8 @@ public final class URLSessionFetcher: HTTPFetching {
         // The runner enforces its own deadlines; this only stops a transfer stalled for an hour.
         configuration.timeoutIntervalForRequest = 3600
         configuration.timeoutIntervalForResource = 3600
-        configuration.httpAdditionalHeaders = ["User-Agent": RunnerVersion.userAgent]
-        let delegate = SessionDelegate(control: control, policy: policy, resolver: resolver)
+        configuration.httpAdditionalHeaders = ["User-Agent": requests.userAgent ?? RunnerVersion.userAgent]
+        let delegate = SessionDelegate(control: control, policy: policy, requests: requests, resolver: resolver)
         let queue = BoundedOperationQueue(limit: 64)
         queue.maxConcurrentOperationCount = 1
         queue.name = "runner.urlsession"
@@ -56,13 +67,11 @@ public final class URLSessionFetcher: HTTPFetching {
     public var activeTaskCount: Int { delegate.activeCount }
 
     public func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
-        var urlRequest = URLRequest(url: request.url)
-        urlRequest.httpMethod = "GET"
-        for header in request.headers { urlRequest.setValue(header.value, forHTTPHeaderField: header.name) }
+        let urlRequest = try Self.urlRequest(request, hop: request.url, requests: requests)
         try Task.checkCancellation()
         let addresses = try await check(request.url)
         try Task.checkCancellation()
-        let state = TransferState(sink: body, maxBytes: request.maxBytes, url: request.url, addresses: addresses)
+        let state = TransferState(sink: body, request: request, addresses: addresses)
         let (session, delegate, control, prepared) = (self.session, self.delegate, self.control, urlRequest)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
@@ -86,6 +95,17 @@ public final class URLSessionFetcher: HTTPFetching {
 }
 
 extension URLSessionFetcher {
+    /// The GET of one hop of `request`, with that hop's headers.
+    static func urlRequest(_ request: HTTPRequest, hop: URL, requests: RequestConfig) throws(HTTPError) -> URLRequest {
+        var urlRequest = URLRequest(url: hop)
+        urlRequest.httpMethod = "GET"
+        let settings = requests.settings(forHost: hop.host ?? "")
+        for header in try requests.headers(of: request, hop: hop, origin: Origin(request.url), settings: settings) {
+            urlRequest.setValue(header.value, forHTTPHeaderField: header.name)
+        }
+        return urlRequest
+    }
+
     /// The policy's verdict on the URL's addresses, resolved off the concurrency pool.
     private func check(_ url: URL) async throws -> [NetworkAddress] {
         let (policy, resolver) = (self.policy, self.resolver)
@@ -137,6 +157,8 @@ private final class TransferState: RepliesOnce, @unchecked Sendable {
     let sink: any BodySink
     let maxBytes: Int
     let url: URL
+    /// The request as the caller made it: each redirect's headers are made from it.
+    let request: HTTPRequest
     let reply = OneShotReply()
     var head: HTTPResponseHead?
     /// Body bytes that arrived so far, after content decoding.
@@ -149,11 +171,12 @@ private final class TransferState: RepliesOnce, @unchecked Sendable {
     /// The current hop's URL and the addresses its host resolved to, for the next redirect's check.
     let hop: Mutex<(url: URL, addresses: [NetworkAddress])>
 
-    init(sink: any BodySink, maxBytes: Int, url: URL, addresses: [NetworkAddress]) {
+    init(sink: any BodySink, request: HTTPRequest, addresses: [NetworkAddress]) {
         self.sink = sink
-        self.maxBytes = maxBytes
-        self.url = url
-        self.hop = Mutex((url, addresses))
+        self.maxBytes = request.maxBytes
+        self.url = request.url
+        self.request = request
+        self.hop = Mutex((request.url, addresses))
     }
 
     /// Why this side aborted the transfer, when it did.
@@ -173,11 +196,13 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
     /// which may itself be waiting for room on the delegate queue: never cancel from here.
     private let control: DispatchQueue
     private let policy: AddressPolicy
+    private let requests: RequestConfig
     private let resolver: AddressPolicy.Resolver
 
-    init(control: DispatchQueue, policy: AddressPolicy, resolver: @escaping AddressPolicy.Resolver) {
+    init(control: DispatchQueue, policy: AddressPolicy, requests: RequestConfig, resolver: @escaping AddressPolicy.Resolver) {
         self.control = control
         self.policy = policy
+        self.requests = requests
         self.resolver = resolver
     }
 
@@ -267,6 +292,17 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         }
         let (policy, resolver) = (self.policy, self.resolver)
         let previous = state.hop.withLock { $0 }
+        // A new request with the target's own headers: the caller's origin-bound headers
+        // (and the config's for another host) must not follow the redirect to another origin.
+        let next: URLRequest
+        do {
+            next = try URLSessionFetcher.urlRequest(state.request, hop: target, requests: requests)
+        } catch {
+            state.abort(because: error)
+            completionHandler(nil)
+            cancel(task)
+            return
+        }
         // Resolving may block: not on the delegate queue. URLSession waits for the answer.
         DispatchQueue.global().async { [self] in
             var refusal = policy.refusal(redirectFrom: previous.url, to: target)
@@ -280,7 +316,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
                 completionHandler(nil)
                 cancel(task)
             } else {
-                completionHandler(request)
+                completionHandler(next)
             }
         }
     }

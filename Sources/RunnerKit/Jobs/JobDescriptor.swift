@@ -25,13 +25,16 @@ public struct JobDescriptor: Sendable {
     public var parent: String?
     /// The SHA-256 the payload must have (lowercase hex), from `checksum: "sha256:<hex>"`.
     public var checksum: String?
+    /// Request headers from the job and its batch's `defaults`, bound to the origin of `url`
+    /// (a child inherits its parent's, still bound to the parent's origin).
+    public var headers: OriginHeaders?
 
     public static let defaultTimeout: Duration = .seconds(2)
     public static let defaultNoticeAfter: Duration = .milliseconds(500)
     public static let defaultMaxBytes = 64 * 1024 * 1024
 
     /// The fields every kind shares.
-    public static let commonFields = ["kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum"]
+    public static let commonFields = ["kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum", "headers"]
 
     public init(
         kind: any KindJob, kindName: String, accept: String? = nil, key: String? = nil, url: URL,
@@ -124,6 +127,7 @@ public struct JobDescriptor: Sendable {
         let maxBytes = try limits.maxBytes(askedBytes, default: defaultMaxBytes)
         let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try validateOutput(path) }
         let checksum = try fields.string("checksum").map { (text) throws(JobSpecError) -> String in try validateChecksum(text) }
+        let headers = try decodeHeaders(fields.value("headers") != nil, object, defaults)
 
         let kind = try definition.decode(&fields)
         if let unknown = fields.firstUnknownField() {
@@ -135,7 +139,45 @@ public struct JobDescriptor: Sendable {
             noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent
         )
         job.checksum = checksum
+        if let headers { job.headers = OriginHeaders(origin: Origin(url), headers: headers) }
         return job
+    }
+
+    /// The `headers` of `defaults`, overlaid header by header with the job's own (names compare
+    /// case-insensitively); references are read, not expanded.
+    private static func decodeHeaders(
+        _ present: Bool, _ object: [(key: String, value: JSONValue)], _ defaults: [(key: String, value: JSONValue)]
+    ) throws(JobSpecError) -> [HeaderTemplate]? {
+        guard present else { return nil }
+        var headers: [HeaderTemplate] = []
+        for layer in [defaults, object] {
+            guard let value = layer.last(where: { $0.key == "headers" })?.value else { continue }
+            if case .null = value { continue }
+            for header in try headerTemplates(value, field: "headers") {
+                headers.removeAll { $0.name.caseInsensitiveCompare(header.name) == .orderedSame }
+                headers.append(header)
+            }
+        }
+        return headers.isEmpty ? nil : headers
+    }
+
+    /// An object of header names and string values, as in a job's `headers` or the config's.
+    public static func headerTemplates(_ value: JSONValue, field: String, folder: String? = nil) throws(JobSpecError) -> [HeaderTemplate] {
+        guard case .object(let members) = value else {
+            throw JobSpecError(field: field, "must be an object of header names and string values, not \(value.typeDescription)")
+        }
+        var headers: [HeaderTemplate] = []
+        for (name, item) in members {
+            guard case .string(let text) = item else {
+                throw JobSpecError(field: field, "\(name): must be a string, not \(item.typeDescription)")
+            }
+            do {
+                headers.append(try HeaderTemplate(name: name, value: text, folder: folder))
+            } catch {
+                throw JobSpecError(field: field, error.description)
+            }
+        }
+        return headers
     }
 
     /// `sha256:<64 hex digits>`; answers the digits in lowercase.

@@ -13,6 +13,9 @@ public final class JobFileReader: IteratorProtocol {
     public let path: String
     private let registry: KindRegistry
     private let limits: JobLimits
+    private let checkingSecrets: Bool
+    /// Secret references found expandable so far (checked once per file, not once per job).
+    private var expandable: Set<String> = []
     private var source: Source
     private var defaults: [(key: String, value: JSONValue)] = []
     private var finished = false
@@ -26,11 +29,15 @@ public final class JobFileReader: IteratorProtocol {
     /// Largest file read whole (a JSON document rather than JSON Lines).
     public static let maxDocumentBytes = 256 << 20
 
-    /// - Parameter limits: the operator's caps; a job asking more is an error of that job.
-    public init(path: String, registry: KindRegistry, limits: JobLimits = .none) {
+    /// - Parameters:
+    ///   - limits: the operator's caps; a job asking more is an error of that job.
+    ///   - checkingSecrets: whether a header's `{env:}` and `{file:}` references must expand here
+    ///     and now (false for `submit`, whose environment is not the watcher's: syntax only).
+    public init(path: String, registry: KindRegistry, limits: JobLimits = .none, checkingSecrets: Bool = true) {
         self.path = path
         self.registry = registry
         self.limits = limits
+        self.checkingSecrets = checkingSecrets
         self.source = .failed(JobFileError(file: path, "could not be read"))
         self.source = open()
     }
@@ -38,10 +45,10 @@ public final class JobFileReader: IteratorProtocol {
     /// Reads the whole file and returns every error, or the number of jobs when it is valid.
     /// `counting` picks the jobs counted (all of them by default), e.g. those of one shard.
     public static func validate(
-        path: String, registry: KindRegistry, limits: JobLimits = .none, limit: Int = 20,
+        path: String, registry: KindRegistry, limits: JobLimits = .none, limit: Int = 20, checkingSecrets: Bool = true,
         counting: (JobDescriptor) -> Bool = { _ in true }
     ) -> (jobs: Int, errors: [JobFileError]) {
-        let reader = JobFileReader(path: path, registry: registry, limits: limits)
+        let reader = JobFileReader(path: path, registry: registry, limits: limits, checkingSecrets: checkingSecrets)
         var count = 0
         var errors: [JobFileError] = []
         while let element = reader.next() {
@@ -176,9 +183,25 @@ public final class JobFileReader: IteratorProtocol {
             return .failure(JobFileError(file: path, location: location, problem: JobSpecError(field: nil, "must be a job object, not \(value.typeDescription)")))
         }
         do {
-            return .success(try JobDescriptor.decode(members, defaults: defaults, registry: registry, limits: limits))
+            let job = try JobDescriptor.decode(members, defaults: defaults, registry: registry, limits: limits)
+            if checkingSecrets, let headers = job.headers?.headers { try checkSecrets(headers) }
+            return .success(job)
         } catch {
             return .failure(JobFileError(file: path, location: location, problem: error))
+        }
+    }
+
+    /// Every reference of `headers` must expand now; each distinct reference is tried once per file.
+    private func checkSecrets(_ headers: [HeaderTemplate]) throws(JobSpecError) {
+        for header in headers {
+            let references = header.references
+            if references.isEmpty || references.allSatisfy(expandable.contains) { continue }
+            do {
+                try header.check()
+            } catch {
+                throw JobSpecError(field: "headers", error.description)
+            }
+            expandable.formUnion(references)
         }
     }
 

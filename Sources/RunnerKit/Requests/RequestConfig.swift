@@ -1,3 +1,5 @@
+import Foundation
+
 /// What shapes requests beyond the job itself: `--config FILE` (DESIGN section 10), with `--rate`
 /// and `--cacert` from the command line on top.
 ///
@@ -48,6 +50,27 @@ public struct RequestConfig: Sendable {
         settings(forHost: host)?.rate ?? rate
     }
 
+    /// The headers of one hop of `request` (the request itself, or a redirect): the request's
+    /// own, the config's for the hop's host, and the request's origin-bound ones if the hop is
+    /// on `origin` (the request's); a later header replaces an earlier one of the same name.
+    /// - Throws: `HTTPError.other` naming the header and the variable or file that would not expand.
+    public func headers(
+        of request: HTTPRequest, hop: URL, origin: Origin, settings: HostSettings?
+    ) throws(HTTPError) -> [(name: String, value: String)] {
+        let sameOrigin = request.originHeaders.isEmpty ? false : Origin(hop) == origin
+        if (settings?.headers.isEmpty ?? true) && !sameOrigin { return request.headers }
+        var headers = request.headers
+        do {
+            for header in settings?.headers ?? [] { headers.setHeader(header.name, try header.expand()) }
+        } catch {
+            throw HTTPError.other("the config's headers for \(hop.host ?? "the host"): \(error)")
+        }
+        if sameOrigin {
+            for header in request.originHeaders { headers.setHeader(header.name, header.value) }
+        }
+        return headers
+    }
+
     /// Whether any host sets TLS files or `--cacert` is given (a client must honour them).
     public var usesTLSFiles: Bool {
         cacert != nil || hosts.contains { $0.settings.cacert != nil || $0.settings.cert != nil || $0.settings.key != nil }
@@ -78,18 +101,5 @@ public struct HostSettings: Sendable {
         self.cacert = cacert
         self.cert = cert
         self.key = key
-    }
-}
-
-/// A request header whose value may hold secret references, `{env:NAME}` and `{file:PATH}`,
-/// expanded only when a request is made.
-public struct HeaderTemplate: Sendable, Equatable {
-    public var name: String
-    /// The value as written, references unexpanded.
-    public var value: String
-
-    public init(name: String, value: String) {
-        self.name = name
-        self.value = value
     }
 }

@@ -1,0 +1,156 @@
+import Foundation
+import Glibc
+
+extension RequestConfig {
+    /// The environment variable naming the config file when `--config` does not.
+    public static let environmentVariable = "RUNNER_CONFIG"
+
+    /// A config file that cannot be used, in one line naming the file and the field.
+    public struct FileError: Error, Sendable, CustomStringConvertible {
+        public var description: String
+        init(_ path: String, _ field: String?, _ problem: String) {
+            description = "config \(path): " + (field.map { "field '\($0)' " } ?? "") + problem
+        }
+    }
+
+    static let topFields = ["userAgent", "kinds", "hosts"]
+    static let hostFields = ["headers", "rate", "perHost", "cacert", "cert", "key"]
+
+    /// Reads a config file (DESIGN section 10): `{"userAgent", "kinds": [dirs], "hosts": {"<host
+    /// or *.suffix>": {"headers", "rate", "perHost", "cacert", "cert", "key"}}}`.
+    ///
+    /// Unknown and mistyped fields are refused by name, as in job files. Relative paths (kind
+    /// folders, TLS files, `{file:}` references) are resolved against the config file's folder.
+    /// Header references must expand now (checked and forgotten) unless `checkingSecrets` is
+    /// false (`submit`: the watcher's environment is not the submitter's); TLS files must be readable.
+    public init(
+        contentsOf path: String, environment: [String: String] = ProcessInfo.processInfo.environment, checkingSecrets: Bool = true
+    ) throws(FileError) {
+        guard let bytes = OutputStore.readFile(in: AT_FDCWD, path) else {
+            throw FileError(path, nil, "cannot be read: \(String(cString: strerror(errno)))")
+        }
+        let document: JSONValue
+        do {
+            document = try JSONParser.parse(bytes)
+        } catch {
+            throw FileError(path, nil, "is not valid JSON: \(error)")
+        }
+        guard case .object(let members) = document else {
+            throw FileError(path, nil, "must be a JSON object, not \(document.typeDescription)")
+        }
+        let folder = Self.folder(of: path)
+        self.init()
+        for (name, value) in members {
+            switch name {
+            case "userAgent":
+                guard case .string(let agent) = value, !agent.isEmpty, !agent.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) else {
+                    throw FileError(path, name, "must be a non-empty string of one line, not \(value.typeDescription)")
+                }
+                userAgent = agent
+            case "kinds":
+                guard case .array(let items) = value else { throw FileError(path, name, "must be a list of folders, not \(value.typeDescription)") }
+                for item in items {
+                    guard case .string(let dir) = item, !dir.isEmpty else {
+                        throw FileError(path, name, "must be a list of folders, not \(item.typeDescription)")
+                    }
+                    kinds.append(Self.resolve(dir, in: folder))
+                }
+            case "hosts":
+                guard case .object(let entries) = value else {
+                    throw FileError(path, name, "must be an object of host patterns, not \(value.typeDescription)")
+                }
+                for (key, entry) in entries {
+                    let pattern: HostPattern
+                    do {
+                        pattern = try HostPattern(parsing: key)
+                    } catch {
+                        throw FileError(path, "hosts", error.description)
+                    }
+                    if case .network = pattern {
+                        throw FileError(path, "hosts", "'\(key)': use a host name or '*.suffix' (hosts are matched by the URL's host)")
+                    }
+                    hosts.append(
+                        (pattern, try Self.hostSettings(entry, field: "hosts.\(key)", path: path, folder: folder, environment: checkingSecrets ? environment : nil)))
+                }
+            default:
+                throw FileError(path, name, "is not a field of a config (fields: \(Self.topFields.joined(separator: ", ")))")
+            }
+        }
+    }
+
+    private static func hostSettings(
+        _ value: JSONValue, field: String, path: String, folder: String, environment: [String: String]?
+    ) throws(FileError) -> HostSettings {
+        guard case .object(let members) = value else {
+            throw FileError(path, field, "must be an object, not \(value.typeDescription)")
+        }
+        var settings = HostSettings()
+        for (name, item) in members {
+            let where_ = "\(field).\(name)"
+            switch name {
+            case "headers":
+                do {
+                    settings.headers = try JobDescriptor.headerTemplates(item, field: where_, folder: folder)
+                    if let environment {
+                        for header in settings.headers { try header.check(environment: environment) }
+                    }
+                } catch let error as JobSpecError {
+                    throw FileError(path, nil, error.description)
+                } catch let problem as HeaderTemplate.Problem {
+                    throw FileError(path, where_, problem.description)
+                } catch {
+                    throw FileError(path, where_, "\(error)")
+                }
+            case "rate":
+                guard case .number(let rate) = item, rate.isFinite, rate > 0, rate <= 100_000 else {
+                    throw FileError(path, where_, "must be a number of requests per second greater than 0 (at most 100000), not \(item.typeDescription)")
+                }
+                settings.rate = rate
+            case "perHost":
+                guard let count = item.intValue, (1...10_000).contains(count) else {
+                    throw FileError(path, where_, "must be a whole number from 1 to 10000")
+                }
+                settings.perHost = count
+            case "cacert", "cert", "key":
+                guard case .string(let file) = item, !file.isEmpty else {
+                    throw FileError(path, where_, "must be the path of a PEM file, not \(item.typeDescription)")
+                }
+                let resolved = resolve(file, in: folder)
+                guard access(resolved, R_OK) == 0 else {
+                    throw FileError(path, where_, "cannot read \(resolved): \(String(cString: strerror(errno)))")
+                }
+                switch name {
+                case "cacert": settings.cacert = resolved
+                case "cert": settings.cert = resolved
+                default: settings.key = resolved
+                }
+            default:
+                throw FileError(path, where_, "is not a field of a host (fields: \(hostFields.joined(separator: ", ")))")
+            }
+        }
+        if settings.key != nil && settings.cert == nil {
+            throw FileError(path, "\(field).key", "needs a 'cert' beside it")
+        }
+        return settings
+    }
+
+    /// Adds what a config file sets to this one (the command line's `--rate` and `--cacert` stay).
+    public mutating func merge(_ file: RequestConfig) {
+        if let agent = file.userAgent { userAgent = agent }
+        kinds += file.kinds
+        hosts += file.hosts
+        rate = rate ?? file.rate
+        cacert = cacert ?? file.cacert
+    }
+
+    static func folder(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return FileManager.default.currentDirectoryPath }
+        let folder = String(path[..<slash])
+        if folder.isEmpty { return "/" }
+        return folder.hasPrefix("/") ? folder : FileManager.default.currentDirectoryPath + "/" + folder
+    }
+
+    static func resolve(_ path: String, in folder: String) -> String {
+        path.hasPrefix("/") ? path : folder + "/" + path
+    }
+}

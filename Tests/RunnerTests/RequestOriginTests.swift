@@ -1,0 +1,126 @@
+import FixtureServer
+import Foundation
+import RunnerKit
+import Testing
+
+/// Headers go only to the origin they were given for; the config file's user agent, headers per
+/// host and errors; both HTTP clients (DESIGN section 10).
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct RequestOriginTests {
+    func runner(_ w: Workspace, _ arguments: [String], _ environment: [String: String] = [:]) async throws -> RunnerBinary.Output {
+        try await RunnerBinary.runExecutable(RunnerBinary.path, arguments, in: w.root, environment: environment)
+    }
+
+    static func encoded(_ url: String) -> String {
+        url.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? url
+    }
+
+    @Test(arguments: ["curl", "urlsession"])
+    func aRedirectToAnotherOriginDropsTheHeaders(client: String) async throws {
+        let w = try Workspace()
+        let other = FixtureServer()  // another port on the same host: another origin
+        try other.start()
+        defer { other.stop() }
+        for server in [w.server, other] { server.recordHeader(named: "authorization") }
+        // The config names the host 'localhost': its header goes to localhost only.
+        w.write("config.json", #"{"hosts": {"localhost": {"headers": {"Authorization": "Basic config-secret"}}}}"#)
+        let here = "http://127.0.0.1:\(w.server.port)"
+        let localhost = "http://localhost:\(w.server.port)"
+        let jobs = """
+            {"kind": "entry", "id": "cross", "url": "\(here)/redirect?to=\(Self.encoded("\(other.baseURL)/entries/imgly.A.1.json"))", "headers": {"Authorization": "Bearer job-secret"}}
+            {"kind": "entry", "id": "same", "url": "\(here)/redirect?to=\(Self.encoded("/entries/imgly.A.2.json"))", "headers": {"Authorization": "Bearer job-secret"}}
+            {"kind": "entry", "id": "config-cross", "url": "\(localhost)/redirect?to=\(Self.encoded("\(here)/entries/imgly.A.3.json"))"}
+            {"kind": "entry", "id": "config-same", "url": "\(localhost)/redirect?to=\(Self.encoded("/entries/imgly.B.1.json"))"}
+            """
+        w.write("jobs.jsonl", jobs)
+        let result = try await runner(w, ["run", "--http", client, "--config", "config.json", "jobs.jsonl"])
+        #expect(result.status == 0, "\(result.stderr)")
+
+        let seen = w.server.recordedHeaderValues + other.recordedHeaderValues
+        func sent(_ path: String) -> [String?] { seen.filter { $0.path == path }.map(\.value) }
+        // Given to the first origin, and kept by a redirect within it.
+        #expect(sent("/redirect").filter { $0 == "Bearer job-secret" }.count == 2)
+        #expect(sent("/entries/imgly.A.2.json") == ["Bearer job-secret"])
+        #expect(sent("/redirect").filter { $0 == "Basic config-secret" }.count == 2)
+        #expect(sent("/entries/imgly.B.1.json") == ["Basic config-secret"])
+        // Dropped on the way to another port, and to another host.
+        #expect(sent("/entries/imgly.A.1.json") == [nil])
+        #expect(sent("/entries/imgly.A.3.json") == [nil])
+    }
+
+    @Test(arguments: ["curl", "urlsession"])
+    func theConfigsUserAgentAndAJobsHeadersReplaceTheDefaults(client: String) async throws {
+        let w = try Workspace()
+        w.write("config.json", #"{"userAgent": "example-bot/2 (ops@example.org)"}"#)
+        w.write("jobs.jsonl", """
+            {"kind": "entry", "id": "config", "key": "config", "url": "\(w.base)/echo-headers?id={id}"}
+            {"kind": "entry", "id": "job", "key": "job", "url": "\(w.base)/echo-headers?id={id}", "headers": {"user-agent": "job-agent/1", "Accept": "application/vnd.example+json"}}
+            """)
+        let result = try await runner(w, ["run", "--http", client, "jobs.jsonl"], ["RUNNER_CONFIG": "\(w.root)/config.json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        func echoed(_ key: String) throws -> JSONValue {
+            let output = try #require(try w.record(key)["output"]?.stringValue)
+            return try JSONParser.parse(try #require(w.payload(output)))
+        }
+        #expect(try echoed("config")["user-agent"] == .string("example-bot/2 (ops@example.org)"))
+        #expect(try echoed("config")["accept"] == .string("application/json"))
+        #expect(try echoed("job")["user-agent"] == .string("job-agent/1"))
+        #expect(try echoed("job")["accept"] == .string("application/vnd.example+json"))
+    }
+
+    @Test func childrenGetTheirParentsHeadersOnTheParentsOriginOnly() async throws {
+        let w = try Workspace()
+        w.server.recordHeader(named: "x-api-key")
+        // A tree whose entries live on its own origin, then one whose entries live on another
+        // (children of both have the same keys: two runs).
+        let other = "http://localhost:\(w.server.port)"
+        w.write("same.json", #"{"kind": "tree", "url": "\#(w.base)/data.json", "entries": "\#(w.base)/entries/{id}.json", "headers": {"x-api-key": "k1"}}"#)
+        w.write("other.json", #"{"kind": "tree", "url": "\#(w.base)/data.json", "entries": "\#(other)/entries/{id}.json", "headers": {"x-api-key": "k1"}}"#)
+        var sent: [[String?]] = []
+        for file in ["same.json", "other.json"] {
+            let before = w.server.recordedHeaderValues.count
+            let result = try await runner(w, ["run", "--out", "out-\(file)", file])
+            #expect(result.status == 0, "\(result.stderr)")
+            let seen = w.server.recordedHeaderValues.dropFirst(before)
+            #expect(seen.filter { $0.path == "/data.json" }.map(\.value) == ["k1"])
+            sent.append(seen.filter { $0.path.hasPrefix("/entries/") }.map(\.value))
+        }
+        #expect(sent[0].count == 8 && sent[0].allSatisfy { $0 == "k1" }, "\(sent[0])")
+        #expect(sent[1].count == 8 && sent[1].allSatisfy { $0 == nil }, "\(sent[1])")
+    }
+
+    @Test func theConfigIsCheckedFieldByField() async throws {
+        let w = try Workspace()
+        w.write("job.json", #"{"kind": "entry", "id": "1", "url": "\#(w.base)/entries/{id}.json"}"#)
+        let cases: [(config: String, says: String)] = [
+            (#"{"userAgnet": "x"}"#, "field 'userAgnet' is not a field of a config"),
+            (#"{"hosts": {"api.example.com": {"rat": 5}}}"#, "field 'hosts.api.example.com.rat' is not a field of a host"),
+            (#"{"hosts": {"api.example.com": {"rate": "5"}}}"#, "field 'hosts.api.example.com.rate' must be a number"),
+            (#"{"hosts": {"api.example.com": {"perHost": 0}}}"#, "field 'hosts.api.example.com.perHost' must be a whole number"),
+            (#"{"hosts": {"api.example.com": {"cacert": "missing.pem"}}}"#, "cannot read \(w.root)/missing.pem"),
+            (#"{"hosts": {"*.example.com": {"headers": {"x-api-key": "{env:RUNNER_TEST_UNSET_VARIABLE}"}}}}"#, "RUNNER_TEST_UNSET_VARIABLE is not set"),
+            (#"{"kinds": "dir"}"#, "field 'kinds' must be a list of folders"),
+            (#"[1]"#, "must be a JSON object"),
+        ]
+        for (config, says) in cases {
+            w.write("config.json", config)
+            for command in [["run", "--config", "config.json", "job.json"], ["validate", "--config", "config.json", "job.json"]] {
+                let result = try await runner(w, command)
+                #expect(result.status == 2, "\(config)")
+                #expect(result.stderr.contains("config config.json: ") && result.stderr.contains(says), "\(config): \(result.stderr)")
+                #expect(result.stderr.split(separator: "\n").count <= 2, "\(result.stderr)")
+            }
+        }
+        #expect(w.server.totalRequests == 0)
+    }
+
+    @Test func theURLSessionClientRefusesTLSFilesInOneLine() async throws {
+        let w = try Workspace()
+        w.write("ca.pem", "not used\n")
+        w.write("job.json", #"{"kind": "entry", "id": "1", "url": "\#(w.base)/entries/{id}.json"}"#)
+        let result = try await runner(w, ["run", "--http", "urlsession", "--cacert", "ca.pem", "job.json"])
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("urlsession") && result.stderr.contains("--cacert"), "\(result.stderr)")
+        #expect(w.server.totalRequests == 0)
+    }
+}
