@@ -63,6 +63,7 @@ enum KindsCommand {
                     ("maxBytes", "int: largest payload accepted (default: 67108864)"),
                     ("output", "relative path of the payload (default: derived from the key)"),
                     ("checksum", "sha256:<hex>: the digest the stored payload must have (default: none)"),
+                    ("headers", "object of strings: request headers, to the job's origin only; {env:NAME} and {file:PATH} expand when sent"),
                 ]
                 for (name, help) in common { text += CommandSpec.row(name, help) }
                 for kind in kinds { text += "\n" + describe(kind) }
