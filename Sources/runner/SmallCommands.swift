@@ -38,12 +38,12 @@ enum KindsCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "kinds",
         summary: "List the job kinds this runner knows, with their parameters.",
-        usage: "[KIND] [--kinds DIR]",
+        usage: "[KIND] [--kinds DIR] [--config FILE]",
         arguments: [("KIND", "Show only this kind's parameters.")],
         options: KindOptions.options,
         positionals: (0, 1),
         run: { arguments in
-            guard let registry = KindOptions.registry(arguments) else { return 2 }
+            guard let registry = KindOptions.registry(arguments, checkingSecrets: false) else { return 2 }
             let kinds = registry.all
             var text = ""
             if let name = arguments.positionals.first {

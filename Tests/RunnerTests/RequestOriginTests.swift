@@ -124,3 +124,44 @@ struct RequestOriginTests {
         #expect(w.server.totalRequests == 0)
     }
 }
+
+/// The example config and jobs of Jobs/ and the README are valid as shipped.
+@Suite(.timeLimit(.minutes(1)))
+struct RequestExampleTests {
+    @Test func theExampleConfigAndJobsValidate() async throws {
+        let w = try Workspace()
+        let jobs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Jobs").standardized.path
+        // The example's CA lives on the user's machine: point it at one the test makes (any
+        // readable file passes the config check), and keep its kinds folder.
+        var config = try String(contentsOfFile: "\(jobs)/api-config.json", encoding: .utf8)
+        w.write("internal-ca.pem", "-----BEGIN CERTIFICATE-----\n")
+        config = config.replacingOccurrences(of: "/etc/ssl/acme/internal-ca.pem", with: "\(w.root)/internal-ca.pem")
+        config = config.replacingOccurrences(of: #""kinds": ["kinds"]"#, with: #""kinds": ["\#(jobs)/kinds"]"#)
+        w.write("api-config.json", config)
+        w.write("acme-token", "token\n")
+        let jobLines = try String(contentsOfFile: "\(jobs)/api-jobs.jsonl", encoding: .utf8)
+            .replacingOccurrences(of: "/run/secrets/acme-token", with: "\(w.root)/acme-token")
+        w.write("api-jobs.jsonl", jobLines)
+
+        let arguments = ["validate", "--config", "api-config.json", "api-jobs.jsonl"]
+        let valid = try await RunnerBinary.runExecutable(RunnerBinary.path, arguments, in: w.root, environment: ["ACME_API_KEY": "k"])
+        #expect(valid.status == 0, "\(valid.stderr)")
+        #expect(valid.stdout.contains("3 jobs, valid"), "\(valid.stdout)")
+        let kinds = try await RunnerBinary.runExecutable(RunnerBinary.path, ["kinds", "--config", "api-config.json"], in: w.root, environment: ["ACME_API_KEY": "k"])
+        #expect(kinds.stdout.contains("json-entry"), "the config's kinds folder is read: \(kinds.stdout)")
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: RunnerBinary.path)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: w.root)
+        process.environment = ProcessInfo.processInfo.environment.filter { $0.key != "ACME_API_KEY" }
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 2)
+        #expect(message.contains("ACME_API_KEY is not set"), "\(message)")
+    }
+}

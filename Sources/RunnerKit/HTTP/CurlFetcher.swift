@@ -60,6 +60,13 @@ public final class CurlFetcher: HTTPFetching {
         var hop = Hop(url: request.url, after: nil)
         for _ in 0...Self.maxRedirects {
             try Task.checkCancellation()
+            // An address written in the URL is judged here too: through a proxy, the socket
+            // libcurl opens goes to the proxy, which would then reach that address for us.
+            if let host = hop.url.host, let address = NetworkAddress(host),
+                let refusal = policy.refusal(host: host, address: address, after: hop.after)
+            {
+                throw HTTPError.refused(refusal.description)
+            }
             let settings = requests.settings(forHost: hop.url.host ?? "")
             let headers = try requests.headers(of: request, hop: hop.url, origin: origin, settings: settings)
             let tls = TLSFiles(
