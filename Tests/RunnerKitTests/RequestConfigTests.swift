@@ -19,8 +19,8 @@ struct RequestConfigTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("refs-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        FileManager.default.createFile(atPath: "\(folder)/key", contents: Data("abc\r\n".utf8))
-        FileManager.default.createFile(atPath: "\(folder)/two", contents: Data("a\nb".utf8))
+        _ = FileManager.default.createFile(atPath: "\(folder)/key", contents: Data("abc\r\n".utf8))
+        _ = FileManager.default.createFile(atPath: "\(folder)/two", contents: Data("a\nb".utf8))
         let key = try HeaderTemplate(name: "x-api-key", value: "{file:key}", folder: folder)
         #expect(try key.expand(environment: [:]) == "abc")
         #expect(key.references == ["{file:\(folder)/key}"])
@@ -75,7 +75,7 @@ struct RequestConfigTests {
             maxBytes: 1)
         func names(_ hop: String) throws -> [String] {
             let hopURL = try #require(URL(string: hop))
-            return try config.headers(of: request, hop: hopURL, origin: Origin(url), settings: config.settings(forHost: hopURL.host ?? ""))
+            return try config.headers(of: request, hop: hopURL, settings: config.settings(forHost: hopURL.host ?? ""))
                 .map { "\($0.name)=\($0.value)" }
         }
         #expect(try names("https://api.example.com/v2") == ["Accept=application/json", "Authorization=job", "x-api-key=job"])

@@ -56,7 +56,6 @@ public final class CurlFetcher: HTTPFetching {
     public var activeTaskCount: Int { multi.activeCount }
 
     public func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
-        let origin = Origin(request.url)
         var hop = Hop(url: request.url, after: nil)
         for _ in 0...Self.maxRedirects {
             try Task.checkCancellation()
@@ -68,7 +67,7 @@ public final class CurlFetcher: HTTPFetching {
                 throw HTTPError.refused(refusal.description)
             }
             let settings = requests.settings(forHost: hop.url.host ?? "")
-            let headers = try requests.headers(of: request, hop: hop.url, origin: origin, settings: settings)
+            let headers = try requests.headers(of: request, hop: hop.url, settings: settings)
             let tls = TLSFiles(
                 cacert: settings?.cacert ?? requests.cacert, cert: settings?.cert, key: settings?.key)
             let transfer = try CurlTransfer(

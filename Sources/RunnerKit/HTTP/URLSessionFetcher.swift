@@ -18,7 +18,7 @@ import Synchronization
 /// repeated header names, so lines are counted as distinct names.
 ///
 /// Headers stay with their origin: every redirect is a new request built here with the headers
-/// of its hop (see `RequestConfig.headers(of:hop:origin:settings:)`). TLS files (a CA bundle, a
+/// of its hop (see `RequestConfig.headers(of:hop:settings:)`). TLS files (a CA bundle, a
 /// client certificate) cannot be given to URLSession on Linux: `HTTPClientKind.make` refuses
 /// them for this client.
 public final class URLSessionFetcher: HTTPFetching {
@@ -100,7 +100,7 @@ extension URLSessionFetcher {
         var urlRequest = URLRequest(url: hop)
         urlRequest.httpMethod = "GET"
         let settings = requests.settings(forHost: hop.host ?? "")
-        for header in try requests.headers(of: request, hop: hop, origin: Origin(request.url), settings: settings) {
+        for header in try requests.headers(of: request, hop: hop, settings: settings) {
             urlRequest.setValue(header.value, forHTTPHeaderField: header.name)
         }
         return urlRequest

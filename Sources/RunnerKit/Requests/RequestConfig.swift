@@ -52,12 +52,12 @@ public struct RequestConfig: Sendable {
 
     /// The headers of one hop of `request` (the request itself, or a redirect): the request's
     /// own, the config's for the hop's host, and the request's origin-bound ones if the hop is
-    /// on `origin` (the request's); a later header replaces an earlier one of the same name.
+    /// on the request's origin; a later header replaces an earlier one of the same name.
     /// - Throws: `HTTPError.other` naming the header and the variable or file that would not expand.
     public func headers(
-        of request: HTTPRequest, hop: URL, origin: Origin, settings: HostSettings?
+        of request: HTTPRequest, hop: URL, settings: HostSettings?
     ) throws(HTTPError) -> [(name: String, value: String)] {
-        let sameOrigin = request.originHeaders.isEmpty ? false : Origin(hop) == origin
+        let sameOrigin = request.originHeaders.isEmpty ? false : hop == request.url || Origin(hop) == Origin(request.url)
         if (settings?.headers.isEmpty ?? true) && !sameOrigin { return request.headers }
         var headers = request.headers
         do {
