@@ -12,12 +12,13 @@ enum DemoCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "demo",
         summary: "Run the demo jobs (a built-in copy of Jobs/demo) against the built-in fixture server on loopback.",
-        usage: "[--jobs DIR] [--out DIR] [--concurrency N] [--http CLIENT] [--json]",
+        usage: "[--jobs DIR] [--out DIR] [--concurrency N] [--http CLIENT] [--config FILE] [--json]",
         options: [
             .init(name: "jobs", value: "DIR", help: "Folder of demo job files; their URLs start with \(placeholder). (default: the built-in copy of Jobs/demo)"),
             .init(name: "out", value: "DIR", help: "Output directory. (default: ./out)"),
             .init(name: "concurrency", value: "N", help: "Jobs running at once. (default: 8)"),
             EngineCommandOptions.http,
+            KindOptions.configOption,
             .init(name: "json", value: nil, help: "Print each job's result record as one JSON line."),
         ],
         run: { arguments in
