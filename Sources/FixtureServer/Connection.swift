@@ -35,7 +35,7 @@ struct Connection {
                 socket.drain(milliseconds: 500, stopFD: stopFD)
                 return
             }
-            core.record(path: request.path)
+            core.record(path: request.path, proxied: request.proxiedAuthority != nil)
             guard respond(to: request) else {
                 return
             }

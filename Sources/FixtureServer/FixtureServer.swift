@@ -79,6 +79,13 @@ public final class FixtureServer: Sendable {
         core.totalRequests
     }
 
+    /// How many of them came as a client sends them to a proxy: with an absolute-form target
+    /// ("GET http://example.test/data.json HTTP/1.1"), served by their path as any other. A client
+    /// told to use this server as its HTTP proxy (`http_proxy`) sends its requests so.
+    public var proxiedRequests: Int {
+        core.proxiedRequests
+    }
+
     /// How many client connections are open now.
     public var openConnections: Int {
         core.openConnections

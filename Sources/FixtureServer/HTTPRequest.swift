@@ -4,9 +4,13 @@ import Foundation
 /// consumed and discarded by the connection.
 struct HTTPRequest {
     var method: String
-    /// The request target as sent, such as "/images/png.png?delay=100".
+    /// The request target as sent, such as "/images/png.png?delay=100", or in absolute form
+    /// "http://example.test/images/png.png" when the client takes this server for a proxy.
     var target: String
-    /// The target without its query, not percent-decoded.
+    /// The authority of an absolute-form target ("example.test:8080"), nil for an origin-form one.
+    var proxiedAuthority: String?
+    /// The target's path without its query (from an absolute-form target, the part after the
+    /// authority, "/" when empty), not percent-decoded.
     var path: String
     /// The query parameters, percent-decoded; the last of repeated names wins.
     var query: [String: String]
@@ -51,10 +55,11 @@ struct HTTPRequest {
             throw ParseError(status: 400, message: "empty request")
         }
         let parts = requestLine.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(\.isLetter), parts[1].hasPrefix("/")
-        else {
+        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(\.isLetter), !parts[1].isEmpty else {
             throw ParseError(status: 400, message: "malformed request line")
         }
+        let target = String(parts[1])
+        let (authority, originForm) = try splitAbsoluteForm(target)
         let minorVersion: Int
         switch parts[2] {
         case "HTTP/1.1": minorVersion = 1
@@ -75,10 +80,9 @@ struct HTTPRequest {
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             headers.append((name.lowercased(), value))
         }
-        let target = String(parts[1])
-        let (path, query) = splitTarget(target)
+        let (path, query) = splitTarget(originForm)
         return HTTPRequest(
-            method: String(parts[0]), target: target, path: path, query: query,
+            method: String(parts[0]), target: target, proxiedAuthority: authority, path: path, query: query,
             minorVersion: minorVersion, headers: headers)
     }
 
@@ -98,6 +102,26 @@ struct HTTPRequest {
             throw ParseError(status: 400, message: "invalid Content-Length")
         }
         return length
+    }
+
+    /// An origin-form target ("/path?query") as it is, or an absolute-form one (RFC 9112 section
+    /// 3.2.2: "http://authority/path?query", or https) split into its authority and the origin form
+    /// of the rest. Other forms (authority-form for CONNECT, "*") are refused.
+    private static func splitAbsoluteForm(_ target: String) throws(ParseError) -> (authority: String?, originForm: String) {
+        if target.hasPrefix("/") {
+            return (nil, target)
+        }
+        guard let scheme = ["http://", "https://"].first(where: { target.lowercased().hasPrefix($0) }) else {
+            throw ParseError(status: 400, message: "malformed request line")
+        }
+        let rest = target.dropFirst(scheme.count)
+        let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        let authority = String(rest[..<end])
+        guard !authority.isEmpty, !authority.contains(where: { $0 == "@" || $0.isWhitespace }) else {
+            throw ParseError(status: 400, message: "malformed request line")
+        }
+        let originForm = String(rest[end...])
+        return (authority, originForm.hasPrefix("/") ? originForm : "/" + originForm)
     }
 
     private static func splitTarget(_ target: String) -> (path: String, query: [String: String]) {

@@ -28,6 +28,7 @@ final class ServerCore: Sendable {
         var connections: Set<Int32> = []
         var requestsByPath: [String: Int] = [:]
         var totalRequests = 0
+        var proxiedRequests = 0
     }
 
     private enum Phase {
@@ -131,10 +132,13 @@ final class ServerCore: Sendable {
         return host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
     }
 
-    func record(path: String) {
+    func record(path: String, proxied: Bool) {
         state.withLock { state in
             state.requestsByPath[path, default: 0] += 1
             state.totalRequests += 1
+            if proxied {
+                state.proxiedRequests += 1
+            }
         }
     }
 
@@ -144,6 +148,10 @@ final class ServerCore: Sendable {
 
     var totalRequests: Int {
         state.withLock { $0.totalRequests }
+    }
+
+    var proxiedRequests: Int {
+        state.withLock { $0.proxiedRequests }
     }
 
     var openConnections: Int {
