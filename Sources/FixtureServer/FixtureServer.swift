@@ -86,6 +86,13 @@ public final class FixtureServer: Sendable {
         core.proxiedRequests
     }
 
+    /// How many CONNECT tunnels it opened, as an HTTPS proxy does for a client told to use it
+    /// (`https_proxy`): to loopback addresses only (127.0.0.1, ::1, localhost), and only while
+    /// the server runs.
+    public var tunnels: Int {
+        core.tunnels
+    }
+
     /// How many client connections are open now.
     public var openConnections: Int {
         core.openConnections

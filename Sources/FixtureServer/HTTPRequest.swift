@@ -9,6 +9,9 @@ struct HTTPRequest {
     var target: String
     /// The authority of an absolute-form target ("example.test:8080"), nil for an origin-form one.
     var proxiedAuthority: String?
+    /// The authority a CONNECT asks a tunnel to ("localhost:8443", authority-form); nil for any
+    /// other method. Its path is empty.
+    var tunnelAuthority: String?
     /// The target's path without its query (from an absolute-form target, the part after the
     /// authority, "/" when empty), not percent-decoded.
     var path: String
@@ -59,7 +62,9 @@ struct HTTPRequest {
             throw ParseError(status: 400, message: "malformed request line")
         }
         let target = String(parts[1])
-        let (authority, originForm) = try splitAbsoluteForm(target)
+        let isConnect = parts[0] == "CONNECT"
+        let (authority, originForm) = isConnect ? (nil, "") : try splitAbsoluteForm(target)
+        let tunnelAuthority = isConnect ? try Self.tunnelAuthority(target) : nil
         let minorVersion: Int
         switch parts[2] {
         case "HTTP/1.1": minorVersion = 1
@@ -82,8 +87,8 @@ struct HTTPRequest {
         }
         let (path, query) = splitTarget(originForm)
         return HTTPRequest(
-            method: String(parts[0]), target: target, proxiedAuthority: authority, path: path, query: query,
-            minorVersion: minorVersion, headers: headers)
+            method: String(parts[0]), target: target, proxiedAuthority: authority, tunnelAuthority: tunnelAuthority,
+            path: path, query: query, minorVersion: minorVersion, headers: headers)
     }
 
     /// The length of the body that follows the head: 0 without Content-Length.
@@ -122,6 +127,16 @@ struct HTTPRequest {
         }
         let originForm = String(rest[end...])
         return (authority, originForm.hasPrefix("/") ? originForm : "/" + originForm)
+    }
+
+    /// A CONNECT's target, which must be in authority form: "host:port", an IPv6 host in brackets.
+    private static func tunnelAuthority(_ target: String) throws(ParseError) -> String {
+        guard let colon = target.lastIndex(of: ":"), let port = UInt16(target[target.index(after: colon)...]), port > 0,
+            colon != target.startIndex, !target.contains(where: { "/?@#".contains($0) || $0.isWhitespace })
+        else {
+            throw ParseError(status: 400, message: "malformed request line")
+        }
+        return target
     }
 
     private static func splitTarget(_ target: String) -> (path: String, query: [String: String]) {

@@ -29,6 +29,7 @@ final class ServerCore: Sendable {
         var requestsByPath: [String: Int] = [:]
         var totalRequests = 0
         var proxiedRequests = 0
+        var tunnels = 0
     }
 
     private enum Phase {
@@ -152,6 +153,14 @@ final class ServerCore: Sendable {
 
     var proxiedRequests: Int {
         state.withLock { $0.proxiedRequests }
+    }
+
+    func recordTunnel() {
+        state.withLock { $0.tunnels += 1 }
+    }
+
+    var tunnels: Int {
+        state.withLock { $0.tunnels }
     }
 
     var openConnections: Int {
