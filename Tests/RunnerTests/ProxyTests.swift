@@ -7,8 +7,9 @@ import Testing
 /// Proxies come from the usual environment variables, as libcurl reads them: a job whose URL
 /// names a port where nothing listens succeeds when `http_proxy` names the fixture server, which
 /// counts the request as a proxied one (it arrives in absolute form, RFC 9112 section 3.2.2);
-/// `no_proxy` sends it straight to its host again. The job's host is `localhost`, which resolves
-/// from /etc/hosts: no name lookup leaves the machine.
+/// `no_proxy` sends it straight to its host again. With `https_proxy`, an https job reaches nginx
+/// through the fixture server's CONNECT tunnel, and nginx's certificate is verified all the same.
+/// The jobs' host is `localhost`, which resolves from /etc/hosts: no name lookup leaves the machine.
 @Suite(.timeLimit(.minutes(1)))
 struct ProxyTests {
     @Test(arguments: ["curl", "urlsession"])
@@ -44,6 +45,35 @@ struct ProxyTests {
         #expect(try w.status("straight") == "failed")
         #expect(w.server.totalRequests == 0, "no_proxy kept the request away from the proxy")
     }
+
+    // MARK: - https_proxy: a CONNECT tunnel to nginx
+
+    @Test(arguments: ["curl", "urlsession"])
+    func anHTTPSJobGoesThroughTheTunnelThatHttpsProxyNamesAndTLSIsStillVerifiedEndToEnd(http: String) async throws {
+        let t = try TLSWorld()
+        t.w.write("job.json", t.job(key: "tunnelled"))
+        let result = try await t.run(["run", "job.json", "--http", http], environment: ["https_proxy": t.w.base, "no_proxy": "", "NO_PROXY": ""])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        let record = try t.w.record("tunnelled")
+        #expect(record["status"] == .string("failed"))
+        #expect(record["error"]?.stringValue?.lowercased().contains("certificate") == true, "nginx's certificate, seen through the tunnel: \(record)")
+        #expect(t.w.server.tunnels == 1, "the connection went through the proxy")
+        #expect(t.nginx.accessLog().isEmpty)
+    }
+
+    @Test func anHTTPSJobWithTheCASucceedsThroughTheTunnel() async throws {
+        let t = try TLSWorld()
+        t.w.write("job.json", t.job(key: "tunnelled"))
+        let result = try await t.run(
+            ["run", "job.json", "--http", "curl", "--cacert", "pki/ca.pem"], environment: ["https_proxy": t.w.base, "no_proxy": "", "NO_PROXY": ""])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(try t.w.status("tunnelled") == "succeeded")
+        #expect(try t.payload(of: "tunnelled") == Array(TLSWorld.entryJSON.utf8))
+        #expect(t.w.server.tunnels == 1)
+        #expect(t.nginx.accessLog().count == 1, "\(t.nginx.accessLog())")
+    }
+
+    // MARK: - Support
 
     /// Runs the runner with `http_proxy` set to `proxy` (unset: empty) and `no_proxy` to
     /// `noProxy`, whatever the machine's environment holds.
