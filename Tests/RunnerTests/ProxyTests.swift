@@ -35,6 +35,19 @@ struct ProxyTests {
         #expect(w.server.requestCount(path: "/entries/imgly.A.1.json") == 1)
     }
 
+    /// A host that cannot resolve (`.invalid`, RFC 6761): only the proxy can have answered. libcurl
+    /// hands the name to the proxy and looks up nothing but the proxy's address. Not run on
+    /// URLSession: its address check looks the job's host up before the request, which for this
+    /// name would send a DNS query off the machine.
+    @Test func onCurlAJobsHostIsNotLookedUpBehindTheProxy() async throws {
+        let w = try Workspace()
+        w.write("job.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "unresolvable", "url": "http://runner-proxy-test.invalid/entries/{id}.json"}"#)
+        let result = try await run(w, ["run", "job.json", "--http", "curl"], proxy: w.base)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        #expect(try w.status("unresolvable") == "succeeded")
+        #expect(w.server.proxiedRequests == 1)
+    }
+
     @Test(arguments: ["curl", "urlsession"])
     func noProxyNamesTheHostsThatGoStraight(http: String) async throws {
         let w = try Workspace()
