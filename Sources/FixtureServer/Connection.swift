@@ -1,6 +1,7 @@
 /// Serves one client connection on its own thread: reads requests one after another (keep-alive,
 /// pipelining), answers each through `FixtureRoutes` and `FaultOptions`, and returns when the
-/// connection should close. The server closes the socket afterwards.
+/// connection should close. A CONNECT turns the connection into a `Tunnel` for the rest of its
+/// life. The server closes the socket afterwards.
 struct Connection {
     let socket: Socket
     let core: ServerCore
@@ -35,7 +36,11 @@ struct Connection {
                 socket.drain(milliseconds: 500, stopFD: stopFD)
                 return
             }
-            core.record(path: request.path, header: request.header)
+            core.record(path: request.path, proxied: request.proxiedAuthority != nil, header: request.header)
+            if let authority = request.tunnelAuthority {
+                openTunnel(to: authority)
+                return
+            }
             guard respond(to: request) else {
                 return
             }
@@ -137,6 +142,22 @@ struct Connection {
         let response = faults.apply(to: resource) { FixtureRoutes.evaluateConditional($0, request: request) }
         let keepAlive = request.keepAlive && !faults.close && faults.truncate == nil
         return write(response, isHead: request.method == "HEAD", faults: faults, keepAlive: keepAlive)
+    }
+
+    /// Answers a CONNECT: 200 and then the tunnel's bytes both ways until either end closes, or
+    /// the reason there is no tunnel. The connection ends with the tunnel.
+    private mutating func openTunnel(to authority: String) {
+        switch Tunnel.open(to: authority) {
+        case .failure(let refusal):
+            write(.text(refusal.status, refusal.message), isHead: false, faults: nil, keepAlive: false)
+        case .success(let tunnel):
+            defer { tunnel.close() }
+            guard socket.send("HTTP/1.1 200 Connection Established\r\n\r\n") else { return }
+            core.recordTunnel()
+            let pending = buffer
+            buffer.removeAll()
+            tunnel.relay(client: socket, pending: pending, stopFD: stopFD)
+        }
     }
 
     /// Writes a response, applying the body faults (chunked, truncate, trickle); returns whether

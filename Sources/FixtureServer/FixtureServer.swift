@@ -90,6 +90,20 @@ public final class FixtureServer: Sendable {
         core.totalRequests
     }
 
+    /// How many of them came as a client sends them to a proxy: with an absolute-form target
+    /// ("GET http://example.test/data.json HTTP/1.1"), served by their path as any other. A client
+    /// told to use this server as its HTTP proxy (`http_proxy`) sends its requests so.
+    public var proxiedRequests: Int {
+        core.proxiedRequests
+    }
+
+    /// How many CONNECT tunnels it opened, as an HTTPS proxy does for a client told to use it
+    /// (`https_proxy`): to loopback addresses only (127.0.0.1, ::1, localhost), and only while
+    /// the server runs.
+    public var tunnels: Int {
+        core.tunnels
+    }
+
     /// How many client connections are open now.
     public var openConnections: Int {
         core.openConnections

@@ -4,9 +4,16 @@ import Foundation
 /// consumed and discarded by the connection.
 struct HTTPRequest {
     var method: String
-    /// The request target as sent, such as "/images/png.png?delay=100".
+    /// The request target as sent, such as "/images/png.png?delay=100", or in absolute form
+    /// "http://example.test/images/png.png" when the client takes this server for a proxy.
     var target: String
-    /// The target without its query, not percent-decoded.
+    /// The authority of an absolute-form target ("example.test:8080"), nil for an origin-form one.
+    var proxiedAuthority: String?
+    /// The authority a CONNECT asks a tunnel to ("localhost:8443", authority-form); nil for any
+    /// other method. Its path is empty.
+    var tunnelAuthority: String?
+    /// The target's path without its query (from an absolute-form target, the part after the
+    /// authority, "/" when empty), not percent-decoded.
     var path: String
     /// The query parameters, percent-decoded; the last of repeated names wins.
     var query: [String: String]
@@ -51,10 +58,13 @@ struct HTTPRequest {
             throw ParseError(status: 400, message: "empty request")
         }
         let parts = requestLine.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(\.isLetter), parts[1].hasPrefix("/")
-        else {
+        guard parts.count == 3, !parts[0].isEmpty, parts[0].allSatisfy(\.isLetter), !parts[1].isEmpty else {
             throw ParseError(status: 400, message: "malformed request line")
         }
+        let target = String(parts[1])
+        let isConnect = parts[0] == "CONNECT"
+        let (authority, originForm) = isConnect ? (nil, "") : try splitAbsoluteForm(target)
+        let tunnelAuthority = isConnect ? try Self.tunnelAuthority(target) : nil
         let minorVersion: Int
         switch parts[2] {
         case "HTTP/1.1": minorVersion = 1
@@ -75,11 +85,10 @@ struct HTTPRequest {
             let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             headers.append((name.lowercased(), value))
         }
-        let target = String(parts[1])
-        let (path, query) = splitTarget(target)
+        let (path, query) = splitTarget(originForm)
         return HTTPRequest(
-            method: String(parts[0]), target: target, path: path, query: query,
-            minorVersion: minorVersion, headers: headers)
+            method: String(parts[0]), target: target, proxiedAuthority: authority, tunnelAuthority: tunnelAuthority,
+            path: path, query: query, minorVersion: minorVersion, headers: headers)
     }
 
     /// The length of the body that follows the head: 0 without Content-Length.
@@ -98,6 +107,36 @@ struct HTTPRequest {
             throw ParseError(status: 400, message: "invalid Content-Length")
         }
         return length
+    }
+
+    /// An origin-form target ("/path?query") as it is, or an absolute-form one (RFC 9112 section
+    /// 3.2.2: "http://authority/path?query", or https) split into its authority and the origin form
+    /// of the rest. Other forms (authority-form for CONNECT, "*") are refused.
+    private static func splitAbsoluteForm(_ target: String) throws(ParseError) -> (authority: String?, originForm: String) {
+        if target.hasPrefix("/") {
+            return (nil, target)
+        }
+        guard let scheme = ["http://", "https://"].first(where: { target.lowercased().hasPrefix($0) }) else {
+            throw ParseError(status: 400, message: "malformed request line")
+        }
+        let rest = target.dropFirst(scheme.count)
+        let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        let authority = String(rest[..<end])
+        guard !authority.isEmpty, !authority.contains(where: { $0 == "@" || $0.isWhitespace }) else {
+            throw ParseError(status: 400, message: "malformed request line")
+        }
+        let originForm = String(rest[end...])
+        return (authority, originForm.hasPrefix("/") ? originForm : "/" + originForm)
+    }
+
+    /// A CONNECT's target, which must be in authority form: "host:port", an IPv6 host in brackets.
+    private static func tunnelAuthority(_ target: String) throws(ParseError) -> String {
+        guard let colon = target.lastIndex(of: ":"), let port = UInt16(target[target.index(after: colon)...]), port > 0,
+            colon != target.startIndex, !target.contains(where: { "/?@#".contains($0) || $0.isWhitespace })
+        else {
+            throw ParseError(status: 400, message: "malformed request line")
+        }
+        return target
     }
 
     private static func splitTarget(_ target: String) -> (path: String, query: [String: String]) {

@@ -28,6 +28,8 @@ final class ServerCore: Sendable {
         var connections: Set<Int32> = []
         var requestsByPath: [String: Int] = [:]
         var totalRequests = 0
+        var proxiedRequests = 0
+        var tunnels = 0
         /// The header recorded (`recordHeader(named:)`), and the values it arrived with, in order.
         var recordedHeader: String?
         var recordedValues: [(path: String, value: String?)] = []
@@ -134,10 +136,13 @@ final class ServerCore: Sendable {
         return host.contains(":") ? "http://[\(host)]:\(port)" : "http://\(host):\(port)"
     }
 
-    func record(path: String, header: (String) -> String? = { _ in nil }) {
+    func record(path: String, proxied: Bool, header: (String) -> String? = { _ in nil }) {
         state.withLock { state in
             state.requestsByPath[path, default: 0] += 1
             state.totalRequests += 1
+            if proxied {
+                state.proxiedRequests += 1
+            }
             if let name = state.recordedHeader { state.recordedValues.append((path, header(name))) }
         }
     }
@@ -156,6 +161,18 @@ final class ServerCore: Sendable {
 
     var totalRequests: Int {
         state.withLock { $0.totalRequests }
+    }
+
+    var proxiedRequests: Int {
+        state.withLock { $0.proxiedRequests }
+    }
+
+    func recordTunnel() {
+        state.withLock { $0.tunnels += 1 }
+    }
+
+    var tunnels: Int {
+        state.withLock { $0.tunnels }
     }
 
     var openConnections: Int {

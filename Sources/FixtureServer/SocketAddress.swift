@@ -1,6 +1,6 @@
 import Glibc
 
-/// An IPv4 or IPv6 address and port to listen on.
+/// An IPv4 or IPv6 address and port to listen on (or, for a tunnel, to connect to).
 struct SocketAddress: CustomStringConvertible {
     private enum Storage {
         case v4(sockaddr_in)
@@ -50,6 +50,24 @@ struct SocketAddress: CustomStringConvertible {
             withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                     Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
+            }
+        }
+    }
+
+    /// connect(2) on `fd`, blocking; returns its result.
+    func connect(_ fd: Int32) -> Int32 {
+        switch storage {
+        case .v4(var address):
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+        case .v6(var address):
+            withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
                 }
             }
         }

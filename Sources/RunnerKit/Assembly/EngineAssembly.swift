@@ -13,14 +13,15 @@ public struct EngineAssembly: Sendable {
     public init(options: EngineOptions, registry: KindRegistry, monitor: (any ConnectivityMonitoring)? = nil) throws {
         self.options = options
         self.registry = registry
+        // The client first: one that refuses an option must leave no output directory behind.
+        http = try options.http.make(
+            maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost),
+            policy: options.policy, requests: options.requests)
         do {
             store = try OutputStore(root: options.out)
         } catch {
             throw AssemblyError("cannot use the output directory '\(options.out)': \(error)")
         }
-        http = try options.http.make(
-            maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost),
-            policy: options.policy, requests: options.requests)
         self.monitor = monitor ?? Self.standardMonitor()
     }
 

@@ -361,8 +361,13 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
                 "URLSession on Linux cannot fetch a URL with an IPv6 address literal ([\(host)]); use a host name that resolves to that address")
         case .badURL:
             return HTTPError.other("the HTTP client refused the URL '\(url.absoluteString)' as malformed")
+        case .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
+            .serverCertificateHasUnknownRoot, .clientCertificateRejected, .clientCertificateRequired, .secureConnectionFailed:
+            return HTTPError.other("TLS with \(host) failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))")
         default:
-            return HTTPError.other("the HTTP transfer failed (URLError \(urlError.code.rawValue))")
+            // URLSession on Linux files many of libcurl's failures (a certificate that does not
+            // verify among them) under one code; libcurl's own words say which.
+            return HTTPError.other("the HTTP transfer failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))")
         }
     }
 

@@ -66,8 +66,8 @@ extension RequestConfig {
                     } catch {
                         throw FileError(path, "hosts", error.description)
                     }
-                    if case .network = pattern {
-                        throw FileError(path, "hosts", "'\(key)': use a host name or '*.suffix' (hosts are matched by the URL's host)")
+                    if case .network = pattern, key.contains("/") {
+                        throw FileError(path, "hosts", "'\(key)': use a host name, '*.suffix' or an address (hosts are matched by the URL's host, not by network)")
                     }
                     hosts.append(
                         (pattern, try Self.hostSettings(entry, field: "hosts.\(key)", path: path, folder: folder, environment: checkingSecrets ? environment : nil)))
