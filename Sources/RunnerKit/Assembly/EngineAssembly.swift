@@ -18,8 +18,10 @@ public struct EngineAssembly: Sendable {
         } catch {
             throw AssemblyError("cannot use the output directory '\(options.out)': \(error)")
         }
+        // curl's per-host connection cap must let through the largest per-host cap configured.
+        let perHost = options.requests.hosts.compactMap(\.settings.perHost).reduce(options.perHost, max)
         http = try options.http.make(
-            maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost),
+            maxConnectionsPerHost: perHost, maxConnections: max(options.concurrency, perHost),
             policy: options.policy)
         self.monitor = monitor ?? Self.standardMonitor()
     }
@@ -30,7 +32,7 @@ public struct EngineAssembly: Sendable {
         JobEngine.Configuration(
             store: store, http: http, monitor: monitor, clock: ContinuousClock(), deadlines: DeadlineTimer.shared,
             registry: registry, limits: options.limits, concurrency: options.concurrency, runLog: runLog, perHost: options.perHost,
-            keyLock: keyLock)
+            keyLock: keyLock, requests: options.requests)
     }
 
     /// The connectivity monitor of a process: on Linux, the kernel's routing netlink.
