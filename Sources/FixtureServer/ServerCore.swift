@@ -28,7 +28,12 @@ final class ServerCore: Sendable {
         var connections: Set<Int32> = []
         var requestsByPath: [String: Int] = [:]
         var totalRequests = 0
+        /// When each request arrived, oldest first (the first `maxArrivals`).
+        var arrivals: [(path: String, at: ContinuousClock.Instant)] = []
     }
+
+    /// Arrivals kept: enough for any pacing test, bounded for the scale tests.
+    static let maxArrivals = 100_000
 
     private enum Phase {
         case idle, running, stopped
@@ -132,10 +137,16 @@ final class ServerCore: Sendable {
     }
 
     func record(path: String) {
+        let now = ContinuousClock.now
         state.withLock { state in
             state.requestsByPath[path, default: 0] += 1
             state.totalRequests += 1
+            if state.arrivals.count < Self.maxArrivals { state.arrivals.append((path, now)) }
         }
+    }
+
+    func arrivals(pathPrefix: String) -> [ContinuousClock.Instant] {
+        state.withLock { $0.arrivals.filter { $0.path.hasPrefix(pathPrefix) }.map(\.at) }
     }
 
     func requestCount(path: String) -> Int {
