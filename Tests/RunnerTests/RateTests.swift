@@ -109,4 +109,32 @@ struct RateTests {
         #expect(pause >= .milliseconds(1950) && pause < .seconds(5), "the next job of the host waited out Retry-After: 2: \(pause)")
         #expect(arrivals[1].duration(to: arrivals[3]) < .seconds(1), "after the pause the host is not paced: \(arrivals)")
     }
+
+    @Test(arguments: ["0", "-1", "abc", "1e3", "inf", "nan", "", "5/s", "1001"])
+    func aRateThatIsNotAPositiveNumberIsAUsageError(value: String) async throws {
+        let w = try Workspace()
+        w.write("jobs.jsonl", imageJobs(w, 1, prefix: "x"))
+        for command in ["run", "watch"] {
+            let arguments = command == "run" ? ["run", "jobs.jsonl", "--rate", value] : ["watch", "--spool", "spool", "--rate", value]
+            let result = try await w.run(arguments)
+            #expect(result.status == 2, "\(command) --rate '\(value)': \(result.stderr)")
+            #expect(result.stderr.hasPrefix("Error: --rate must be a number of requests per second above 0 and at most 1000"), "\(result.stderr)")
+            #expect(result.stderr.contains("\nUsage: runner \(command) "), "\(result.stderr)")
+        }
+        #expect(w.server.totalRequests == 0)
+    }
+
+    @Test func aRateMayBeADecimalAndIsListedInTheHelp() async throws {
+        let w = try Workspace()
+        w.write("jobs.jsonl", imageJobs(w, 2, prefix: "half"))
+        let run = try await w.run(["run", "jobs.jsonl", "--rate", "2.5", "--json"])
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let arrivals = w.server.arrivals(pathPrefix: "/images/").sorted()
+        #expect(arrivals.count == 2)
+        if arrivals.count == 2 { #expect(arrivals[0].duration(to: arrivals[1]) >= .milliseconds(350), "2.5 per second: 400 ms apart") }
+        for command in ["run", "watch"] {
+            let help = try await w.run([command, "--help"])
+            #expect(help.stdout.contains("--rate N"), "\(help.stdout)")
+        }
+    }
 }
