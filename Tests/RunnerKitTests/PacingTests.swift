@@ -147,6 +147,17 @@ struct HostPacerTests {
         }
         return condition()
     }
+
+    @Test func aHostsOwnPerHostOverridesTheDefaultCap() async throws {
+        let hosts = HostLimiter(limit: 8, requests: try config(hosts: [("*.slow.test", HostSettings(perHost: 2)), ("big.test", HostSettings(perHost: 20))]))
+        #expect(hosts.limiter(for: "API.Slow.test").limit == 2)
+        #expect(hosts.limiter(for: "big.test").limit == 20)
+        #expect(hosts.limiter(for: "other.test").limit == 8)
+        let slow = hosts.limiter(for: "api.slow.test")
+        try await slow.acquire()
+        try await slow.acquire()
+        #expect(slow.available == 0, "two slots, and no more")
+    }
 }
 
 // MARK: - The engine through the pacer
@@ -263,6 +274,7 @@ struct EnginePacingTests {
         let engine = try engine(RequestConfig())
         let run = Task { await engine.run(job(url, key: "down", retries: 1, timeout: .seconds(60))) }
         await http.waitForRequests(1)
+        #expect(await waitUntil { engine.pacer.pauseLeft(host: "busy.test") == .seconds(4) }, "the 503 paused its host")
         let waiting = Task { await engine.run(job("http://busy.test/second", key: "second")) }
         #expect(await clock.nextSleep(within: .seconds(10)) == .seconds(4))
         try await Task.sleep(for: .milliseconds(50))
