@@ -190,8 +190,9 @@ public final class HostPacer: Sendable {
     /// Holds every request to `host` back for `duration` (at most `pauseCap`) from now, for
     /// every job of the process: waiting ones included. A pause never shortens an earlier one.
     public func pause(host: String, for duration: Duration) {
+        guard duration > .zero else { return }
         let name = host.lowercased()
-        let until = timeline.now + min(max(duration, .zero), pauseCap)
+        let until = timeline.now + min(duration, pauseCap)
         state.withLock { state in
             var entry = state.hosts[name] ?? makeHost(name)
             entry.pausedUntil = max(entry.pausedUntil, until)
