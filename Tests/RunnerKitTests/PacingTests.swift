@@ -158,6 +158,15 @@ struct HostPacerTests {
         try await slow.acquire()
         #expect(slow.available == 0, "two slots, and no more")
     }
+
+    @Test func theClientsConnectionCapLetsTheLargestPerHostThrough() throws {
+        var options = EngineOptions(perHost: 8)
+        #expect(EngineAssembly.connectionsPerHost(options) == 8)
+        options.requests = try config(hosts: [("a.test", HostSettings(perHost: 2)), ("b.test", HostSettings(perHost: 20))])
+        #expect(EngineAssembly.connectionsPerHost(options) == 20)
+        options.perHost = 32
+        #expect(EngineAssembly.connectionsPerHost(options) == 32)
+    }
 }
 
 // MARK: - The engine through the pacer

@@ -18,12 +18,17 @@ public struct EngineAssembly: Sendable {
         } catch {
             throw AssemblyError("cannot use the output directory '\(options.out)': \(error)")
         }
-        // curl's per-host connection cap must let through the largest per-host cap configured.
-        let perHost = options.requests.hosts.compactMap(\.settings.perHost).reduce(options.perHost, max)
+        let perHost = Self.connectionsPerHost(options)
         http = try options.http.make(
             maxConnectionsPerHost: perHost, maxConnections: max(options.concurrency, perHost),
             policy: options.policy)
         self.monitor = monitor ?? Self.standardMonitor()
+    }
+
+    /// Connections the HTTP client may open to one host: `--per-host`, or the largest `perHost`
+    /// of the config's hosts when that is larger (the client's cap must let every slot through).
+    public static func connectionsPerHost(_ options: EngineOptions) -> Int {
+        options.requests.hosts.compactMap(\.settings.perHost).reduce(options.perHost, max)
     }
 
     /// The engine's configuration; `runLog` and `keyLock` are the caller's (a run's log, the
