@@ -74,6 +74,13 @@ public final class FixtureServer: Sendable {
         core.requestCount(path: path)
     }
 
+    /// When each request whose path (without query) starts with `pathPrefix` arrived, on the
+    /// monotonic clock, oldest first: the server's own view of a client's pace. Only the first
+    /// 100,000 requests of a server are kept.
+    public func arrivals(pathPrefix: String = "/") -> [ContinuousClock.Instant] {
+        core.arrivals(pathPrefix: pathPrefix)
+    }
+
     /// How many requests arrived in all.
     /// From now on, notes the value of the header `name` of every request (nil when absent):
     /// how a test sees what was sent without the response (and so the payload) holding it.

@@ -33,7 +33,12 @@ final class ServerCore: Sendable {
         /// The header recorded (`recordHeader(named:)`), and the values it arrived with, in order.
         var recordedHeader: String?
         var recordedValues: [(path: String, value: String?)] = []
+        /// When each request arrived, oldest first (the first `maxArrivals`).
+        var arrivals: [(path: String, at: ContinuousClock.Instant)] = []
     }
+
+    /// Arrivals kept: enough for any pacing test, bounded for the scale tests.
+    static let maxArrivals = 100_000
 
     private enum Phase {
         case idle, running, stopped
@@ -137,12 +142,14 @@ final class ServerCore: Sendable {
     }
 
     func record(path: String, proxied: Bool, header: (String) -> String? = { _ in nil }) {
+        let now = ContinuousClock.now
         state.withLock { state in
             state.requestsByPath[path, default: 0] += 1
             state.totalRequests += 1
             if proxied {
                 state.proxiedRequests += 1
             }
+            if state.arrivals.count < Self.maxArrivals { state.arrivals.append((path, now)) }
             if let name = state.recordedHeader { state.recordedValues.append((path, header(name))) }
         }
     }
@@ -153,6 +160,10 @@ final class ServerCore: Sendable {
 
     var recordedHeaderValues: [(path: String, value: String?)] {
         state.withLock { $0.recordedValues }
+    }
+
+    func arrivals(pathPrefix: String) -> [ContinuousClock.Instant] {
+        state.withLock { $0.arrivals.filter { $0.path.hasPrefix(pathPrefix) }.map(\.at) }
     }
 
     func requestCount(path: String) -> Int {

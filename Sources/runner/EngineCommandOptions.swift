@@ -16,11 +16,12 @@ enum EngineCommandOptions {
         .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
         .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
         .init(name: "per-host", value: "N", help: "Jobs talking to one host at once. (default: 8)"),
+        .init(name: "rate", value: "N", help: "Requests per second to any one host, evenly spaced (e.g. 0.5 or 10); a host's rate in the config overrides it. (default: unpaced)"),
         http,
         .init(name: "cacert", value: "FILE", help: "Verify servers' certificates with this CA bundle (PEM) instead of the system's, for hosts without a cacert of their own in the config."),
     ] + TrustOptions.specs
 
-    static let usage = "[--kinds DIR]… [--config FILE] [--out DIR] [--concurrency N] [--per-host N] [--http CLIENT] [--cacert FILE] [--allow-host PATTERN]… [--deny-private] [--max-bytes N] [--max-timeout SECONDS] [--max-retries N]"
+    static let usage = "[--kinds DIR]… [--config FILE] [--out DIR] [--concurrency N] [--per-host N] [--rate N] [--http CLIENT] [--cacert FILE] [--allow-host PATTERN]… [--deny-private] [--max-bytes N] [--max-timeout SECONDS] [--max-retries N]"
 
     static func parse(_ arguments: ParsedArguments) throws(UsageError) -> EngineOptions {
         var options = EngineOptions()
@@ -34,10 +35,27 @@ enum EngineCommandOptions {
             }
             options.requests.cacert = cacert
         }
+        // Only the rate: the rest of `requests` (a config file's) is not this option's.
+        if let rate = try rate(arguments.value("rate")) { options.requests.rate = rate }
         let trust = try TrustOptions(arguments)
         options.policy = trust.policy
         options.limits = trust.limits
         return options
+    }
+
+    /// The highest `--rate` taken: a thousand requests a second to one host is already more
+    /// than pacing is for.
+    static let maxRate = 1000.0
+
+    /// `--rate N`: a positive number of requests per second, decimals allowed.
+    static func rate(_ text: String?) throws(UsageError) -> Double? {
+        guard let text else { return nil }
+        guard let value = Double(text), value.isFinite, value > 0, value <= maxRate,
+            text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") })
+        else {
+            throw UsageError("--rate must be a number of requests per second above 0 and at most \(Int(maxRate)) (e.g. 0.5 or 10), not '\(text)'")
+        }
+        return value
     }
 
     /// The client `--http` names, else `$RUNNER_HTTP`, else the standard one.

@@ -142,7 +142,7 @@ enum RunCommand {
         if interrupted { runTask.cancel() }
         let summary = await runTask.value
         let received = signal.stop()
-        reporter.printSummary(summary, store: assembly.store, runLog: runLog, hostWaits: engine.hostWaits)
+        reporter.printSummary(summary, store: assembly.store, runLog: runLog, hostWaits: engine.hostWaits, paceWaits: engine.paceWaits)
         let changes = feed.changes
         if let first = changes.first {
             show(first)

@@ -77,10 +77,16 @@ final class RunReporter: RunObserver {
     }
 
     /// The closing table and summary (not in `--json` mode), and a line when the per-host cap
-    /// held jobs back noticeably (on stderr in `--json` mode).
-    func printSummary(_ summary: RunSummary, store: OutputStore, runLog: RunLog, hostWaits: HostLimiter.Waits? = nil) {
+    /// or pacing held jobs back noticeably (on stderr in `--json` mode). When pacing did, the
+    /// per-host line is left out: a job holds its host's slot while it waits for a token, so the
+    /// slots' waits are the rate's doing, and more slots would not help.
+    func printSummary(
+        _ summary: RunSummary, store: OutputStore, runLog: RunLog, hostWaits: HostLimiter.Waits? = nil,
+        paceWaits: HostPacer.Waits? = nil
+    ) {
         clearProgress()
-        let hostLine = hostWaits.flatMap { $0.isNoticeable ? Self.describe($0) : nil }
+        let paceLine = paceWaits.flatMap { $0.isNoticeable ? Self.describe($0) : nil }
+        let hostLine = paceLine ?? hostWaits.flatMap { $0.isNoticeable ? Self.describe($0) : nil }
         guard !json else {
             if let hostLine { Console.err("runner: \(hostLine)") }
             return
@@ -116,9 +122,23 @@ final class RunReporter: RunObserver {
         let host = waits.busiestHost.map { " (most for \($0.isEmpty ? "a URL without host" : $0))" } ?? ""
         let waited = seconds(waits.waited)
         let amount = waited < 10 ? String(format: "%.1f s", waited) : clock(waited)
+        let cap = waits.busiestHostLimit.map { "the config's perHost \($0) for that host held them back; raise it" }
+            ?? "--per-host \(waits.limit) held them back; raise --per-host"
         return "Jobs waited \(amount) in all for a per-host slot\(host), "
-            + "\(Int((waits.share * 100).rounded()))% of their time at hosts: --per-host \(waits.limit) held them back; "
-            + "raise --per-host to run more at once."
+            + "\(Int((waits.share * 100).rounded()))% of their time at hosts: \(cap) to run more at once."
+    }
+
+    /// "Jobs waited 12 s in all for their turn at a paced host (most for api.example.org, 2
+    /// requests/s); 1 host asked to wait (Retry-After)."
+    static func describe(_ waits: HostPacer.Waits) -> String {
+        let host = waits.busiestHost.map { name in
+            let rate = waits.busiestHostRate.map { ", \(String(format: "%g", $0)) requests/s" } ?? ""
+            return " (most for \(name.isEmpty ? "a URL without host" : name)\(rate))"
+        } ?? ""
+        let waited = seconds(waits.waited)
+        let amount = waited < 10 ? String(format: "%.1f s", waited) : clock(waited)
+        let pauses = waits.pauses == 0 ? "" : "; hosts asked \(waits.pauses) time\(waits.pauses == 1 ? "" : "s") to wait (Retry-After)"
+        return "Jobs waited \(amount) in all for their turn at a paced host\(host)\(pauses)."
     }
 
     private static func seconds(_ duration: Duration) -> Double {

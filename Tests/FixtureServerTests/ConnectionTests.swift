@@ -93,6 +93,25 @@ struct ConnectionTests {
         #expect(server.totalRequests == 3)
     }
 
+    @Test func arrivalsAreRecordedInOrderOnTheMonotonicClock() async throws {
+        let server = try startedServer()
+        defer { server.stop() }
+        let before = ContinuousClock.now
+        _ = try await fetch(server, "/data.json")
+        try await Task.sleep(for: .milliseconds(100))
+        _ = try await fetch(server, "/images.json?n=1")
+        _ = try await fetch(server, "/data.json?delay=1")
+        let after = ContinuousClock.now
+        let all = server.arrivals()
+        #expect(all.count == 3)
+        #expect(all == all.sorted() && all.allSatisfy { $0 >= before && $0 <= after })
+        let data = server.arrivals(pathPrefix: "/data")
+        #expect(data.count == 2)
+        if data.count == 2 { #expect(data[0].duration(to: data[1]) >= .milliseconds(100)) }
+        #expect(server.arrivals(pathPrefix: "/images").count == 1)
+        #expect(server.arrivals(pathPrefix: "/never").isEmpty)
+    }
+
     // MARK: - Lifecycle
 
     @Test func lifecycle() throws {

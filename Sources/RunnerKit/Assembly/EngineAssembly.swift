@@ -14,8 +14,9 @@ public struct EngineAssembly: Sendable {
         self.options = options
         self.registry = registry
         // The client first: one that refuses an option must leave no output directory behind.
+        let perHost = Self.connectionsPerHost(options)
         http = try options.http.make(
-            maxConnectionsPerHost: options.perHost, maxConnections: max(options.concurrency, options.perHost),
+            maxConnectionsPerHost: perHost, maxConnections: max(options.concurrency, perHost),
             policy: options.policy, requests: options.requests)
         do {
             store = try OutputStore(root: options.out)
@@ -25,13 +26,19 @@ public struct EngineAssembly: Sendable {
         self.monitor = monitor ?? Self.standardMonitor()
     }
 
+    /// Connections the HTTP client may open to one host: `--per-host`, or the largest `perHost`
+    /// of the config's hosts when that is larger (the client's cap must let every slot through).
+    public static func connectionsPerHost(_ options: EngineOptions) -> Int {
+        options.requests.hosts.compactMap(\.settings.perHost).reduce(options.perHost, max)
+    }
+
     /// The engine's configuration; `runLog` and `keyLock` are the caller's (a run's log, the
     /// spool's lock).
     public func configuration(runLog: RunLog?, keyLock: (any KeyLocking)? = nil) -> JobEngine.Configuration {
         JobEngine.Configuration(
             store: store, http: http, monitor: monitor, clock: ContinuousClock(), deadlines: DeadlineTimer.shared,
             registry: registry, limits: options.limits, concurrency: options.concurrency, runLog: runLog, perHost: options.perHost,
-            keyLock: keyLock)
+            keyLock: keyLock, requests: options.requests)
     }
 
     /// The connectivity monitor of a process: on Linux, the kernel's routing netlink.

@@ -1,18 +1,21 @@
 import Synchronization
 
 /// Who may run now: a concurrency slot per running job, one task per key (in this process
-/// through the TaskManager and, with a key lock, across processes), and per-host slots that an
-/// attempt takes before its deadline starts.
+/// through the TaskManager and, with a key lock, across processes), and per-host slots and
+/// tokens (the pacer) that an attempt takes before its deadline starts.
 final class Admission: Sendable {
     let taskManager: TaskManager
     private let slots: SlotLimiter
     private let hosts: HostLimiter
+    /// The pace of each host (`--rate`, the config's `rate`) and its `Retry-After` pauses.
+    let pacer: HostPacer
     private let keyLock: (any KeyLocking)?
 
-    init(concurrency: Int, perHost: Int, keyLock: (any KeyLocking)?, taskManager: TaskManager) {
+    init(concurrency: Int, perHost: Int, keyLock: (any KeyLocking)?, taskManager: TaskManager, pacer: HostPacer) {
         self.taskManager = taskManager
         self.slots = SlotLimiter(limit: max(1, concurrency))
-        self.hosts = HostLimiter(limit: max(1, perHost))
+        self.hosts = HostLimiter(limit: max(1, perHost), requests: pacer.requests)
+        self.pacer = pacer
         self.keyLock = keyLock
     }
 

@@ -1,8 +1,9 @@
 import Foundation
 
 /// The attempts of one job: each under the policy (connectivity wait, deadline) holding its
-/// host's slot, retried after a transient failure with backoff, every error classified in one
-/// place.
+/// host's slot and a token of its host's pace, retried after a transient failure with backoff,
+/// every error classified in one place. A 429 or 503 with `Retry-After` pauses the host for
+/// every job of the process.
 struct AttemptLoop: Sendable {
     let policy: AttemptPolicy
     let backoff: Backoff
@@ -22,7 +23,7 @@ struct AttemptLoop: Sendable {
 
     /// Runs the attempts of `job`; `operation` is one attempt's work inside the deadline.
     func run(
-        _ job: JobDescriptor, hostSlots: SlotLimiter, observer: any RunObserver,
+        _ job: JobDescriptor, hostSlots: SlotLimiter, pacer: HostPacer, observer: any RunObserver,
         makeContext: @Sendable () -> JobContext,
         operation: @escaping @Sendable (JobContext) async throws -> Committed
     ) async -> Report {
@@ -30,9 +31,18 @@ struct AttemptLoop: Sendable {
         let host = job.url.host ?? ""
         while true {
             report.attempts += 1
+            // The slot, then the token, both before the deadline starts: waiting for either
+            // costs the job none of its timeout.
             do {
                 try await hostSlots.acquire()
             } catch {
+                report.failure = JobFailure(.cancelled, "cancelled")
+                break
+            }
+            do {
+                try await pacer.acquire(host: host)
+            } catch {
+                hostSlots.release()
                 report.failure = JobFailure(.cancelled, "cancelled")
                 break
             }
@@ -60,6 +70,9 @@ struct AttemptLoop: Sendable {
                 report.failure = JobFailure(.timedOut, "the fetch did not finish within the deadline of \(Self.seconds(job.timeout))", isTransient: true)
             case .cancelled:
                 report.failure = JobFailure(.cancelled, "cancelled")
+            }
+            if let failure = report.failure, let retryAfter = failure.retryAfter, failure.httpStatus == 429 || failure.httpStatus == 503 {
+                pacer.pause(host: host, for: retryAfter)
             }
             guard let failure = report.failure, failure.isTransient, report.attempts <= job.retries, !Task.isCancelled else { break }
             let delay = backoff.delay(afterAttempt: report.attempts, retryAfter: failure.retryAfter)

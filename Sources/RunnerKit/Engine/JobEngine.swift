@@ -7,7 +7,7 @@ import Synchronization
 /// ```
 /// jobs ─► Admission: slot ─► TaskManager (one per key, else `duplicate`) ─► key lock (spool)
 ///          ─► previous result (RecordWriter: queue or results/)
-///          ─► AttemptLoop: host slot ─► AttemptPolicy { kind.run(context) ─► commit } ─► retry?
+///          ─► AttemptLoop: host slot ─► host token (pacer) ─► AttemptPolicy { kind.run(context) ─► commit } ─► retry?
 ///          ─► ResultAssembly (304 carried forward, stale fallback)
 ///          ─► [children: slot released ─► window of children, each from the top]
 ///          ─► RecordWriter (record, run log, observer) ─► key released ─► slot released
@@ -31,8 +31,11 @@ public final class JobEngine: Sendable {
         public var backoff: Backoff
         /// Where each finished job is appended, for `runner run` and watch sessions.
         public var runLog: RunLog?
-        /// Attempts talking to one host at once.
+        /// Attempts talking to one host at once (a host's `perHost` in `requests` overrides it).
         public var perHost: Int
+        /// Requests per host: the rates that pace them (`--rate`, a host's `rate`) and the
+        /// hosts' own `perHost`.
+        public var requests: RequestConfig
         /// A lock per key across processes (the spool's), taken once the TaskManager admitted
         /// the key; a key held elsewhere ends `duplicate`.
         public var keyLock: (any KeyLocking)?
@@ -45,8 +48,10 @@ public final class JobEngine: Sendable {
             store: OutputStore, http: any HTTPFetching, monitor: any ConnectivityMonitoring = AlwaysReachable(),
             clock: any Clock<Duration> = ContinuousClock(), deadlines: (any DeadlineScheduling)? = nil,
             registry: KindRegistry = KindRegistry(), limits: JobLimits = .none, concurrency: Int = 8, backoff: Backoff = Backoff(),
-            runLog: RunLog? = nil, perHost: Int = defaultPerHost, keyLock: (any KeyLocking)? = nil
+            runLog: RunLog? = nil, perHost: Int = defaultPerHost, keyLock: (any KeyLocking)? = nil,
+            requests: RequestConfig = RequestConfig()
         ) {
+            self.requests = requests
             self.limits = limits
             self.store = store
             self.http = http
@@ -73,7 +78,8 @@ public final class JobEngine: Sendable {
         self.configuration = configuration
         self.admission = Admission(
             concurrency: configuration.concurrency, perHost: configuration.perHost, keyLock: configuration.keyLock,
-            taskManager: taskManager)
+            taskManager: taskManager,
+            pacer: HostPacer(requests: configuration.requests, clock: configuration.clock, pauseCap: configuration.backoff.retryAfterCap))
         let policy = AttemptPolicy(
             clock: configuration.clock, monitor: configuration.monitor,
             deadlines: configuration.deadlines ?? ClockDeadlines(clock: configuration.clock))
@@ -84,6 +90,12 @@ public final class JobEngine: Sendable {
 
     /// How much `perHost` held jobs back so far (for a run's summary).
     public var hostWaits: HostLimiter.Waits { admission.hostLimiter.waits }
+
+    /// How much pacing (`--rate`, `Retry-After` pauses) held jobs back so far.
+    public var paceWaits: HostPacer.Waits { admission.pacer.waits }
+
+    /// The pacer every job of this engine shares.
+    public var pacer: HostPacer { admission.pacer }
 
     // MARK: - Running
 
@@ -171,7 +183,7 @@ public final class JobEngine: Sendable {
         let store = configuration.store
         let http = configuration.http
         let report = await attempts.run(
-            job, hostSlots: admission.hostSlots(for: job.url.host ?? ""), observer: observer,
+            job, hostSlots: admission.hostSlots(for: job.url.host ?? ""), pacer: admission.pacer, observer: observer,
             makeContext: { JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept) },
             operation: { context in try context.commit(try await job.kind.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)

@@ -1,13 +1,16 @@
 import Synchronization
 
-/// Caps how many attempts talk to one host at once (`--per-host N`). A job takes its host's
-/// slot before an attempt starts, so waiting for it never eats into the attempt's deadline.
+/// Caps how many attempts talk to one host at once (`--per-host N`, or the host's `perHost` in
+/// the config). A job takes its host's slot before an attempt starts, so waiting for it never
+/// eats into the attempt's deadline.
 /// `waits` tells how much the cap held jobs back, for the run's summary.
 public final class HostLimiter: Sendable {
     /// How much the per-host cap held jobs back, summed over every job and host.
     public struct Waits: Sendable {
         /// The cap (`--per-host`).
         public var limit: Int
+        /// The cap of the busiest host, when the config gives it a `perHost` of its own.
+        public var busiestHostLimit: Int?
         /// Time jobs waited for a host slot.
         public var waited: Duration
         /// Time jobs held a host slot (their attempts).
@@ -29,11 +32,19 @@ public final class HostLimiter: Sendable {
     }
 
     public let limit: Int
+    private let requests: RequestConfig
     private let limiters = Mutex<[String: SlotLimiter]>([:])
 
-    public init(limit: Int) {
+    /// `limit` slots per host, except for hosts whose settings in `requests` have a `perHost`.
+    public init(limit: Int, requests: RequestConfig = RequestConfig()) {
         precondition(limit > 0, "a host needs at least one slot")
         self.limit = limit
+        self.requests = requests
+    }
+
+    /// The cap of `host` (lower-cased): its `perHost` in the config, else `limit`.
+    public func limit(forHost host: String) -> Int {
+        requests.settings(forHost: host)?.perHost.map { max(1, $0) } ?? limit
     }
 
     /// The limiter of `host` (hosts compared case-insensitively).
@@ -41,7 +52,7 @@ public final class HostLimiter: Sendable {
         let name = host.lowercased()
         return limiters.withLock { limiters in
             if let existing = limiters[name] { return existing }
-            let limiter = SlotLimiter(limit: limit)
+            let limiter = SlotLimiter(limit: self.limit(forHost: name))
             limiters[name] = limiter
             return limiter
         }
@@ -50,7 +61,7 @@ public final class HostLimiter: Sendable {
     /// How much the cap held jobs back so far.
     public var waits: Waits {
         let hosts = limiters.withLock { $0 }
-        var waits = Waits(limit: limit, waited: .zero, held: .zero, busiestHost: nil, busiestHostWaited: .zero)
+        var waits = Waits(limit: limit, busiestHostLimit: nil, waited: .zero, held: .zero, busiestHost: nil, busiestHostWaited: .zero)
         for (host, limiter) in hosts {
             let usage = limiter.usage
             waits.waited += usage.waited
@@ -58,6 +69,7 @@ public final class HostLimiter: Sendable {
             if usage.waited > waits.busiestHostWaited {
                 waits.busiestHost = host
                 waits.busiestHostWaited = usage.waited
+                waits.busiestHostLimit = limiter.limit == limit ? nil : limiter.limit
             }
         }
         return waits

@@ -1,0 +1,249 @@
+import Synchronization
+
+/// Paces requests per host (`--rate`, a host's `rate` in the config) and holds a host back while
+/// it asked to be left alone (`Retry-After` on a 429 or 503). One pacer serves every job of an
+/// engine, children included, so the pace is the process's, not a job's.
+///
+/// Each host has a token bucket of capacity 1: a request takes the token, and the next one comes
+/// `1/rate` later. Requests to one host are thus evenly spaced, like curl's `--rate`, and an idle
+/// host never saves up a burst: in any one second at most `rate` requests start, plus the one
+/// whose token was waiting at the start of that second. Waiters are served first come, first
+/// served; one cancelled while waiting leaves the line without taking a token.
+///
+/// With no rate anywhere and no pause ever asked for, `acquire` costs one atomic load.
+public final class HostPacer: Sendable {
+    /// How much pacing held jobs back, summed over every job and host.
+    public struct Waits: Sendable {
+        /// Time jobs waited for a token or for a host's pause to end.
+        public var waited: Duration
+        /// The host whose jobs waited longest in all, and how long.
+        public var busiestHost: String?
+        public var busiestHostWaited: Duration
+        /// Requests per second to the busiest host (nil: it was only paused).
+        public var busiestHostRate: Double?
+        /// Pauses hosts asked for (`Retry-After` on a 429 or 503).
+        public var pauses: Int
+
+        /// Whether pacing held jobs back for at least a second in all.
+        public var isNoticeable: Bool { waited >= .seconds(1) }
+    }
+
+    private struct Waiter {
+        let id: UInt64
+        /// Set once the waiter parks; resumed when it becomes the head of the line.
+        var continuation: CheckedContinuation<Void, any Error>?
+        /// Made the head while it was not parked yet: it must not park.
+        var promoted = false
+    }
+
+    private struct Host {
+        /// Time between tokens; nil: unpaced (only pauses hold it back).
+        let interval: Duration?
+        /// When the next token is there.
+        var tokenAt: Duration = .zero
+        /// Until when the host asked to be left alone.
+        var pausedUntil: Duration = .zero
+        var line: [Waiter] = []
+        var waited: Duration = .zero
+        var ready: Duration { max(tokenAt, pausedUntil) }
+    }
+
+    private struct State {
+        var hosts: [String: Host] = [:]
+        var nextID: UInt64 = 0
+        var pauses = 0
+    }
+
+    /// The longest pause a `Retry-After` may ask for (as `Backoff.retryAfterCap`).
+    public let pauseCap: Duration
+    /// Where the rates come from.
+    public let requests: RequestConfig
+    private let timeline: any Timeline
+    /// Whether any host is paced or was ever paused; when not, `acquire` returns at once.
+    private let engaged: Atomic<Bool>
+    private let state = Mutex(State())
+
+    /// A pacer with the rates of `requests` (`rate(forHost:)`), on `clock`.
+    public init(requests: RequestConfig, clock: any Clock<Duration> = ContinuousClock(), pauseCap: Duration = .seconds(30)) {
+        self.requests = requests
+        self.timeline = Self.timeline(of: clock)
+        self.pauseCap = pauseCap
+        self.engaged = Atomic(requests.rate != nil || requests.hosts.contains { $0.settings.rate != nil })
+    }
+
+    private static func timeline<C: Clock>(of clock: C) -> any Timeline where C.Duration == Duration {
+        ClockTimeline(clock: clock, origin: clock.now)
+    }
+
+    /// Requests per second to `host` (lower-cased), nil when unpaced.
+    public func rate(forHost host: String) -> Double? {
+        requests.rate(forHost: host.lowercased()).flatMap { $0 > 0 && $0.isFinite ? $0 : nil }
+    }
+
+    // MARK: - Taking a token
+
+    /// Waits for `host`'s token (and for a pause of the host to end), and takes it. Throws
+    /// `CancellationError` when the caller is cancelled first; then no token is taken.
+    public func acquire(host: String) async throws {
+        guard engaged.load(ordering: .acquiring) else { return }
+        let name = host.lowercased()
+        let began = timeline.now
+        // Joins the line, or takes the token at once when nobody waits and it is there.
+        let id = state.withLock { state -> UInt64? in
+            var entry = state.hosts[name] ?? makeHost(name)
+            defer { state.hosts[name] = entry }
+            if entry.line.isEmpty, entry.ready <= began {
+                take(&entry, at: began)
+                return nil
+            }
+            state.nextID += 1
+            entry.line.append(Waiter(id: state.nextID, continuation: nil, promoted: entry.line.isEmpty))
+            return state.nextID
+        }
+        guard let id else { return }
+        do {
+            try await waitInLine(id: id, host: name)
+        } catch {
+            leave(id: id, host: name)
+            throw error
+        }
+        let waited = timeline.now - began
+        state.withLock { $0.hosts[name]?.waited += waited }
+    }
+
+    private func makeHost(_ name: String) -> Host {
+        Host(interval: rate(forHost: name).map { Duration.seconds(1 / $0) })
+    }
+
+    private func take(_ host: inout Host, at now: Duration) {
+        if let interval = host.interval { host.tokenAt = max(now, host.tokenAt) + interval }
+    }
+
+    /// Parks until the waiter is the head of the line, then sleeps until the token is there
+    /// (again when a pause moved it meanwhile) and takes it, handing the head to the next.
+    private func waitInLine(id: UInt64, host: String) async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let resume = state.withLock { state -> Bool? in
+                    guard let index = state.hosts[host]?.line.firstIndex(where: { $0.id == id }) else { return false }
+                    if Task.isCancelled { return false }
+                    if state.hosts[host]!.line[index].promoted { return true }
+                    state.hosts[host]!.line[index].continuation = continuation
+                    return nil
+                }
+                switch resume {
+                case nil: break
+                case true?: continuation.resume()
+                case false?: continuation.resume(throwing: CancellationError())
+                }
+            }
+        } onCancel: {
+            let parked = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                guard let index = state.hosts[host]?.line.firstIndex(where: { $0.id == id }) else { return nil }
+                defer { state.hosts[host]!.line[index].continuation = nil }
+                return state.hosts[host]!.line[index].continuation
+            }
+            parked?.resume(throwing: CancellationError())
+        }
+        // The head of the line: the only waiter of this host sleeping on the clock.
+        while true {
+            let now = timeline.now
+            let ready = state.withLock { state -> Duration? in
+                guard var entry = state.hosts[host] else { return nil }
+                if entry.ready > now { return entry.ready }
+                take(&entry, at: now)
+                entry.line.removeFirst()
+                state.hosts[host] = entry
+                return nil
+            }
+            guard let ready else { break }
+            try await timeline.sleep(until: ready)
+        }
+        promoteHead(of: host)
+    }
+
+    /// Leaves the line (cancelled); when it was the head, the next waiter becomes the head.
+    private func leave(id: UInt64, host: String) {
+        let wasHead = state.withLock { state -> Bool in
+            guard let index = state.hosts[host]?.line.firstIndex(where: { $0.id == id }) else { return false }
+            state.hosts[host]!.line.remove(at: index)
+            return index == 0
+        }
+        if wasHead { promoteHead(of: host) }
+    }
+
+    /// Wakes the waiter now at the head of `host`'s line (or marks it, if it has not parked yet).
+    private func promoteHead(of host: String) {
+        let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            guard var entry = state.hosts[host], !entry.line.isEmpty, !entry.line[0].promoted else { return nil }
+            entry.line[0].promoted = true
+            let continuation = entry.line[0].continuation
+            entry.line[0].continuation = nil
+            state.hosts[host] = entry
+            return continuation
+        }
+        next?.resume()
+    }
+
+    // MARK: - Pausing
+
+    /// Holds every request to `host` back for `duration` (at most `pauseCap`) from now, for
+    /// every job of the process: waiting ones included. A pause never shortens an earlier one.
+    public func pause(host: String, for duration: Duration) {
+        guard duration > .zero else { return }
+        let name = host.lowercased()
+        let until = timeline.now + min(duration, pauseCap)
+        state.withLock { state in
+            var entry = state.hosts[name] ?? makeHost(name)
+            entry.pausedUntil = max(entry.pausedUntil, until)
+            state.hosts[name] = entry
+            state.pauses += 1
+        }
+        engaged.store(true, ordering: .releasing)
+    }
+
+    /// Until when `host` is paused, as time left from now (zero when it is not).
+    public func pauseLeft(host: String) -> Duration {
+        let now = timeline.now
+        let until = state.withLock { $0.hosts[host.lowercased()]?.pausedUntil ?? .zero }
+        return max(.zero, until - now)
+    }
+
+    // MARK: - Measuring
+
+    /// How much pacing held jobs back so far.
+    public var waits: Waits {
+        state.withLock { state in
+            var waits = Waits(waited: .zero, busiestHost: nil, busiestHostWaited: .zero, busiestHostRate: nil, pauses: state.pauses)
+            for (name, host) in state.hosts {
+                waits.waited += host.waited
+                if host.waited > waits.busiestHostWaited {
+                    waits.busiestHost = name
+                    waits.busiestHostWaited = host.waited
+                    waits.busiestHostRate = host.interval.map { 1 / ($0 / .seconds(1)) }
+                }
+            }
+            return waits
+        }
+    }
+
+    /// Callers waiting for `host` right now (for tests that must know a caller joined the line).
+    public func waiting(host: String) -> Int { state.withLock { $0.hosts[host.lowercased()]?.line.count ?? 0 } }
+}
+
+/// A clock read as time since the pacer was made, so any `Clock<Duration>` serves.
+private protocol Timeline: Sendable {
+    var now: Duration { get }
+    func sleep(until offset: Duration) async throws
+}
+
+private struct ClockTimeline<C: Clock>: Timeline where C.Duration == Duration {
+    let clock: C
+    let origin: C.Instant
+
+    var now: Duration { origin.duration(to: clock.now) }
+
+    func sleep(until offset: Duration) async throws {
+        try await clock.sleep(until: origin.advanced(by: offset), tolerance: nil)
+    }
+}
