@@ -53,6 +53,19 @@ struct RateTests {
         #expect(!run.stderr.contains("--per-host 8 held them back"), "\(run.stderr)")
     }
 
+    @Test func aHostsRateInTheConfigOverridesRate() async throws {
+        let w = try Workspace()
+        w.write("jobs.jsonl", imageJobs(w, 10, prefix: "config"))
+        // The host's own rate (4/s) wins over --rate 50, and its perHost of 1 holds too.
+        w.write("config.json", #"{"hosts": {"127.0.0.1": {"rate": 4, "perHost": 1}}}"#)
+        let run = try await w.run(["run", "jobs.jsonl", "--config", "config.json", "--rate", "50", "--json"])
+        #expect(run.status == 0, "stderr: \(run.stderr)")
+        let arrivals = w.server.arrivals(pathPrefix: "/images/")
+        #expect(arrivals.count == 10)
+        #expect(Self.busiestSecond(arrivals) <= Self.allowed(rate: 4))
+        #expect(Self.span(arrivals) >= .milliseconds(2000), "10 requests 250 ms apart take 2.25 s: \(Self.span(arrivals))")
+    }
+
     @Test func unpacedTheSameJobsArriveAtOnce() async throws {
         let w = try Workspace()
         w.write("jobs.jsonl", imageJobs(w, 20, prefix: "free"))
