@@ -112,6 +112,8 @@ final class TLSServer: @unchecked Sendable {
             root \(root);
             server {
                 listen 127.0.0.1:\(ports[0]) ssl;
+                # A redirect from https down to plain http, on the port the query names.
+                location = /to-http { return 302 http://127.0.0.1:$arg_port/entries/imgly.A.1.json; }
             }
             server {
                 listen 127.0.0.1:\(ports[1]) ssl;

@@ -1,3 +1,4 @@
+import FixtureServer
 import Foundation
 import RunnerKit
 import Testing
@@ -42,6 +43,19 @@ struct TLSTests {
             #expect(try t.payload(of: key) == Array(TLSWorld.entryJSON.utf8), "\(key): the payload is what nginx served")
         }
         #expect(t.nginx.accessLog().count == 2, "\(t.nginx.accessLog())")
+    }
+
+    @Test func aRedirectFromHTTPSToHTTPIsRefusedAndNothingIsSentToIt() async throws {
+        let t = try TLSWorld()
+        let url = "https://localhost:\(t.nginx.port)/to-http?port=\(t.w.server.port)"
+        t.w.write("job.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "down", "url": "\#(url)"}"#)
+        let result = try await t.run(["run", "job.json", "--http", "curl", "--cacert", "pki/ca.pem"])
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        let record = try t.w.record("down")
+        #expect(record["status"] == .string("failed"))
+        #expect(record["error"]?.stringValue?.contains("from https to http") == true, "\(record)")
+        #expect(t.nginx.accessLog().count == 1, "the https request was made: \(t.nginx.accessLog())")
+        #expect(t.w.server.totalRequests == 0, "nothing went out over plain http")
     }
 
     @Test func theCABundleOfAnotherCAIsNoTrust() async throws {
