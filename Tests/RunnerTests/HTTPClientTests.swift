@@ -177,7 +177,7 @@ struct HTTPClientTests {
     @Test(arguments: clients)
     func refusedAndUnresolvableAreTold(kind: HTTPClientKind) async throws {
         let client = try kind.make(maxConnectionsPerHost: 4)
-        let port = Self.closedPort()
+        let port = try LoopbackPort.unused()
         let refused = await error { try await fetch(client, URL(string: "http://127.0.0.1:\(port)/x")!) }
         #expect(refused as? HTTPError == .cannotConnect("127.0.0.1:\(port)"), "\(String(describing: refused))")
         let unresolved = await error { try await fetch(client, URL(string: "http://no-such-host.invalid/x")!) }
@@ -251,23 +251,6 @@ struct HTTPClientTests {
         #expect(head.headers["content-encoding"] == "gzip")
         #expect(String(decoding: body, as: UTF8.self) == String(repeating: "hello, gzip! ", count: 40))
         #expect(server.request.contains("Accept-Encoding:"), "the client offers the codings it decodes")
-    }
-
-    /// A loopback port nothing listens on.
-    static func closedPort() -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                _ = bind(fd, $0, length)
-                _ = getsockname(fd, $0, &length)
-            }
-        }
-        return UInt16(bigEndian: address.sin_port)
     }
 }
 

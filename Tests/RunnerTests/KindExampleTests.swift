@@ -133,7 +133,7 @@ struct KindExampleTests {
         let server = try PythonServer(mode: "gopher", folder: "\(w.root)/hole")
         let hole = "gopher://127.0.0.1:\(server.port)"
         // A port nobody listens on: bind one, note it, close it.
-        let closed = try Self.unusedPort()
+        let closed = try LoopbackPort.unused()
         w.write("items.jsonl", """
             {"kind": "gopher", "name": "menu", "url": "\(hole)/1"}
             {"kind": "gopher", "name": "about", "url": "\(hole)/0about.txt"}
@@ -151,17 +151,5 @@ struct KindExampleTests {
         let refused = try w.record("gopher:refused")
         #expect(refused["status"] == .string("failed") && refused["attempts"] == .number(2), "exit 75 is retried: \(JSONWriter.string(refused))")
         #expect(result.stderr.contains("gopher:refused: 127.0.0.1:\(closed):"), "\(result.stderr)")
-    }
-
-    static func unusedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }

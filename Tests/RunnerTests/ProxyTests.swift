@@ -15,7 +15,7 @@ struct ProxyTests {
     @Test(arguments: ["curl", "urlsession"])
     func aJobGoesThroughTheProxyThatHttpProxyNames(http: String) async throws {
         let w = try Workspace()
-        let closed = try HeldPort()
+        let closed = try LoopbackPort()
         w.write("job.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "proxied", "url": "http://localhost:\#(closed.port)/entries/{id}.json"}"#)
 
         // Without a proxy, nothing answers at that port.
@@ -35,6 +35,21 @@ struct ProxyTests {
         #expect(w.server.requestCount(path: "/entries/imgly.A.1.json") == 1)
     }
 
+    /// Through a proxy the socket goes to the proxy, so the policy also judges an address written
+    /// in the URL: the unspecified address 0.0.0.0 is refused by default, and the proxy (which
+    /// would serve the path) hears nothing. Nothing is sent to 0.0.0.0 either way.
+    @Test func anAddressInTheURLIsJudgedEvenThroughAProxy() async throws {
+        let w = try Workspace()
+        let closed = try LoopbackPort()
+        w.write("job.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "literal", "url": "http://0.0.0.0:\#(closed.port)/entries/{id}.json"}"#)
+        let result = try await run(w, ["run", "job.json", "--http", "curl"], proxy: w.base)
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        let record = try w.record("literal")
+        #expect(record["status"] == .string("failed"))
+        #expect(record["error"]?.stringValue?.contains("0.0.0.0") == true, "the refusal names the address: \(record)")
+        #expect(w.server.totalRequests == 0, "the proxy was not asked")
+    }
+
     /// A host that cannot resolve (`.invalid`, RFC 6761): only the proxy can have answered. libcurl
     /// hands the name to the proxy and looks up nothing but the proxy's address. Not run on
     /// URLSession: its address check looks the job's host up before the request, which for this
@@ -51,7 +66,7 @@ struct ProxyTests {
     @Test(arguments: ["curl", "urlsession"])
     func noProxyNamesTheHostsThatGoStraight(http: String) async throws {
         let w = try Workspace()
-        let closed = try HeldPort()
+        let closed = try LoopbackPort()
         w.write("job.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "straight", "url": "http://localhost:\#(closed.port)/entries/{id}.json"}"#)
         let result = try await run(w, ["run", "job.json", "--http", http], proxy: w.base, noProxy: "localhost")
         #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
@@ -96,33 +111,5 @@ struct ProxyTests {
             "no_proxy": noProxy, "NO_PROXY": noProxy,
         ]
         return try await RunnerBinary.runExecutable(RunnerBinary.path, arguments, in: w.root, environment: environment)
-    }
-
-    /// A loopback port bound and not listening for as long as the value lives: a connection to it
-    /// is refused, and nobody else can take it meanwhile.
-    private final class HeldPort {
-        let fd: Int32
-        let port: UInt16
-
-        init() throws {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            self.fd = fd
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-            }
-            guard fd >= 0, bound else {
-                if fd >= 0 { close(fd) }
-                throw Workspace.Missing(what: "no loopback port to hold: \(String(cString: strerror(errno)))")
-            }
-            port = UInt16(bigEndian: address.sin_port)
-        }
-
-        deinit {
-            close(fd)
-        }
     }
 }

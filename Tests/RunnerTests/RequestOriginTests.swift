@@ -114,6 +114,22 @@ struct RequestOriginTests {
         #expect(w.server.totalRequests == 0)
     }
 
+    @Test func aConfigIsReadThroughASymbolicLink() async throws {
+        let w = try Workspace()
+        // As a mounted ConfigMap is: the file a name points at, elsewhere.
+        try FileManager.default.createDirectory(atPath: "\(w.root)/data", withIntermediateDirectories: true)
+        w.write("data/config.json", #"{"userAgent": "linked/1"}"#)
+        try FileManager.default.createSymbolicLink(atPath: "\(w.root)/config.json", withDestinationPath: "data/config.json")
+        w.write("job.json", #"{"kind": "entry", "id": "linked", "key": "linked", "url": "\#(w.base)/echo-headers?id={id}"}"#)
+        let result = try await runner(w, ["run", "--config", "config.json", "job.json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let output = try #require(try w.record("linked")["output"]?.stringValue)
+        #expect(try JSONParser.parse(try #require(w.payload(output)))["user-agent"] == .string("linked/1"))
+        let missing = try await runner(w, ["run", "--config", "nowhere.json", "job.json"])
+        #expect(missing.status == 2)
+        #expect(missing.stderr.contains("config nowhere.json: does not exist"), "\(missing.stderr)")
+    }
+
     @Test func theURLSessionClientRefusesTLSFilesInOneLine() async throws {
         let w = try Workspace()
         w.write("ca.pem", "not used\n")

@@ -34,7 +34,7 @@ final class TLSServer: @unchecked Sendable {
         }
         var lastError = ""
         for _ in 1...5 {
-            let ports = try Self.freePorts(2)
+            let ports = try LoopbackPort.unused(2)
             let configuration = Self.configuration(
                 folder: folder, root: root, ports: ports, certificate: certificate, clientCA: clientCA)
             try configuration.write(toFile: "\(folder)/nginx.conf", atomically: true, encoding: .utf8)
@@ -146,28 +146,6 @@ final class TLSServer: @unchecked Sendable {
     }
 
     // MARK: - Ports
-
-    /// Distinct loopback ports that were free a moment ago (bound to port 0, read, released).
-    private static func freePorts(_ count: Int) throws -> [UInt16] {
-        var ports: [UInt16] = []
-        var sockets: [Int32] = []
-        defer { sockets.forEach { _ = close($0) } }
-        while ports.count < count {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { throw Failed(description: "socket: \(String(cString: strerror(errno)))") }
-            sockets.append(fd)
-            var address = loopback(port: 0)
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-                }
-            }
-            guard bound else { throw Failed(description: "bind 127.0.0.1:0: \(String(cString: strerror(errno)))") }
-            ports.append(UInt16(bigEndian: address.sin_port))
-        }
-        return ports
-    }
 
     /// Whether something accepts a TCP connection on 127.0.0.1:`port`.
     private static func accepts(_ port: UInt16) -> Bool {

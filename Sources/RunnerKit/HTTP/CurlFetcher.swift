@@ -26,6 +26,9 @@ public final class CurlFetcher: HTTPFetching {
     private let handles: EasyHandles
     private let policy: AddressPolicy
     private let requests: RequestConfig
+    /// Whether the environment names a proxy libcurl will use (read once, as libcurl reads it
+    /// per transfer from the same unchanging environment).
+    private let proxied: Bool
 
     /// Redirects followed at most, as libcurl's own default for a browser-like client.
     static let maxRedirects = 20
@@ -45,6 +48,8 @@ public final class CurlFetcher: HTTPFetching {
         handles = EasyHandles(library: library, keep: min(max(1, maxConnections), EasyHandles.defaultKeep))
         self.policy = policy
         self.requests = requests
+        let environment = ProcessInfo.processInfo.environment
+        proxied = ["http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"].contains { environment[$0]?.isEmpty == false }
     }
 
     deinit { multi.stop() }
@@ -59,9 +64,10 @@ public final class CurlFetcher: HTTPFetching {
         var hop = Hop(url: request.url, after: nil)
         for _ in 0...Self.maxRedirects {
             try Task.checkCancellation()
-            // An address written in the URL is judged here too: through a proxy, the socket
-            // libcurl opens goes to the proxy, which would then reach that address for us.
-            if let host = hop.url.host, let address = NetworkAddress(host),
+            // Through a proxy, the socket libcurl opens goes to the proxy, which would then reach
+            // an address written in the URL for us: that address is judged here. (Without a
+            // proxy, the open-socket callback judges it.)
+            if proxied, let host = hop.url.host, let address = NetworkAddress(host),
                 let refusal = policy.refusal(host: host, address: address, after: hop.after)
             {
                 throw HTTPError.refused(refusal.description)

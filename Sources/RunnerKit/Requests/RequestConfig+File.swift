@@ -26,12 +26,13 @@ extension RequestConfig {
     public init(
         contentsOf path: String, environment: [String: String] = ProcessInfo.processInfo.environment, checkingSecrets: Bool = true
     ) throws(FileError) {
-        guard let bytes = OutputStore.readFile(in: AT_FDCWD, path) else {
-            throw FileError(path, nil, "cannot be read: \(String(cString: strerror(errno)))")
+        // Read as job files are: through a symbolic link too (a mounted ConfigMap is one).
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw FileError(path, nil, FileManager.default.fileExists(atPath: path) ? "cannot be read" : "does not exist")
         }
         let document: JSONValue
         do {
-            document = try JSONParser.parse(bytes)
+            document = try JSONParser.parse([UInt8](data))
         } catch {
             throw FileError(path, nil, "is not valid JSON: \(error)")
         }
@@ -134,13 +135,12 @@ extension RequestConfig {
         return settings
     }
 
-    /// Adds what a config file sets to this one (the command line's `--rate` and `--cacert` stay).
+    /// Adds what a config file sets (`userAgent`, `kinds`, `hosts`) to this one, whose `rate` and
+    /// `cacert` come from the command line.
     public mutating func merge(_ file: RequestConfig) {
         if let agent = file.userAgent { userAgent = agent }
         kinds += file.kinds
         hosts += file.hosts
-        rate = rate ?? file.rate
-        cacert = cacert ?? file.cacert
     }
 
     static func folder(of path: String) -> String {
