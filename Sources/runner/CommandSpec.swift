@@ -1,16 +1,30 @@
 import Foundation
 
 /// A subcommand as a table row: its help text, its options and what it runs.
-/// The parser and the help printer both read this table, so help cannot drift from parsing.
+/// The parser, the usage line, the help, the completions and the man page all read this table,
+/// so none of them can drift from parsing.
 struct CommandSpec: Sendable {
+    /// An option as the parser and the help see it; declared with the type of its value as a
+    /// `CommandOption`, whose `spec` this is.
     struct Option: Sendable {
         /// Long name without dashes, e.g. "out".
         var name: String
         /// Placeholder of the value (e.g. "DIR"), or nil for a flag.
         var value: String?
+        /// One or two short sentences, without the default.
         var help: String
+        /// The default as help shows it, or nil when there is nothing to say.
+        var defaultText: String? = nil
+        /// Given more than once, every value counts.
+        var repeatable = false
         /// What a shell offers for the value; nil: judged from the placeholder (`ValueCompletion.guess`).
         var completion: ValueCompletion? = nil
+
+        /// The help with its default, as help, completions and the man page show it.
+        var fullHelp: String { help + (defaultText.map { " (default: \($0))" } ?? "") }
+
+        /// How the usage line shows it: `[--out DIR]`, `[--kinds DIR]…`.
+        var usage: String { "[--\(name)" + (value.map { " \($0)" } ?? "") + "]" + (repeatable ? "…" : "") }
 
         /// What a shell offers for the value of this option.
         var valueCompletion: ValueCompletion {
@@ -21,8 +35,8 @@ struct CommandSpec: Sendable {
 
     var name: String
     var summary: String
-    /// Synopsis after `runner <name> `.
-    var usage: String
+    /// The arguments' part of the synopsis, e.g. `FILE…`; the options follow it in `usage`.
+    var synopsis: String = ""
     var arguments: [(name: String, help: String)] = []
     var options: [Option] = []
     /// Least and most positional arguments (nil: no upper bound).
@@ -35,6 +49,9 @@ struct CommandSpec: Sendable {
     var positionalCompletion: ValueCompletion? = nil
     var run: @Sendable (ParsedArguments) async -> Int32
 
+    /// Synopsis after `runner <name> `: the arguments, then every option.
+    var usage: String { ([synopsis] + options.map(\.usage)).filter { !$0.isEmpty }.joined(separator: " ") }
+
     var helpText: String {
         var text = "OVERVIEW: \(summary)\n\nUSAGE: runner \(name) \(usage)\n"
         if !arguments.isEmpty {
@@ -43,7 +60,7 @@ struct CommandSpec: Sendable {
         }
         text += "\nOPTIONS:\n"
         for option in options {
-            text += Self.row("--\(option.name)" + (option.value.map { " \($0)" } ?? ""), option.help)
+            text += Self.row("--\(option.name)" + (option.value.map { " \($0)" } ?? ""), option.fullHelp)
         }
         text += Self.row("-h, --help", "Show help information.")
         return text

@@ -92,7 +92,7 @@ struct CompletionScript {
             """
         for command in commands {
             var specs = command.options.map { option -> String in
-                var spec = "--\(option.name)[\(zshBracket(option.help))]"
+                var spec = "--\(option.name)[\(zshBracket(option.fullHelp))]"
                 if let value = option.value { spec += ":\(zshMessage(value)):\(zshAction(option.valueCompletion))" }
                 return zshQuote(spec)
             }
@@ -148,7 +148,7 @@ struct CompletionScript {
             """
         let none = "__fish_use_subcommand"
         for option in topOptions {
-            text += "complete -c runner -n \(none) -l \(option.name) -d \(fishQuote(option.help))\n"
+            text += "complete -c runner -n \(none) -l \(option.name) -d \(fishQuote(option.fullHelp))\n"
         }
         for command in commands {
             text += "complete -c runner -n \(none) -a \(command.name) -d \(fishQuote(command.summary))\n"
@@ -158,7 +158,7 @@ struct CompletionScript {
             for option in command.options {
                 var line = "complete -c runner -n \(when) -l \(option.name)"
                 if option.value != nil { line += fishValue(option.valueCompletion) }
-                text += line + " -d \(fishQuote(option.help))\n"
+                text += line + " -d \(fishQuote(option.fullHelp))\n"
             }
             text += "complete -c runner -n \(when) -l help -d \(fishQuote("Show help information."))\n"
             switch command.argumentCompletion {

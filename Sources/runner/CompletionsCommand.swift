@@ -5,7 +5,7 @@ enum CompletionsCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "completions",
         summary: "Print a completion script for bash, zsh or fish (see README, Install).",
-        usage: "SHELL",
+        synopsis: "SHELL",
         arguments: [("SHELL", "bash, zsh or fish.")],
         positionals: (1, 1),
         positionalCompletion: .words(shells),

@@ -76,7 +76,7 @@ func runConnectivityCommand(_ arguments: [String]) async -> Int32 {
             }
         }
         group.addTask {
-            try? await Task.sleep(for: .milliseconds(Int64(watchSeconds * 1000)))
+            try? await Task.sleep(for: Duration(seconds: watchSeconds))
         }
         await group.next()
         group.cancelAll()

@@ -1,46 +1,60 @@
 import Foundation
 import RunnerKit
 
-/// The engine options `runner run` and `runner watch` share: one table, one parser, so an
-/// option added here works in both.
+/// The engine options `runner run` and `runner watch` share: declared once, read into one
+/// `JobEngine.Configuration`, so an option added here works in both.
 enum EngineCommandOptions {
     /// The environment variable that chooses the HTTP client when `--http` does not.
     static let httpEnvironmentVariable = "RUNNER_HTTP"
 
-    static let http = CommandSpec.Option(
-        name: "http", value: "CLIENT",
-        help: "HTTP client: curl (libcurl's multi interface) or urlsession. (default: $\(httpEnvironmentVariable), else curl, or urlsession where libcurl cannot be loaded)",
-        completion: .words(HTTPClientKind.allCases.map(\.rawValue)))
+    /// Every default comes from the engine's configuration.
+    private static let defaults = JobEngine.Configuration()
 
-    static let options: [CommandSpec.Option] = KindOptions.options + [
-        .init(name: "out", value: "DIR", help: "Output directory for payloads, results/ and runs/. (default: ./out)"),
-        .init(name: "concurrency", value: "N", help: "Jobs running at once, children included. (default: 8)"),
-        .init(name: "per-host", value: "N", help: "Jobs talking to one host at once. (default: 8)"),
-        .init(name: "rate", value: "N", help: "Requests per second to any one host, evenly spaced (e.g. 0.5 or 10); a host's rate in the config overrides it. (default: unpaced)"),
-        http,
-        .init(name: "cacert", value: "FILE", help: "Verify servers' certificates with this CA bundle (PEM) instead of the system's, for hosts without a cacert of their own in the config."),
-    ] + TrustOptions.specs
+    static let out = CommandOption<String>.text(
+        "out", "DIR", default: defaults.out, shown: "./\(defaults.out)", help: "Output directory for payloads, results/ and runs/.")
+    static let concurrency = CommandOption<Int>.int(
+        "concurrency", default: defaults.concurrency, range: 1...10_000, help: "Jobs running at once, children included.")
+    static let perHost = CommandOption<Int>.int("per-host", default: defaults.perHost, range: 1...10_000, help: "Jobs talking to one host at once.")
+    static let rate = CommandOption<Double?>(
+        spec: .init(
+            name: "rate", value: "N",
+            help: "Requests per second to any one host, evenly spaced (e.g. 0.5 or 10); a host's rate in the config overrides it.",
+            defaultText: "unpaced"),
+        read: parseRate)
+    static let http = CommandOption<HTTPClientKind>(
+        spec: .init(
+            name: "http", value: "CLIENT", help: "HTTP client: curl (libcurl's multi interface) or urlsession.",
+            defaultText: "$\(httpEnvironmentVariable), else curl, or urlsession where libcurl cannot be loaded",
+            completion: .words(HTTPClientKind.allCases.map(\.rawValue))),
+        read: { text throws(UsageError) in try httpClient(text) })
+    static let cacert = CommandOption<String?>(
+        spec: .init(
+            name: "cacert", value: "FILE",
+            help: "Verify servers' certificates with this CA bundle (PEM) instead of the system's, for hosts without a cacert of their own in the config."),
+        read: { path throws(UsageError) in
+            guard let path else { return nil }
+            guard access(path, R_OK) == 0 else { throw UsageError("--cacert: cannot read \(path): \(String(cString: strerror(errno)))") }
+            return path
+        })
 
-    static let usage = "[--kinds DIR]… [--config FILE] [--out DIR] [--concurrency N] [--per-host N] [--rate N] [--http CLIENT] [--cacert FILE] [--allow-host PATTERN]… [--deny-private] [--max-bytes N] [--max-timeout SECONDS] [--max-retries N]"
+    static let options: [CommandSpec.Option] =
+        KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, http.spec, cacert.spec] + TrustOptions.specs
 
-    static func parse(_ arguments: ParsedArguments) throws(UsageError) -> EngineOptions {
-        var options = EngineOptions()
-        options.out = arguments.value("out") ?? "out"
-        options.concurrency = try arguments.int("concurrency", default: EngineOptions.defaultConcurrency, range: 1...10_000)
-        options.perHost = try arguments.int("per-host", default: JobEngine.Configuration.defaultPerHost, range: 1...10_000)
-        options.http = try httpClient(arguments.value("http"))
-        if let cacert = arguments.value("cacert") {
-            guard access(cacert, R_OK) == 0 else {
-                throw UsageError("--cacert: cannot read \(cacert): \(String(cString: strerror(errno)))")
-            }
-            options.requests.cacert = cacert
-        }
+    /// The engine's configuration the arguments give (the `standard` preset); the kinds and the
+    /// config file's requests are the caller's to add (`KindOptions.setup`).
+    static func configuration(_ arguments: ParsedArguments) throws(UsageError) -> JobEngine.Configuration {
+        var configuration = JobEngine.Configuration.standard(registry: KindRegistry())
+        configuration.out = try arguments[out]
+        configuration.concurrency = try arguments[concurrency]
+        configuration.perHost = try arguments[perHost]
+        configuration.client = try arguments[http]
+        configuration.requests.cacert = try arguments[cacert]
         // Only the rate: the rest of `requests` (a config file's) is not this option's.
-        if let rate = try rate(arguments.value("rate")) { options.requests.rate = rate }
+        if let rate = try arguments[rate] { configuration.requests.rate = rate }
         let trust = try TrustOptions(arguments)
-        options.policy = trust.policy
-        options.limits = trust.limits
-        return options
+        configuration.policy = trust.policy
+        configuration.limits = trust.limits
+        return configuration
     }
 
     /// The highest `--rate` taken: a thousand requests a second to one host is already more
@@ -48,7 +62,7 @@ enum EngineCommandOptions {
     static let maxRate = 1000.0
 
     /// `--rate N`: a positive number of requests per second, decimals allowed.
-    static func rate(_ text: String?) throws(UsageError) -> Double? {
+    static func parseRate(_ text: String?) throws(UsageError) -> Double? {
         guard let text else { return nil }
         guard let value = Double(text), value.isFinite, value > 0, value <= maxRate,
             text.allSatisfy({ $0.isASCII && ($0.isNumber || $0 == ".") })

@@ -9,23 +9,23 @@ enum DemoCommand {
     /// Demo job files name the fixture server by this base URL; the demo puts the real one in.
     static let placeholder = "http://fixture.test"
 
+    static let jobs = CommandOption<String?>.text(
+        "jobs", "DIR", help: "Folder of demo job files; their URLs start with \(placeholder).", defaultText: "the built-in copy of Jobs/demo")
+
     static let spec: CommandSpec = CommandSpec(
         name: "demo",
         summary: "Run the demo jobs (a built-in copy of Jobs/demo) against the built-in fixture server on loopback.",
-        usage: "[--jobs DIR] [--out DIR] [--concurrency N] [--http CLIENT] [--config FILE] [--json]",
         options: [
-            .init(name: "jobs", value: "DIR", help: "Folder of demo job files; their URLs start with \(placeholder). (default: the built-in copy of Jobs/demo)"),
-            .init(name: "out", value: "DIR", help: "Output directory. (default: ./out)"),
-            .init(name: "concurrency", value: "N", help: "Jobs running at once. (default: 8)"),
-            EngineCommandOptions.http,
-            KindOptions.configOption,
-            .init(name: "json", value: nil, help: "Print each job's result record as one JSON line."),
+            jobs.spec,
+            EngineCommandOptions.out.spec, EngineCommandOptions.concurrency.spec, EngineCommandOptions.http.spec, KindOptions.config.spec,
+            RunCommand.json.spec,
         ],
         run: { arguments in
             let options: RunCommand.Options
             do { options = try RunCommand.Options(arguments) } catch { return Runner.usageError(error, spec: spec) }
-            let folder = arguments.value("jobs") ?? "Jobs/demo"
-            let builtIn = arguments.value("jobs") == nil
+            let given = (try? arguments[jobs]) ?? nil
+            let folder = given ?? "Jobs/demo"
+            let builtIn = given == nil
             let names = builtIn
                 ? DemoJobs.files.map(\.name)
                 : ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [])
@@ -73,18 +73,20 @@ enum DemoCommand {
 
 /// `runner fixture-server`: the fixture server on its own, for tests and trying things by hand.
 enum FixtureServerCommand {
+    static let host = CommandOption<String>.text("host", "ADDRESS", default: "127.0.0.1", help: "Address to listen on.")
+    static let port = CommandOption<Int>.int("port", default: 0, range: 0...65_535, help: "Port to listen on; 0 picks a free one.")
+
     static let spec: CommandSpec = CommandSpec(
         name: "fixture-server",
         summary: "Serve the fixture payloads and fault modes (for tests and the demo) until interrupted.",
-        usage: "[--host ADDRESS] [--port N]",
-        options: [
-            .init(name: "host", value: "ADDRESS", help: "Address to listen on. (default: 127.0.0.1)"),
-            .init(name: "port", value: "N", help: "Port to listen on; 0 picks a free one. (default: 0)"),
-        ],
+        options: [host.spec, port.spec],
         run: { arguments in
-            let port: Int
-            do { port = try arguments.int("port", default: 0, range: 0...65_535) } catch { return Runner.usageError(error, spec: spec) }
-            let server = FixtureServer(host: arguments.value("host") ?? "127.0.0.1", port: UInt16(port))
+            let server: FixtureServer
+            do {
+                server = FixtureServer(host: try arguments[host], port: UInt16(try arguments[port]))
+            } catch {
+                return Runner.usageError(error, spec: spec)
+            }
             do {
                 try server.start()
             } catch {

@@ -3,22 +3,25 @@ import RunnerKit
 /// `runner forget KEY… | --all`: drop keys from the cache the output directory is, so the next
 /// run fetches them afresh (the seeds' "delete cache by keys").
 enum ForgetCommand {
+    static let all = CommandOption<Bool>.flag("all", help: "Forget every key in the output directory, without asking.")
+
     static let spec: CommandSpec = CommandSpec(
         name: "forget",
         summary: "Remove keys' payloads, records and validators, so the next run fetches them afresh.",
-        usage: "KEY… | --all [--out DIR]",
+        synopsis: "[KEY…]",
         arguments: [("KEY…", "Keys to forget, as in the job files and records.")],
         options: [
-            .init(name: "all", value: nil, help: "Forget every key in the output directory, without asking."),
-            .init(name: "out", value: "DIR", help: "Output directory. (default: ./out)"),
+            all.spec,
+            EngineCommandOptions.out.spec,
         ],
         positionals: (0, nil),
         run: { arguments in
-            let all = arguments.flag("all")
+            let all = (try? arguments[all]) ?? false
             guard all != !arguments.positionals.isEmpty else {
                 return Runner.usageError(UsageError(all ? "Give either keys or --all, not both" : "Missing expected argument 'KEY…' (or --all)"), spec: spec)
             }
-            let out = arguments.value("out") ?? "out"
+            let out: String
+            do { out = try arguments[EngineCommandOptions.out] } catch { return Runner.usageError(error, spec: spec) }
             let store: OutputStore
             let lock: RunLock
             do {

@@ -144,8 +144,7 @@ struct JobFileArguments {
 
         private mutating func finishFirstLine() {
             firstLineDone = true
-            if firstLine.starts(with: [0xEF, 0xBB, 0xBF]) { firstLine.removeFirst(3) }
-            if case .object = try? JSONParser.parse(firstLine) { firstLineIsObject = true }
+            firstLineIsObject = JobFileFormat.isObjectLine(firstLine)
             firstLine = []
         }
 

@@ -5,16 +5,16 @@ import RunnerKit
 /// What every command that reads jobs takes: `--kinds DIR` (repeatable, else `$RUNNER_KINDS`)
 /// and `--config FILE` (else `$RUNNER_CONFIG`), whose `kinds` add folders after those.
 enum KindOptions {
-    static let option = CommandSpec.Option(
-        name: "kinds", value: "DIR",
-        help: "A folder of kind files (<name>.json); repeatable. (default: the folders of $RUNNER_KINDS, colon-separated)")
+    static let kinds = CommandOption<[String]>.list(
+        "kinds", "DIR", help: "A folder of kind files (<name>.json); repeatable.",
+        defaultText: "the folders of $RUNNER_KINDS, colon-separated")
 
-    static let configOption = CommandSpec.Option(
-        name: "config", value: "FILE",
-        help: "A JSON file of request settings: userAgent, kinds, and per host headers, rate, perHost, cacert, cert, key. (default: $\(RequestConfig.environmentVariable))")
+    static let config = CommandOption<String?>.text(
+        "config", "FILE", help: "A JSON file of request settings: userAgent, kinds, and per host headers, rate, perHost, cacert, cert, key.",
+        defaultText: "$\(RequestConfig.environmentVariable)")
 
     /// The options of every command that reads or runs jobs.
-    static let options = [option, configOption]
+    static let options = [kinds.spec, config.spec]
 
     /// The kinds a command knows and the config's request settings.
     struct Setup {
@@ -24,7 +24,7 @@ enum KindOptions {
 
     /// The setup the arguments give, or nil after printing the bad file in one line (exit 2).
     static func setup(_ arguments: ParsedArguments, checkingSecrets: Bool = true) -> Setup? {
-        setup(kinds: arguments.allValues("kinds"), config: arguments.value("config"), checkingSecrets: checkingSecrets)
+        setup(kinds: arguments.allValues(kinds.spec.name), config: arguments.value(config.spec.name), checkingSecrets: checkingSecrets)
     }
 
     /// The built-in kinds and those of the kind folders (none given: those of `$RUNNER_KINDS`),

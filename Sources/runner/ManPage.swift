@@ -48,7 +48,7 @@ enum ManPage {
             }
             for option in command.options {
                 items.append(".It Fl \\-\(option.name)" + (option.value.map { " Ar \(word($0))" } ?? ""))
-                items.append(text(option.help))
+                items.append(text(option.fullHelp))
             }
             if !items.isEmpty {
                 page.append(".Bl -tag -width Ds")

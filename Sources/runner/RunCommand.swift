@@ -7,19 +7,29 @@ import Synchronization
 
 /// `runner run FILE…`: validate every file, then run every job, then report.
 enum RunCommand {
+    static let shard = CommandOption<Shard?>(
+        spec: .init(name: "shard", value: "I/N", help: "Run only the jobs whose key hashes to shard I of N (0 ≤ I < N; FNV-1a of the key)."),
+        read: { text throws(UsageError) in
+            guard let text else { return nil }
+            guard let shard = Shard(text) else { throw UsageError("--shard must be I/N with 0 ≤ I < N, like 0/4, not '\(text)'") }
+            return shard
+        })
+    static let resume = CommandOption<String?>.text(
+        "resume", "RUNLOG", help: "Run only the jobs whose key did not end succeeded or notModified in this run log (out/runs/<run-id>.jsonl).")
+    static let wait = CommandOption<Bool>.flag("wait", help: "If another run uses the output directory, wait for it instead of exiting 3.")
+    static let json = CommandOption<Bool>.flag("json", help: "Print each job's result record as one JSON line, children included.")
+    static let metrics = CommandOption<String?>.text(
+        "metrics", "FILE", help: "At the end, write Prometheus metrics to FILE (for node_exporter's textfile collector).")
+    static let noSync = CommandOption<Bool>.flag("no-sync", help: "Do not make what the run wrote durable before it exits (for scratch runs).")
+
+    private static let ownOptions: [CommandSpec.Option] = [shard.spec, resume.spec, wait.spec, json.spec, metrics.spec, noSync.spec]
+
     static let spec: CommandSpec = CommandSpec(
         name: "run",
         summary: "Run the jobs of job files: fetch, validate and write payloads and result records.",
-        usage: "FILE… \(EngineCommandOptions.usage) [--shard I/N] [--resume RUNLOG] [--wait] [--json] [--metrics FILE] [--no-sync]",
+        synopsis: "FILE…",
         arguments: [("FILE…", "Job files: one job, a batch {\"defaults\", \"jobs\"}, an array, or JSON Lines (.jsonl); - is standard input.")],
-        options: EngineCommandOptions.options + [
-            .init(name: "shard", value: "I/N", help: "Run only the jobs whose key hashes to shard I of N (0 ≤ I < N; FNV-1a of the key)."),
-            .init(name: "resume", value: "RUNLOG", help: "Run only the jobs whose key did not end succeeded or notModified in this run log (out/runs/<run-id>.jsonl)."),
-            .init(name: "wait", value: nil, help: "If another run uses the output directory, wait for it instead of exiting 3."),
-            .init(name: "json", value: nil, help: "Print each job's result record as one JSON line, children included."),
-            .init(name: "metrics", value: "FILE", help: "At the end, write Prometheus metrics to FILE (for node_exporter's textfile collector)."),
-            .init(name: "no-sync", value: nil, help: "Do not make what the run wrote durable before it exits (for scratch runs)."),
-        ],
+        options: EngineCommandOptions.options + ownOptions,
         positionals: (1, nil),
         run: { arguments in
             let options: Options
@@ -35,7 +45,7 @@ enum RunCommand {
         })
 
     struct Options {
-        var engine: EngineOptions
+        var engine: JobEngine.Configuration
         var shard: Shard?
         var wait: Bool
         var json: Bool
@@ -48,26 +58,21 @@ enum RunCommand {
         var config: String?
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
-            engine = try EngineCommandOptions.parse(arguments)
-            if let text = arguments.value("shard") {
-                guard let shard = Shard(text) else {
-                    throw UsageError("--shard must be I/N with 0 ≤ I < N, like 0/4, not '\(text)'")
-                }
-                self.shard = shard
-            }
-            if let path = arguments.value("resume") {
+            engine = try EngineCommandOptions.configuration(arguments)
+            shard = try arguments[RunCommand.shard]
+            if let path = try arguments[RunCommand.resume] {
                 do {
                     resume = (path, try RunLog.settledKeys(atPath: path))
                 } catch {
                     throw UsageError("--resume: \(error)")
                 }
             }
-            wait = arguments.flag("wait")
-            json = arguments.flag("json")
-            metrics = arguments.value("metrics")
-            sync = !arguments.flag("no-sync")
-            kindFolders = arguments.allValues("kinds")
-            config = arguments.value("config")
+            wait = try arguments[RunCommand.wait]
+            json = try arguments[RunCommand.json]
+            metrics = try arguments[RunCommand.metrics]
+            sync = !(try arguments[noSync])
+            kindFolders = try arguments[KindOptions.kinds]
+            config = try arguments[KindOptions.config]
         }
     }
 
@@ -81,6 +86,7 @@ enum RunCommand {
         guard let setup = KindOptions.setup(kinds: given.kindFolders, config: given.config) else { return 2 }
         let registry = setup.registry
         var options = given
+        options.engine.registry = registry
         options.engine.requests.merge(setup.requests)
         let feed = BatchFeed(
             files: files, registry: registry, shard: options.shard, skipping: options.resume?.settled ?? [], limits: options.engine.limits)
@@ -102,15 +108,18 @@ enum RunCommand {
             Console.err("runner: --resume: \(skipped) job\(skipped == 1 ? "" : "s") skipped (ended succeeded or notModified in \(resume.path)), \(validation.total) to run")
         }
 
-        let assembly: EngineAssembly
+        var configuration: JobEngine.Configuration
+        let store: OutputStore
         let lock: RunLock
         let runLog: RunLog
         do {
-            assembly = try EngineAssembly(options: options.engine, registry: registry)
+            configuration = try options.engine.prepared()
+            store = configuration.store!
             if options.wait && !options.json { Console.err("runner: waiting for the output directory \(options.engine.out) to be free…") }
-            lock = try RunLock(store: assembly.store, wait: options.wait)
-            assembly.store.sweepLeftovers()  // temporary files of crashed runs
-            runLog = try RunLog(store: assembly.store)
+            lock = try RunLock(store: store, wait: options.wait)
+            store.sweepLeftovers()  // temporary files of crashed runs
+            runLog = try RunLog(store: store)
+            configuration.runLog = runLog
         } catch let busy as RunLock.Busy {
             Console.error(busy.description + "; wait for it, pass --wait, or use another --out")
             return busyExitCode
@@ -120,9 +129,13 @@ enum RunCommand {
         }
         let reporter = RunReporter(json: options.json, total: validation.total)
         let metrics = options.metrics.map { _ in Metrics() }
-        let engine = JobEngine(
-            configuration: assembly.configuration(runLog: runLog),
-            observer: metrics.map { ObserverFanout([reporter, $0]) } ?? reporter)
+        let engine: JobEngine
+        do {
+            engine = try JobEngine(configuration: configuration, observer: metrics.map { ObserverFanout([reporter, $0]) } ?? reporter)
+        } catch {
+            Console.error("\(error)")
+            return 2
+        }
         // The signals are watched before any job starts: a SIGINT that comes as the first
         // requests go out must cancel the run, not be lost (the run would go on to its end).
         let started = Locked<(task: Task<RunSummary, Never>?, interrupted: Bool)>((nil, false))
@@ -142,7 +155,7 @@ enum RunCommand {
         if interrupted { runTask.cancel() }
         let summary = await runTask.value
         let received = signal.stop()
-        reporter.printSummary(summary, store: assembly.store, runLog: runLog, hostWaits: engine.hostWaits, paceWaits: engine.paceWaits)
+        reporter.printSummary(summary, store: store, runLog: runLog, hostWaits: engine.hostWaits, paceWaits: engine.paceWaits)
         let changes = feed.changes
         if let first = changes.first {
             show(first)
@@ -152,7 +165,7 @@ enum RunCommand {
         var durable = true
         if options.sync {
             do {
-                try assembly.store.synchronize()
+                try store.synchronize()
             } catch {
                 Console.error("\(error); the payloads and records of this run may not survive a power loss")
                 durable = false

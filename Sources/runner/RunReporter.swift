@@ -141,9 +141,7 @@ final class RunReporter: RunObserver {
         return "Jobs waited \(amount) in all for their turn at a paced host\(host)\(pauses)."
     }
 
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
+    private static func seconds(_ duration: Duration) -> Double { duration.inSeconds }
 
     private static func clock(_ seconds: Double) -> String {
         let s = Int(seconds.rounded(.up))

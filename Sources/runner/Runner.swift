@@ -19,7 +19,7 @@ enum Runner {
         CompletionsCommand.spec,
         CommandSpec(
             name: "connectivity", summary: "Print whether HOST is reachable, and with --watch each change (diagnostic).",
-            usage: "HOST [--watch SECONDS] [--polling]", hidden: true, rawArguments: true,
+            synopsis: "HOST [--watch SECONDS] [--polling]", hidden: true, rawArguments: true,
             run: { await runConnectivityCommand($0.raw) }),
     ]
 

@@ -7,7 +7,7 @@ enum ValidateCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "validate",
         summary: "Check job files without running them: every error names the file, the job and the field.",
-        usage: "FILE… [--kinds DIR] [--config FILE]",
+        synopsis: "FILE…",
         arguments: [("FILE…", "Job files to check; - is standard input.")],
         options: KindOptions.options,
         positionals: (1, nil),
@@ -38,7 +38,7 @@ enum KindsCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "kinds",
         summary: "List the job kinds this runner knows, with their parameters.",
-        usage: "[KIND] [--kinds DIR] [--config FILE]",
+        synopsis: "[KIND]",
         arguments: [("KIND", "Show only this kind's parameters.")],
         options: KindOptions.options,
         positionals: (0, 1),

@@ -5,18 +5,19 @@ import RunnerKit
 
 /// `runner submit`, `watch`, `cancel` and `status`: the spool (see `Spool`).
 enum SpoolCommands {
-    static let spoolOption = CommandSpec.Option(name: "spool", value: "DIR", help: "The spool folder. (default: ./spool)")
+    static let spoolOption = CommandOption<String>.text(
+        "spool", "DIR", default: Spool.defaultRoot, shown: "./\(Spool.defaultRoot)", help: "The spool folder.")
 
-    static let groupOption = CommandSpec.Option(
-        name: "group", value: "NAME", help: "A producers' group: spool folders are made 2770 with it (default: 0700, the watcher's user only).")
+    static let groupOption = CommandOption<String?>.text(
+        "group", "NAME", help: "A producers' group: spool folders are made 2770 with it.", defaultText: "0700, the watcher's user only")
 
-    static func spool(_ arguments: ParsedArguments) -> Spool { Spool(root: arguments.value("spool") ?? "spool") }
+    static func spool(_ arguments: ParsedArguments) throws(UsageError) -> Spool { Spool(root: try arguments[spoolOption]) }
 
     /// The spool with `--group` applied; a group that does not exist is a usage error.
     static func spoolWithGroup(_ arguments: ParsedArguments) throws(UsageError) -> Spool {
-        guard let name = arguments.value("group") else { return spool(arguments) }
+        guard let name = try arguments[groupOption] else { return try spool(arguments) }
         do {
-            return Spool(root: arguments.value("spool") ?? "spool", group: try Spool.groupID(named: name))
+            return Spool(root: try arguments[spoolOption], group: try Spool.groupID(named: name))
         } catch {
             throw UsageError("--group: \(error)")
         }
@@ -27,9 +28,9 @@ enum SpoolCommands {
     static let submit: CommandSpec = CommandSpec(
         name: "submit",
         summary: "Validate job files and queue them in the spool's inbox for a watcher.",
-        usage: "FILE… [--spool DIR] [--group NAME] [--kinds DIR] [--config FILE]",
+        synopsis: "FILE…",
         arguments: [("FILE…", "Job files (- is standard input); all are checked before any is queued. Each is copied in whole, atomically and durably.")],
-        options: [spoolOption, groupOption] + KindOptions.options,
+        options: [spoolOption.spec, groupOption.spec] + KindOptions.options,
         positionals: (1, nil),
         run: { arguments in
             guard let registry = KindOptions.registry(arguments, checkingSecrets: false) else { return 2 }
@@ -69,98 +70,98 @@ enum SpoolCommands {
 
     // MARK: - watch
 
+    private static let feedDefaults = SpoolFeed.Configuration(spool: Spool(root: Spool.defaultRoot), engine: JobEngine.Configuration())
+
+    static let grace = CommandOption<Duration>.seconds(
+        "grace", default: feedDefaults.grace, help: "On SIGTERM, SIGINT or SIGHUP, how long running jobs may go on before they are cancelled.")
+    static let settle = CommandOption<Duration>.seconds(
+        "settle", default: feedDefaults.settle,
+        help: "A file written in place (not renamed in) is taken once no process writes it and it has not changed for this long.")
+    static let rescan = CommandOption<Duration>.seconds("rescan", default: feedDefaults.rescanInterval, help: "How often the inbox is read in full, besides inotify.")
+    static let watchMetrics = CommandOption<String?>.text(
+        "metrics", "FILE", help: "Write Prometheus metrics to FILE every 10 s and at exit (for node_exporter's textfile collector).")
+    static let watchJSON = CommandOption<Bool>.flag("json", help: "Print each job's result record as one JSON line.")
+
+    private static let watchOptions: [CommandSpec.Option] = [
+        grace.spec, settle.spec, rescan.spec, groupOption.spec, watchMetrics.spec, watchJSON.spec,
+    ]
+
     static let watch: CommandSpec = CommandSpec(
         name: "watch",
         summary: "Run the job files that arrive in the spool's inbox, until SIGTERM, SIGINT or SIGHUP.",
-        usage: "[--spool DIR] \(EngineCommandOptions.usage) [--grace SECONDS] [--settle SECONDS] [--rescan SECONDS] [--group NAME] [--metrics FILE] [--json]",
-        options: [spoolOption] + EngineCommandOptions.options + [
-            .init(name: "grace", value: "SECONDS", help: "On SIGTERM, SIGINT or SIGHUP, how long running jobs may go on before they are cancelled. (default: 10)"),
-            .init(name: "settle", value: "SECONDS", help: "A file written in place (not renamed in) is taken once no process writes it and it has not changed for this long. (default: 1)"),
-            .init(name: "rescan", value: "SECONDS", help: "How often the inbox is read in full, besides inotify. (default: 2)"),
-            groupOption,
-            .init(name: "metrics", value: "FILE", help: "Write Prometheus metrics to FILE every 10 s and at exit (for node_exporter's textfile collector)."),
-            .init(name: "json", value: nil, help: "Print each job's result record as one JSON line."),
-        ],
+        options: [spoolOption.spec] + EngineCommandOptions.options + watchOptions,
         run: { arguments in
-            var options = WatchOptions()
+            var options: WatchOptions
             do {
-                options.engine = try EngineCommandOptions.parse(arguments)
-                options.grace = try seconds(arguments.value("grace"), option: "grace", default: 10)
-                options.settle = try seconds(arguments.value("settle"), option: "settle", default: 1)
-                options.rescan = try seconds(arguments.value("rescan"), option: "rescan", default: 2)
-                guard options.rescan >= .milliseconds(10) else { throw UsageError("--rescan must be at least 0.01 seconds") }
-                options.spool = try spoolWithGroup(arguments)
+                var feed = SpoolFeed.Configuration(spool: try spoolWithGroup(arguments), engine: try EngineCommandOptions.configuration(arguments))
+                feed.grace = try arguments[grace]
+                feed.settle = try arguments[settle]
+                feed.rescanInterval = try arguments[rescan]
+                guard feed.rescanInterval >= .milliseconds(10) else { throw UsageError("--rescan must be at least 0.01 seconds") }
+                options = WatchOptions(feed: feed, metrics: try arguments[watchMetrics], json: try arguments[watchJSON])
             } catch {
                 return Runner.usageError(error, spec: watch)
             }
-            options.json = arguments.flag("json")
-            options.metrics = arguments.value("metrics")
             guard let setup = KindOptions.setup(arguments) else { return 2 }
-            options.engine.requests.merge(setup.requests)
-            return await runWatch(options, registry: setup.registry)
+            options.feed.engine.registry = setup.registry
+            options.feed.engine.requests.merge(setup.requests)
+            return await runWatch(options)
         })
 
-    /// `runner watch`'s options.
+    /// `runner watch`'s options: the feed's configuration (the engine's inside it) and what is
+    /// shown.
     struct WatchOptions {
-        var spool = Spool(root: "spool")
-        var engine = EngineOptions()
-        var grace: Duration = .seconds(10)
-        var settle: Duration = .seconds(1)
-        var rescan: Duration = .seconds(2)
+        var feed: SpoolFeed.Configuration
         var metrics: String?
         var json = false
     }
 
-    static func seconds(_ text: String?, option: String, default defaultValue: Double) throws(UsageError) -> Duration {
-        guard let text else { return .milliseconds(Int(defaultValue * 1000)) }
-        guard let value = Double(text), value >= 0, value <= 86_400 else {
-            throw UsageError("--\(option) must be a number of seconds from 0 to 86400, not '\(text)'")
-        }
-        return .milliseconds(Int(value * 1000))
-    }
-
-    static func runWatch(_ options: WatchOptions, registry: KindRegistry) async -> Int32 {
-        let (spool, grace, json) = (options.spool, options.grace, options.json)
-        let assembly: EngineAssembly
-        let runLog: RunLog
+    static func runWatch(_ options: WatchOptions) async -> Int32 {
+        var configuration = options.feed
+        let (spool, grace, json) = (configuration.spool, configuration.grace, options.json)
         do {
             try spool.makeFolders()
-            assembly = try EngineAssembly(options: options.engine, registry: registry)
-            assembly.store.sweepLeftovers()  // temporary files of crashed runners
-            runLog = try RunLog(store: assembly.store)
+            configuration.engine = try configuration.engine.prepared()
+            let store = configuration.engine.store!
+            store.sweepLeftovers()  // temporary files of crashed runners
+            configuration.engine.runLog = try RunLog(store: store)
         } catch {
             Console.error("\(error)")
             return 2
         }
+        let out = configuration.engine.store!.root
         // Operating as a service: systemd's notify protocol and Prometheus metrics.
         let service = WatchService(notifier: SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment), metricsPath: options.metrics)
-        var configuration = SpoolWatcher.Configuration(
-            spool: spool, engine: assembly.configuration(runLog: runLog), registry: registry, rescanInterval: options.rescan,
-            settle: options.settle, heartbeatInterval: service.heartbeatInterval)
-        configuration.limits = options.engine.limits
-        let watcher = SpoolWatcher(
-            configuration: configuration,
-            observer: ObserverFanout([WatchReporter(json: json), service.metrics]),
-            onEvent: { event in
-                service.handle(event)
-                log(event, spool: spool, out: assembly.store.root)
-            })
+        configuration.heartbeatInterval = service.heartbeatInterval
+        let feed: SpoolFeed
+        do {
+            feed = try SpoolFeed(
+                configuration: configuration,
+                observer: ObserverFanout([WatchReporter(json: json), service.metrics]),
+                onEvent: { event in
+                    service.handle(event)
+                    log(event, spool: spool, out: out)
+                })
+        } catch {
+            Console.error("\(error)")
+            return 2
+        }
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
             service.stopping()
             Console.err("runner: \(signalName(number)): no more files are taken; running jobs have \(grace) to end")
-            watcher.shutdown(grace: grace)
+            feed.shutdown()
         }
         defer { _ = signals.stop() }
         let metricsTask = service.startWritingMetrics()
         do {
-            try await watcher.run()
+            try await feed.run()
         } catch {
             metricsTask?.cancel()
             Console.error("\(error)")
             return 1
         }
         metricsTask?.cancel()
-        service.stopped(counts: watcher.counts)
+        service.stopped(counts: feed.counts)
         Console.err("runner: stopped")
         return 0
     }
@@ -173,7 +174,7 @@ enum SpoolCommands {
         }
     }
 
-    static func log(_ event: SpoolWatcher.Event, spool: Spool, out: String) {
+    static func log(_ event: SpoolFeed.Event, spool: Spool, out: String) {
         switch event {
         case .started(let id, let recovered):
             Console.err("runner: watching \(RunReporter.relative(spool.inbox)) (watcher \(id)); results in \(RunReporter.relative(out))/")
@@ -193,7 +194,7 @@ enum SpoolCommands {
             if report.finalName != report.name { line += " as \(report.finalName)" }
             if !counts.isEmpty { line += "; " + counts.joined(separator: ", ") }
             if let latency = report.startLatency {
-                line += String(format: "; first job started %.2f ms after arrival", Double(latency.components.attoseconds) / 1e15 + Double(latency.components.seconds) * 1000)
+                line += String(format: "; first job started %.2f ms after arrival", latency.inSeconds * 1000)
             }
             if report.outcome == .failed, let reason = report.reason?.split(separator: "\n").first { line += "\n  \(reason)" }
             Console.err(line)
@@ -209,9 +210,9 @@ enum SpoolCommands {
     static let cancel: CommandSpec = CommandSpec(
         name: "cancel",
         summary: "Cancel the running task with KEY, and waiting jobs with KEY, in every watcher of the spool.",
-        usage: "KEY [--spool DIR] [--group NAME]",
+        synopsis: "KEY",
         arguments: [("KEY", "The job key, as in the job file or `runner status`.")],
-        options: [spoolOption, groupOption],
+        options: [spoolOption.spec, groupOption.spec],
         positionals: (1, 1),
         run: { arguments in
             let key = arguments.positionals[0]
@@ -233,13 +234,21 @@ enum SpoolCommands {
     static let status: CommandSpec = CommandSpec(
         name: "status",
         summary: "Show the spool: queued files, running jobs with their age, done and failed files.",
-        usage: "[--spool DIR] [--json]",
-        options: [spoolOption, .init(name: "json", value: nil, help: "Print one JSON object, for programs.")],
+        options: [spoolOption.spec, statusJSON.spec],
         run: { arguments in
-            let status = SpoolStatus.read(spool(arguments))
-            Console.out(arguments.flag("json") ? JSONWriter.string(status.json) : status.text)
+            let status: SpoolStatus
+            let json: Bool
+            do {
+                status = SpoolStatus.read(try spool(arguments))
+                json = try arguments[statusJSON]
+            } catch {
+                return Runner.usageError(error, spec: SpoolCommands.status)
+            }
+            Console.out(json ? JSONWriter.string(status.json) : status.text)
             return 0
         })
+
+    static let statusJSON = CommandOption<Bool>.flag("json", help: "Print one JSON object, for programs.")
 }
 
 /// What `runner watch` shows of jobs: notices, and with `--json` every record.

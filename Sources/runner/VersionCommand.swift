@@ -5,7 +5,7 @@ enum VersionCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "version",
         summary: "Show the version of the runner and of its HTTP library (libcurl, TLS, HTTP/2).",
-        usage: "",
+
         run: { _ in print() })
 
     /// Two lines: `runner 0.1.0`, then libcurl's version, TLS library and HTTP/2 support

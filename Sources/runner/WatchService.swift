@@ -22,7 +22,7 @@ final class WatchService: Sendable {
         return notifier != nil || metricsPath != nil ? .seconds(5) : nil
     }
 
-    func handle(_ event: SpoolWatcher.Event) {
+    func handle(_ event: SpoolFeed.Event) {
         switch event {
         case .ready(let counts):
             metrics.record(spool: counts)
@@ -41,7 +41,7 @@ final class WatchService: Sendable {
     }
 
     /// The watcher ended: the last metrics.
-    func stopped(counts: SpoolWatcher.Counts?) {
+    func stopped(counts: SpoolFeed.Counts?) {
         if let counts { metrics.record(spool: counts) }
         writeMetrics()
     }
@@ -65,7 +65,7 @@ final class WatchService: Sendable {
         }
     }
 
-    static func status(_ counts: SpoolWatcher.Counts) -> String {
+    static func status(_ counts: SpoolFeed.Counts) -> String {
         var line = "STATUS=\(counts.queued) queued"
         if counts.settling > 0 { line += " (\(counts.settling) still being written)" }
         line += ", \(counts.running) running, \(counts.done) done, \(counts.failed) failed"

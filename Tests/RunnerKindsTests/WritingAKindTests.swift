@@ -70,7 +70,7 @@ public struct TextKind: JobKind {
         let job = try JobDescriptor.decode(
             [("kind", .string("text")), ("key", .string("text:tree")), ("url", .string("\(server.baseURL)/data.json"))],
             registry: registry)
-        let engine = JobEngine(configuration: .init(store: try OutputStore(root: "\(folder)/out"), http: URLSessionFetcher(), registry: registry))
+        let engine = try JobEngine(configuration: .init(registry: registry, store: try OutputStore(root: "\(folder)/out"), http: URLSessionFetcher()))
         let result = await engine.run(job)
         #expect(result.status == .succeeded, "\(result.error ?? "")")
         #expect(result.output == "texts/tree.txt")

@@ -15,7 +15,7 @@ import Testing
         let validation = feed.validate()
         #expect(validation.errors.isEmpty && validation.total == 3)
         try FileManager.default.removeItem(atPath: path)  // gone: only the kept jobs can run
-        #expect(Array(feed).map(\.key) == ["k1", "k2", "k3"])
+        #expect(Array(IteratorSequence(feed.makeIterator())).map(\.key) == ["k1", "k2", "k3"])
         #expect(feed.changes.isEmpty)
     }
 
@@ -28,7 +28,7 @@ import Testing
         var changed = lines
         changed[2] = String(repeating: "x", count: lines[2].utf8.count)
         folder.write("jobs.jsonl", changed.joined(separator: "\n") + "\n")
-        #expect(Array(feed).map(\.key) == ["k1", "k2", "k4"], "what still reads runs")
+        #expect(Array(IteratorSequence(feed.makeIterator())).map(\.key) == ["k1", "k2", "k4"], "what still reads runs")
         #expect(feed.changes.count == 1)
         #expect(feed.changes.first?.description.contains("line 3") == true, "\(feed.changes)")
     }

@@ -19,9 +19,13 @@ private func makeEngine(
     let store = try OutputStore(root: folder.path)
     var registry = KindRegistry()
     try registry.register(FetchKind.self)
-    return JobEngine(configuration: .init(
-        store: store, http: http, monitor: monitor, clock: clock, registry: registry, limits: limits, concurrency: 4,
-        backoff: backoff))
+    return try JobEngine(configuration: .init(registry: registry, store: store, http: http).with {
+        $0.monitor = monitor
+        $0.clock = clock
+        $0.limits = limits
+        $0.concurrency = 4
+        $0.backoff = backoff
+    })
 }
 
 /// A job of the test kind: fetches `url`, writes what arrived as its payload, and starts one

@@ -160,12 +160,13 @@ struct HostPacerTests {
     }
 
     @Test func theClientsConnectionCapLetsTheLargestPerHostThrough() throws {
-        var options = EngineOptions(perHost: 8)
-        #expect(EngineAssembly.connectionsPerHost(options) == 8)
+        var options = JobEngine.Configuration()
+        options.perHost = 8
+        #expect(options.connectionsPerHost == 8)
         options.requests = try config(hosts: [("a.test", HostSettings(perHost: 2)), ("b.test", HostSettings(perHost: 20))])
-        #expect(EngineAssembly.connectionsPerHost(options) == 20)
+        #expect(options.connectionsPerHost == 20)
         options.perHost = 32
-        #expect(EngineAssembly.connectionsPerHost(options) == 32)
+        #expect(options.connectionsPerHost == 32)
     }
 }
 
@@ -202,9 +203,12 @@ struct EnginePacingTests {
     let starts = Locked<[String: [Duration]]>([:])
 
     private func engine(_ requests: RequestConfig, concurrency: Int = 8) throws -> JobEngine {
-        JobEngine(configuration: .init(
-            store: try OutputStore(root: folder.path), http: http, clock: clock, concurrency: concurrency,
-            backoff: Backoff(base: .seconds(1)), requests: requests))
+        try JobEngine(configuration: .init(store: try OutputStore(root: folder.path), http: http).with {
+            $0.clock = clock
+            $0.concurrency = concurrency
+            $0.backoff = Backoff(base: .seconds(1))
+            $0.requests = requests
+        })
     }
 
     private func job(_ url: String, key: String, retries: Int = 0, timeout: Duration = .seconds(2)) -> JobDescriptor {

@@ -25,7 +25,7 @@ struct SpoolHostileLockTests {
 
         let store = try OutputStore(root: folder.path + "/out")
         let ran = RunCounter()
-        let engine = JobEngine(configuration: .init(store: store, http: UnusedFetcher(), keyLock: exhausted))
+        let engine = try JobEngine(configuration: .init(store: store, http: UnusedFetcher()).with { $0.keyLock = exhausted })
         let result = await engine.run(JobDescriptor(CountingKind(counter: ran), key: "probe:k", url: URL(string: "http://127.0.0.1/x")!))
         #expect(result.status == .failed)
         #expect(result.error?.contains("could not be taken") == true, "\(result.error ?? "")")

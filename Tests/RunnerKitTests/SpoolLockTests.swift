@@ -35,7 +35,7 @@ struct SpoolLockTests {
         }
         let folder = TemporaryFolder()
         let store = try OutputStore(root: folder.path)
-        let engine = JobEngine(configuration: .init(store: store, http: NoFetching(), keyLock: HeldElsewhere()))
+        let engine = try JobEngine(configuration: .init(store: store, http: NoFetching()).with { $0.keyLock = HeldElsewhere() })
         let url = URL(string: "http://127.0.0.1/x")!
         let busy = await engine.run(JobDescriptor(ProbeKind(), key: "probe:busy", url: url))
         #expect(busy.status == .duplicate)

@@ -24,7 +24,10 @@ struct BenchmarkTests {
 
     @Test func engineCostPerJob() async throws {
         let w = try Workspace()
-        let engine = JobEngine(configuration: .init(store: try OutputStore(root: w.out), http: RecordingHTTP.instant(), concurrency: 64, perHost: 64))
+        let engine = try JobEngine(configuration: .init(store: try OutputStore(root: w.out), http: RecordingHTTP.instant()).with {
+            $0.concurrency = 64
+            $0.perHost = 64
+        })
         let count = 100_000
         let jobs = (0..<count).lazy.map { i in
             JobDescriptor(EntryKind(id: "e\(i)"), key: "e\(i)", url: URL(string: "http://127.0.0.1:9/e\(i)")!)
@@ -83,8 +86,12 @@ struct BenchmarkTests {
             func jobFinished(_ result: JobResult) { results.withLock { $0.append(result.durationMs) } }
         }
         let collector = Collector()
-        let engine = JobEngine(
-            configuration: .init(store: try OutputStore(root: w.out), http: try testHTTPClient().make(maxConnectionsPerHost: 64), monitor: RouteMonitor(), concurrency: 1000, perHost: 1000),
+        let engine = try JobEngine(
+            configuration: .init(store: try OutputStore(root: w.out), http: try testHTTPClient().make(maxConnectionsPerHost: 64)).with {
+                $0.monitor = RouteMonitor()
+                $0.concurrency = 1000
+                $0.perHost = 1000
+            },
             observer: collector)
         let jobs = (0..<1000).map { i in
             JobDescriptor(EntryKind(id: "h\(i)"), key: "h\(i)", url: URL(string: "\(w.base)/entries/h\(i).json?hang=1")!, timeout: .seconds(1))

@@ -31,8 +31,13 @@ struct EngineScaleTests {
     }
 
     func engine(_ folder: String, concurrency: Int, clock: CountingClock, http: any HTTPClient, observer: Collector) throws -> JobEngine {
-        JobEngine(
-            configuration: .init(store: try OutputStore(root: folder), http: http, monitor: RouteMonitor(), clock: clock, concurrency: concurrency, perHost: concurrency),
+        try JobEngine(
+            configuration: .init(store: try OutputStore(root: folder), http: http).with {
+                $0.monitor = RouteMonitor()
+                $0.clock = clock
+                $0.concurrency = concurrency
+                $0.perHost = concurrency
+            },
             observer: observer)
     }
 
@@ -61,8 +66,12 @@ struct EngineScaleTests {
         let store = try OutputStore(root: w.out)
         let runLog = try RunLog(store: store)
         let collector = Collector()
-        let engine = JobEngine(
-            configuration: .init(store: store, http: RecordingHTTP.instant(), concurrency: 64, runLog: runLog, perHost: 64),
+        let engine = try JobEngine(
+            configuration: .init(store: store, http: RecordingHTTP.instant()).with {
+                $0.concurrency = 64
+                $0.runLog = runLog
+                $0.perHost = 64
+            },
             observer: collector)
         let count = 3000
         let jobs = (0..<count).map { i in

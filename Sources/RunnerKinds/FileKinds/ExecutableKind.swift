@@ -35,7 +35,7 @@ struct ExecutableKind: KindJob {
     func run(in context: JobContext) async throws -> KindOutcome {
         let attempt = attempts.next()
         let job = context.job
-        let deadline = Date().addingTimeInterval(Double(job.timeout.components.seconds) + Double(job.timeout.components.attoseconds) / 1e18)
+        let deadline = Date().addingTimeInterval(job.timeout.inSeconds)
         var response: JobContext.Response?
         if file.fetch {
             switch try await context.fetch(folder: file.folder) {
@@ -84,7 +84,7 @@ struct ExecutableKind: KindJob {
     private func jobObject(_ job: JobDescriptor) -> [(key: String, value: JSONValue)] {
         var fields: [(key: String, value: JSONValue)] = [
             ("kind", .string(job.kindName)), ("key", .string(job.key)), ("url", .string(job.url.absoluteString)),
-            ("timeout", .number(Double(job.timeout.components.seconds) + Double(job.timeout.components.attoseconds) / 1e18)),
+            ("timeout", .number(job.timeout.inSeconds)),
             ("retries", JSONValue(job.retries)), ("maxBytes", JSONValue(job.maxBytes)),
         ]
         if let output = job.output { fields.append(("output", .string(output))) }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RunnerKit
 import Synchronization
 
 /// One run of an executable kind's program: in a process group of its own, its stdin written,
@@ -230,7 +231,7 @@ final class KindProcess: Sendable {
             var timeout: Int32 = exitFD >= 0 || exited ? -1 : 20
             if let sent = termSentAt, !killed {
                 let left = Self.killGrace - sent.duration(to: .now)
-                timeout = max(1, Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1)
+                timeout = max(1, Int32(clamping: left.inMilliseconds) + 1)
             }
             _ = poll(&fds, nfds_t(fds.count), timeout)
             for entry in fds where entry.revents != 0 {

@@ -98,13 +98,8 @@ struct AttemptLoop: Sendable {
         }
     }
 
-    static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000)
-    }
-
     static func seconds(_ duration: Duration) -> String {
-        let ms = milliseconds(duration)
+        let ms = duration.inMilliseconds
         return ms % 1000 == 0 ? "\(ms / 1000) s" : String(format: "%.1f s", Double(ms) / 1000)
     }
 }

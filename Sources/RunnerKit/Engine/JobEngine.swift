@@ -15,67 +15,27 @@ import Synchronization
 /// The engine knows no job kind: it calls `KindJob.run(in:)`, commits what it returned, and
 /// counts statuses.
 public final class JobEngine: Sendable {
-    public struct Configuration: Sendable {
-        public var store: OutputStore
-        public var http: any HTTPFetching
-        public var monitor: any ConnectivityMonitoring
-        public var clock: any Clock<Duration>
-        /// Arms attempt deadlines; by default a sleeping task on `clock`.
-        public var deadlines: (any DeadlineScheduling)?
-        /// Where children's kinds are found, by name.
-        public var registry: KindRegistry
-        /// What a child may ask (as for the jobs of job files: a child asking more is `invalid`).
-        public var limits: JobLimits
-        /// Jobs running at once (children included).
-        public var concurrency: Int
-        public var backoff: Backoff
-        /// Where each finished job is appended, for `runner run` and watch sessions.
-        public var runLog: RunLog?
-        /// Attempts talking to one host at once (a host's `perHost` in `requests` overrides it).
-        public var perHost: Int
-        /// Requests per host: the rates that pace them (`--rate`, a host's `rate`) and the
-        /// hosts' own `perHost`.
-        public var requests: RequestConfig
-        /// A lock per key across processes (the spool's), taken once the TaskManager admitted
-        /// the key; a key held elsewhere ends `duplicate`.
-        public var keyLock: (any KeyLocking)?
-
-        /// The default of `perHost`: polite to one server, while a batch over many hosts still
-        /// uses all of `concurrency`.
-        public static let defaultPerHost = 8
-
-        public init(
-            store: OutputStore, http: any HTTPFetching, monitor: any ConnectivityMonitoring = AlwaysReachable(),
-            clock: any Clock<Duration> = ContinuousClock(), deadlines: (any DeadlineScheduling)? = nil,
-            registry: KindRegistry = KindRegistry(), limits: JobLimits = .none, concurrency: Int = 8, backoff: Backoff = Backoff(),
-            runLog: RunLog? = nil, perHost: Int = defaultPerHost, keyLock: (any KeyLocking)? = nil,
-            requests: RequestConfig = RequestConfig()
-        ) {
-            self.requests = requests
-            self.limits = limits
-            self.store = store
-            self.http = http
-            self.monitor = monitor
-            self.clock = clock
-            self.deadlines = deadlines
-            self.registry = registry
-            self.concurrency = concurrency
-            self.backoff = backoff
-            self.runLog = runLog
-            self.perHost = perHost
-            self.keyLock = keyLock
-        }
-    }
-
     public let configuration: Configuration
+    /// Where payloads and records go (`configuration.store`, or the one made for `out`).
+    public let store: OutputStore
+    /// The HTTP client every job shares (`configuration.http`, or the one made for the settings).
+    public let http: any HTTPFetching
     public var taskManager: TaskManager { admission.taskManager }
     private let admission: Admission
     private let attempts: AttemptLoop
     private let records: RecordWriter
     private let observer: any RunObserver
 
-    public init(configuration: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver()) {
+    /// An engine of `configuration`; what it does not give (the HTTP client, the output store)
+    /// is made from its settings.
+    /// - Throws: one line, when the client cannot be made or the output directory not used.
+    public init(
+        configuration given: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver()
+    ) throws(Configuration.Problem) {
+        let configuration = try given.prepared()
         self.configuration = configuration
+        self.store = configuration.store!
+        self.http = configuration.http!
         self.admission = Admission(
             concurrency: configuration.concurrency, perHost: configuration.perHost, keyLock: configuration.keyLock,
             taskManager: taskManager,
@@ -84,7 +44,7 @@ public final class JobEngine: Sendable {
             clock: configuration.clock, monitor: configuration.monitor,
             deadlines: configuration.deadlines ?? ClockDeadlines(clock: configuration.clock))
         self.attempts = AttemptLoop(policy: policy, backoff: configuration.backoff, clock: configuration.clock)
-        self.records = RecordWriter(store: configuration.store, runLog: configuration.runLog, observer: observer)
+        self.records = RecordWriter(store: store, runLog: configuration.runLog, observer: observer)
         self.observer = observer
     }
 
@@ -99,22 +59,32 @@ public final class JobEngine: Sendable {
 
     // MARK: - Running
 
-    /// Runs every job of `jobs`, pulling the next one only when a slot is free (so a stream of
-    /// a million jobs is never all in memory), and returns when all have ended. Cancelling the
-    /// calling task stops the feed and cancels the running jobs, which end `cancelled`.
+    /// Runs every job of `jobs`, pulling the next one only when the last has a task (so a
+    /// stream of a million jobs is never all in memory), and returns when all have ended.
+    /// Cancelling the calling task stops the feed and cancels the running jobs, which end
+    /// `cancelled`.
     public func run(_ jobs: some Sequence<JobDescriptor>) async -> RunSummary {
+        await run(SequenceFeed(jobs))
+    }
+
+    /// Runs every job `feed` hands out, telling it how each ended, until it has no more; returns
+    /// once every job has ended and every record is written. Cancelling the calling task stops
+    /// taking jobs and cancels the running ones, which end `cancelled`.
+    public func run(_ feed: some JobFeed) async -> RunSummary {
         let summary = Locked(RunSummary())
         await withDiscardingTaskGroup { group in
-            for job in jobs {
+            while let entry = await feed.next() {
                 let slot: Slot
                 do {
                     slot = try await admission.acquireSlot()
                 } catch {
+                    await entry.ended?(.notStarted)
                     break
                 }
                 group.addTask {
-                    let result = await self.execute(job, slot: slot, awaitRecord: false)
-                    summary.withLock { $0.add(result) }
+                    let end = await self.execute(entry.job, slot: slot, start: entry.start, awaitRecord: entry.ended != nil)
+                    if case .recorded(let result, _) = end { summary.withLock { $0.add(result) } }
+                    await entry.ended?(end)
                 }
             }
         }
@@ -132,56 +102,67 @@ public final class JobEngine: Sendable {
         do {
             slot = try await admission.acquireSlot()
         } catch {
-            let now = Date()
-            let result = JobResult(
-                key: job.key, kind: job.kindName, url: job.recordURL, status: .cancelled, error: "cancelled before it started",
-                startedAt: now, finishedAt: now, parent: job.parent)
+            let result = JobResult.ended(job, .cancelled, error: "cancelled before it started", startedAt: Date())
             await records.write(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
             return result
         }
-        return await execute(job, slot: slot, awaitRecord: awaitRecord)
+        guard case .recorded(let result, _) = await execute(job, slot: slot, start: nil, awaitRecord: awaitRecord) else {
+            preconditionFailure("a job without a feed is never skipped")
+        }
+        return result
     }
 
-    /// One job under the TaskManager; `slot` is already held and is released here. With
-    /// `awaitRecord`, it returns once the record is written, else once it is queued.
-    private func execute(_ job: JobDescriptor, slot: Slot, awaitRecord: Bool) async -> JobResult {
+    /// One job under the TaskManager; `slot` is already held and is released here. `start`, the
+    /// feed's, says whether it runs once its key is held. With `awaitRecord`, it returns once
+    /// the record is written (and with the record's line), else once it is queued.
+    private func execute(
+        _ job: JobDescriptor, slot: Slot, start: (@Sendable () -> FeedJob.Start)?, awaitRecord: Bool
+    ) async -> FeedJob.End {
         let startedAt = Date()
-        let admitted = await admission.admit(key: job.key) {
-            await self.perform(job, slot: slot, startedAt: startedAt, awaitRecord: awaitRecord)
+        let admitted = await admission.admit(key: job.key) { () async -> FeedJob.End in
+            switch start?() ?? .run {
+            case .run:
+                return await self.perform(job, slot: slot, startedAt: startedAt, awaitRecord: awaitRecord)
+            case .skip:
+                return .notStarted
+            case .cancel(let reason):
+                // Through the TaskManager like any: never written beside a running task of the key.
+                let result = JobResult.ended(job, .cancelled, error: reason, startedAt: startedAt)
+                return await self.record(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
+            }
         }
         // The slot is released only now that the TaskManager has let go of the key (and the
         // record is queued): a next job of the same key, which may be waiting for this very slot
         // (--concurrency 1), then runs after this one instead of ending `duplicate`.
         slot.release()
         switch admitted {
-        case .ran(let result):
-            return result
+        case .ran(let end):
+            return end
         case .duplicate(let elsewhere):
-            let result = JobResult(
-                key: job.key, kind: job.kindName, url: job.recordURL, status: .duplicate,
-                error: "a task with the key '\(job.key)' is already running" + (elsewhere ? " in another process" : ""),
-                startedAt: startedAt, finishedAt: Date(), parent: job.parent)
+            let result = JobResult.ended(
+                job, .duplicate, error: "a task with the key '\(job.key)' is already running" + (elsewhere ? " in another process" : ""),
+                startedAt: startedAt)
             // A duplicate's record goes to the run log and the observer, not to results/: the
             // file there belongs to the task that is running.
-            await records.write(result, file: nil, wait: awaitRecord)
-            return result
+            return await record(result, file: nil, wait: awaitRecord)
         case .lockUnavailable(let reason):
             // Like a duplicate's, its record is not written to results/: it never held the key.
-            let result = JobResult(
-                key: job.key, kind: job.kindName, url: job.recordURL, status: .failed, error: reason,
-                startedAt: startedAt, finishedAt: Date(), parent: job.parent)
-            await records.write(result, file: nil, wait: awaitRecord)
-            return result
+            return await record(JobResult.ended(job, .failed, error: reason, startedAt: startedAt), file: nil, wait: awaitRecord)
         }
     }
 
-    private func perform(_ job: JobDescriptor, slot: Slot, startedAt: Date, awaitRecord: Bool) async -> JobResult {
+    /// Queues (with `wait`, writes) a result's record.
+    private func record(_ result: JobResult, file: String?, wait: Bool) async -> FeedJob.End {
+        .recorded(result, line: await records.write(result, file: file, wait: wait) ?? [])
+    }
+
+    private func perform(_ job: JobDescriptor, slot: Slot, startedAt: Date, awaitRecord: Bool) async -> FeedJob.End {
         observer.jobStarted(job)
         let started = ContinuousClock.now
         let recordFile = OutputStore.recordFileName(forKey: job.key)
         let previous = records.previous(file: recordFile)
-        let store = configuration.store
-        let http = configuration.http
+        let store = self.store
+        let http = self.http
         let report = await attempts.run(
             job, hostSlots: admission.hostSlots(for: job.url.host ?? ""), pacer: admission.pacer, observer: observer,
             makeContext: { JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept) },
@@ -193,11 +174,10 @@ public final class JobEngine: Sendable {
             ResultAssembly.addChildren(counts, total: children.count, cancelled: Task.isCancelled, to: &result)
         }
         result.finishedAt = Date()
-        result.durationMs = AttemptLoop.milliseconds(started.duration(to: .now))
+        result.durationMs = started.duration(to: .now).inMilliseconds
         // The slot is held until the record is queued (or, when the writer is behind, written),
         // so finished jobs never pile up in memory ahead of their records; `execute` releases it.
-        await records.write(result, file: recordFile, wait: awaitRecord)
-        return result
+        return await record(result, file: recordFile, wait: awaitRecord)
     }
 
     /// Children in flight at once per parent: enough to keep every slot busy, few enough that a

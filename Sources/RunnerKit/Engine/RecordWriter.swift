@@ -26,12 +26,12 @@ final class RecordWriter: Sendable {
     }
 
     /// A finished job on its way to disk; `file` is its record's file name, or nil for the run
-    /// log only.
+    /// log only. `written` hears the record as one line of JSON once it is written.
     private struct Queued: Sendable {
         var result: JobResult
         var file: String?
         var serial: UInt64
-        var written: (@Sendable () -> Void)?
+        var written: (@Sendable ([UInt8]) -> Void)?
     }
 
     /// Records queued and not yet written, past which a finishing job waits for its own.
@@ -56,20 +56,22 @@ final class RecordWriter: Sendable {
     }
 
     /// Queues a result's record (`file`, or none for the run log only). With `wait`, or when the
-    /// writer is behind, returns once it is written.
-    func write(_ result: JobResult, file: String?, wait: Bool) async {
+    /// writer is behind, returns once it is written. Returns the record as one line of JSON
+    /// when it waited, else nil.
+    @discardableResult
+    func write(_ result: JobResult, file: String?, wait: Bool) async -> [UInt8]? {
         let queued = pending.add(1, ordering: .relaxed).newValue
         if wait || queued > Self.backlog {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                enqueue(result, file: file, written: { continuation.resume() })
+            return await withCheckedContinuation { (continuation: CheckedContinuation<[UInt8], Never>) in
+                enqueue(result, file: file, written: { continuation.resume(returning: $0) })
             }
-        } else {
-            enqueue(result, file: file, written: nil)
         }
+        enqueue(result, file: file, written: nil)
+        return nil
     }
 
     /// The writer is sent for only when the queue was empty: a drain on its way takes this too.
-    private func enqueue(_ result: JobResult, file: String?, written: (@Sendable () -> Void)?) {
+    private func enqueue(_ result: JobResult, file: String?, written: (@Sendable ([UInt8]) -> Void)?) {
         let wasEmpty = state.withLock { state in
             state.serial += 1
             state.queued.append(Queued(result: result, file: file, serial: state.serial, written: written))
@@ -79,36 +81,43 @@ final class RecordWriter: Sendable {
         if wasEmpty { queue.async { self.drain() } }
     }
 
-    /// On the writer queue: writes every queued record, in order, then their run-log lines in one write.
+    /// On the writer queue: writes every queued record, in order, then their run-log lines in
+    /// one write. Each record is made JSON once: the same line goes to results/, the run log
+    /// and whoever waits for it.
     private func drain() {
         let batch = state.withLock { state in
             defer { state.queued.removeAll(keepingCapacity: true) }
             return state.queued
         }
         guard !batch.isEmpty else { return }
-        var lines: [JSONValue] = []
-        lines.reserveCapacity(batch.count)
+        var lines: [UInt8] = []
+        var ends: [Int] = []
+        ends.reserveCapacity(batch.count)
         for item in batch {
-            let json = item.result.json
+            let start = lines.count
+            JSONWriter.write(item.result.json, into: &lines)
+            lines.append(0x0A)
+            ends.append(lines.count)
             if let file = item.file {
                 do {
-                    try store.writeRecord(json, fileName: file)
+                    try store.writeRecord(line: lines[start...], fileName: file)
                 } catch {
                     observer.problem("\(item.result.key): the result record could not be written: \(error)")
                 }
             }
-            lines.append(json)
         }
-        runLog?.append(records: lines)
+        runLog?.append(lines: lines)
         state.withLock { state in
             for item in batch {
                 if let file = item.file, state.unwritten[file]?.serial == item.serial { state.unwritten[file] = nil }
             }
         }
-        for item in batch {
+        var start = 0
+        for (item, end) in zip(batch, ends) {
             observer.jobFinished(item.result)
             pending.subtract(1, ordering: .relaxed)
-            item.written?()
+            item.written?(Array(lines[start..<(end - 1)]))
+            start = end
         }
     }
 

@@ -8,7 +8,7 @@ enum ResultAssembly {
     ) -> JobResult {
         var result = JobResult(
             key: job.key, kind: job.kindName, url: job.recordURL, status: .failed, attempts: report.attempts,
-            waitedForNetworkMs: AttemptLoop.milliseconds(report.waitedForNetwork), startedAt: startedAt,
+            waitedForNetworkMs: report.waitedForNetwork.inMilliseconds, startedAt: startedAt,
             finishedAt: startedAt, parent: job.parent)
         if let committed = report.committed {
             result.status = committed.status

@@ -196,7 +196,7 @@ public struct JobDescriptor: Sendable {
             throw JobSpecError(field: name, allowZero ? "must be 0 or more seconds" : "must be a number of seconds greater than 0")
         }
         guard value <= 86_400 else { throw JobSpecError(field: name, "must be at most 86400 seconds (one day)") }
-        return .milliseconds(Int64((value * 1000).rounded()))
+        return Duration(seconds: value)
     }
 
     /// Checks that a URL is absolute http or https with a host.

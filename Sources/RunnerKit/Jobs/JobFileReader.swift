@@ -99,8 +99,7 @@ public final class JobFileReader: IteratorProtocol {
         }
         if (info.st_mode & S_IFMT) == S_IFDIR { return .failed(JobFileError(file: path, "is a directory, not a job file")) }
         if info.st_size == 0 { return .failed(JobFileError(file: path, "is empty")) }
-        let lower = path.lowercased()
-        if lower.hasSuffix(".jsonl") || lower.hasSuffix(".ndjson") {
+        if JobFileFormat.isJSONLines(name: path) {
             guard let reader = LineReader(path: path) else {
                 return .failed(JobFileError(file: path, "cannot be read: \(String(cString: strerror(errno)))"))
             }
@@ -125,7 +124,7 @@ public final class JobFileReader: IteratorProtocol {
             document = try JSONParser.parse(bytes)
         } catch {
             // Several JSON objects, one per line, in a file not named .jsonl: JSON Lines all the same.
-            if error.message.hasPrefix("unexpected text after"), looksLikeJSONLines(bytes), let reader = LineReader(path: path) {
+            if error.message.hasPrefix("unexpected text after"), JobFileFormat.looksLikeJSONLines(bytes), let reader = LineReader(path: path) {
                 return .lines(reader)
             }
             return .failed(JobFileError(file: path, "is not valid JSON: \(error)"))
@@ -156,12 +155,6 @@ public final class JobFileReader: IteratorProtocol {
         default:
             return .failed(JobFileError(file: path, "must hold a job object, a batch or an array of jobs, not \(document.typeDescription)"))
         }
-    }
-
-    private func looksLikeJSONLines(_ bytes: [UInt8]) -> Bool {
-        guard let firstLine = bytes.split(separator: 0x0A, maxSplits: 1).first else { return false }
-        if case .object = try? JSONParser.parse(Array(firstLine)) { return true }
-        return false
     }
 
     private func setDefaults(_ value: JSONValue) -> JobFileError? {

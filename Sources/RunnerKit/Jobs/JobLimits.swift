@@ -31,7 +31,7 @@ public struct JobLimits: Sendable, Equatable {
         guard let cap = maxTimeout else { return asked ?? standard }
         guard let asked else { return min(standard, cap) }
         if asked > cap {
-            throw JobSpecError(field: "timeout", "asks for \(Self.seconds(asked)) seconds, more than this runner allows (\(Self.seconds(cap)), set by --max-timeout)")
+            throw JobSpecError(field: "timeout", "asks for \(asked.secondsText) seconds, more than this runner allows (\(cap.secondsText), set by --max-timeout)")
         }
         return asked
     }
@@ -45,8 +45,4 @@ public struct JobLimits: Sendable, Equatable {
         return asked
     }
 
-    static func seconds(_ duration: Duration) -> String {
-        let millis = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-        return millis % 1000 == 0 ? "\(millis / 1000)" : String(Double(millis) / 1000)
-    }
 }

@@ -32,7 +32,7 @@ public final class Metrics: RunObserver {
 
     private struct State {
         var kinds: [String: PerKind] = [:]
-        var spool: SpoolWatcher.Counts?
+        var spool: SpoolFeed.Counts?
         var lastRun: (end: Date, success: Bool)?
     }
 
@@ -55,7 +55,7 @@ public final class Metrics: RunObserver {
     }
 
     /// The spool as the watcher last reported it.
-    public func record(spool counts: SpoolWatcher.Counts) {
+    public func record(spool counts: SpoolFeed.Counts) {
         state.withLock { $0.spool = counts }
     }
 

@@ -128,9 +128,14 @@ public final class OutputStore: Sendable {
     /// Writes a record as `results/<fileName>` (a name from `recordFileName(forKey:)`, made
     /// once per job: it hashes the key).
     func writeRecord(_ record: JSONValue, fileName: String) throws {
-        var bytes = JSONWriter.data(record, pretty: true)
+        var bytes = JSONWriter.data(record)
         bytes.append(0x0A)
         try write(bytes, to: "results/" + fileName)
+    }
+
+    /// Writes a record already made one line of JSON (ending in a newline) as `results/<fileName>`.
+    func writeRecord(line: ArraySlice<UInt8>, fileName: String) throws {
+        try write(Array(line), to: "results/" + fileName)
     }
 
     /// The key's last result record, if one exists and parses.

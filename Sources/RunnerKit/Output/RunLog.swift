@@ -35,6 +35,11 @@ public final class RunLog: Sendable {
             JSONWriter.write(record, into: &lines)
             lines.append(0x0A)
         }
+        append(lines: lines)
+    }
+
+    /// Appends lines already made (each ending in a newline) in a single write.
+    func append(lines: [UInt8]) {
         guard !lines.isEmpty else { return }
         fd.withLock { fd in
             _ = lines.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }

@@ -66,13 +66,9 @@ public final class HostPacer: Sendable {
     /// A pacer with the rates of `requests` (`rate(forHost:)`), on `clock`.
     public init(requests: RequestConfig, clock: any Clock<Duration> = ContinuousClock(), pauseCap: Duration = .seconds(30)) {
         self.requests = requests
-        self.timeline = Self.timeline(of: clock)
+        self.timeline = makeTimeline(clock)
         self.pauseCap = pauseCap
         self.engaged = Atomic(requests.rate != nil || requests.hosts.contains { $0.settings.rate != nil })
-    }
-
-    private static func timeline<C: Clock>(of clock: C) -> any Timeline where C.Duration == Duration {
-        ClockTimeline(clock: clock, origin: clock.now)
     }
 
     /// Requests per second to `host` (lower-cased), nil when unpaced.
@@ -229,21 +225,4 @@ public final class HostPacer: Sendable {
 
     /// Callers waiting for `host` right now (for tests that must know a caller joined the line).
     public func waiting(host: String) -> Int { state.withLock { $0.hosts[host.lowercased()]?.line.count ?? 0 } }
-}
-
-/// A clock read as time since the pacer was made, so any `Clock<Duration>` serves.
-private protocol Timeline: Sendable {
-    var now: Duration { get }
-    func sleep(until offset: Duration) async throws
-}
-
-private struct ClockTimeline<C: Clock>: Timeline where C.Duration == Duration {
-    let clock: C
-    let origin: C.Instant
-
-    var now: Duration { origin.duration(to: clock.now) }
-
-    func sleep(until offset: Duration) async throws {
-        try await clock.sleep(until: origin.advanced(by: offset), tolerance: nil)
-    }
 }

@@ -9,7 +9,8 @@ import Glibc
 ///   lease cannot be asked for (another owner's file without CAP_LEASE, a file system without
 ///   leases), this part is skipped and the settle time decides alone;
 /// - its contents and size have not changed for `settle`: its mtime and ctime (which a write,
-///   a truncate and a change of mtime all move) are at least `settle` old.
+///   a truncate and a change of mtime all move) are at least `settle` old, or the watcher saw
+///   the same size, mtime and ctime (`Signature`) `settle` apart on its own clock.
 ///
 /// Apache Camel's `readLock=changed` and NiFi's "Minimum File Age" use the same idea.
 /// Anything that is not a regular file is "complete": the watcher claims it and sends it to
@@ -20,10 +21,17 @@ struct SettleCheck: Sendable {
         case complete
         /// A process holds it open for writing.
         case beingWritten
-        /// Changed less than `settle` ago.
-        case settling
+        /// Changed less than `settle` ago; as it is now.
+        case settling(Signature)
         /// Nothing is at the name (taken by another watcher, or removed).
         case gone
+    }
+
+    /// What a write, a truncate or a change of mtime moves.
+    struct Signature: Equatable, Sendable {
+        var size: Int
+        var modified: Double
+        var changed: Double
     }
 
     let settle: Duration
@@ -49,7 +57,7 @@ struct SettleCheck: Sendable {
             return .beingWritten
         }
         let last = max(FileSystem.seconds(info.st_mtim), FileSystem.seconds(info.st_ctim))
-        let settleSeconds = Double(settle.components.seconds) + Double(settle.components.attoseconds) / 1e18
-        return FileSystem.seconds(now) - last >= settleSeconds ? .complete : .settling
+        guard FileSystem.seconds(now) - last < settle.inSeconds else { return .complete }
+        return .settling(Signature(size: Int(info.st_size), modified: FileSystem.seconds(info.st_mtim), changed: FileSystem.seconds(info.st_ctim)))
     }
 }

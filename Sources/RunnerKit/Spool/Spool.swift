@@ -41,6 +41,9 @@ public struct Spool: Sendable {
     /// The producers' group: folders are 2770 and files 0660 with it; without it, 0700 and 0600.
     public let group: gid_t?
 
+    /// The spool folder when none is named.
+    public static let defaultRoot = "spool"
+
     public init(root: String, group: gid_t? = nil) {
         let absolute = root.hasPrefix("/") ? root : FileManager.default.currentDirectoryPath + "/" + root
         self.root = (absolute as NSString).standardizingPath

@@ -6,7 +6,7 @@
 /// A file that changes between the two reads (rewritten or truncated in place) ends the same
 /// way everywhere: lines that no longer hold a valid job are not run and are listed in
 /// `changes`; the jobs that still read run; the caller reports the change and fails the file.
-public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by one task at a time
+public final class BatchFeed: JobFeed, @unchecked Sendable {  // taken from by one task at a time
     public let files: [String]
     private let registry: KindRegistry
     private let shard: Shard?
@@ -15,6 +15,8 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
     private let keep: Int
     private var kept: [JobDescriptor]?
     private let changed = Locked<[JobFileError]>([])
+    /// The jobs the engine takes, made at its first `next()`.
+    private var taking: AnyIterator<JobDescriptor>?
 
     /// Jobs kept from validation, up to this many across all files (every shard counted). A kept
     /// job takes about 0.7 KB, so this bounds the extra memory near 7 MB; reading a line again
@@ -78,6 +80,12 @@ public final class BatchFeed: Sequence, @unchecked Sendable {  // iterated by on
 
     /// Lines that no longer held a valid job when read to run.
     public var changes: [JobFileError] { changed.value }
+
+    /// The next job to run (a `JobFeed`): nothing to hear when it ends.
+    public func next() async -> FeedJob? {
+        if taking == nil { taking = makeIterator() }
+        return taking?.next().map { FeedJob($0) }
+    }
 
     /// The jobs to run: the kept ones, each let go as it is taken, or a second read.
     public func makeIterator() -> AnyIterator<JobDescriptor> {

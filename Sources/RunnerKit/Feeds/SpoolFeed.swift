@@ -2,65 +2,62 @@ import Foundation
 import Glibc
 import Synchronization
 
-// The watcher's flow:
+// The spool as a feed of the one engine:
 //
 //   inotify (inbox/, cancel/) ─┐
 //   rescan every few seconds ──┼─► wakes ─► main loop ─► claim: rename inbox/X → active/<me>/X
-//   a file ended, shutdown ────┘               │              └─► file task: check, validate, run
-//                                              └─► cancel/<key>: cancel the running task    its jobs
-//                                                                                 │
-//        done/X + X.results.jsonl  ◄── every job succeeded ◄────────────────────┤
-//        failed/X + X.error.txt    ◄── junk, invalid, or some job did not ◄──────┤
-//        inbox/X                   ◄── shutdown came before it was through ◄─────┘
+//   a file ended, shutdown ────┘               │              └─► check and validate X: junk → failed/X
+//                                              │                                    valid → ready
+//                                              └─► cancel/<key>: cancel the running task
 //
-// One main loop owns the decisions (what to claim, when to stop); file tasks run in its task
-// group and report back through the same stream of wakes.
+//   engine ─► next(): a job of a ready file (round robin over them) ─► slots, key, attempts, record
+//            ─► ended: its record line beside X; the file's last job ─► done/X, failed/X, inbox/X
+//
+//        done/X + X.results.jsonl  ◄── every job succeeded or notModified
+//        failed/X + X.error.txt    ◄── junk, invalid, or some job did not
+//        inbox/X                   ◄── shutdown came before it was through
+//
+// One main loop owns the decisions (what to claim, when to stop); the engine takes jobs as it
+// has slots, and what ends a file runs in the task of its last job. Every timer (rescan, settle,
+// heartbeat, grace) sleeps on the engine's clock, so a test clock drives all of it.
 
-/// Takes job files from a spool's inbox/ as they arrive and runs their jobs through one engine.
-public final class SpoolWatcher: Sendable {
+/// Takes job files from a spool's inbox/ as they arrive and hands their jobs to one engine.
+public final class SpoolFeed: JobFeed {
     public struct Configuration: Sendable {
         public var spool: Spool
-        /// The engine's configuration; the watcher adds the spool's key lock.
+        /// The engine every job runs on (its registry, limits, concurrency and clock are the
+        /// feed's too); the feed adds the spool's key lock.
         public var engine: JobEngine.Configuration
-        public var registry: KindRegistry
-        /// Files claimed at once (default: the engine's concurrency). What is not claimed stays in
+        /// Files claimed at once; nil: the engine's concurrency. What is not claimed stays in
         /// inbox/ for other watchers.
-        public var filesAtOnce: Int
+        public var filesAtOnce: Int?
         /// How often inbox/ and cancel/ are read in full, besides inotify.
-        public var rescanInterval: Duration
+        public var rescanInterval: Duration = .seconds(2)
         /// Largest JSON document taken (JSON Lines stream, so any size).
-        public var maxDocumentBytes: Int
+        public var maxDocumentBytes = 16 << 20
         /// How long a cancel request stands (it cancels jobs of files written before it).
-        public var cancelRequestLifetime: Duration
-        /// The operator's caps on what a job may ask (`--max-bytes`, `--max-timeout`, `--max-retries`).
-        public var limits: JobLimits = .none
+        public var cancelRequestLifetime: Duration = .seconds(3600)
         /// How long a file that did not arrive by rename must stay unchanged, with no writer,
         /// before it is taken (`SettleCheck`).
-        public var settle: Duration
+        public var settle: Duration = .seconds(1)
+        /// On shutdown, how long running jobs may go on before they are cancelled.
+        public var grace: Duration = .seconds(10)
         /// How often the main loop reports `.heartbeat` (for a service manager's watchdog and
         /// status line); nil for never.
         public var heartbeatInterval: Duration?
         /// Makes each move to done/, failed/ or back to inbox/ durable, and a file's payloads and
         /// records before it reaches done/ (off only for tests of what is not durable).
-        public var durable: Bool
+        public var durable = true
+        /// Watches inbox/ and cancel/ with inotify; off (or where inotify cannot be used), they
+        /// are read every `rescanInterval`, at most 250 ms apart.
+        public var inotify = true
 
-        public init(
-            spool: Spool, engine: JobEngine.Configuration, registry: KindRegistry, filesAtOnce: Int? = nil,
-            rescanInterval: Duration = .seconds(2), maxDocumentBytes: Int = 16 << 20,
-            cancelRequestLifetime: Duration = .seconds(3600), settle: Duration = .seconds(1),
-            heartbeatInterval: Duration? = nil, durable: Bool = true
-        ) {
-            self.settle = settle
-            self.heartbeatInterval = heartbeatInterval
-            self.durable = durable
+        public init(spool: Spool, engine: JobEngine.Configuration) {
             self.spool = spool
             self.engine = engine
-            self.registry = registry
-            self.filesAtOnce = max(1, filesAtOnce ?? engine.concurrency)
-            self.rescanInterval = rescanInterval
-            self.maxDocumentBytes = maxDocumentBytes
-            self.cancelRequestLifetime = cancelRequestLifetime
         }
+
+        var claimLimit: Int { max(1, filesAtOnce ?? engine.concurrency) }
     }
 
     /// What happened to a file, for the log.
@@ -123,21 +120,30 @@ public final class SpoolWatcher: Sendable {
         case graceOver
     }
 
+    /// A file seen still settling: as it was, and since when (on the feed's timeline).
+    private struct Settling {
+        var signature: SettleCheck.Signature?
+        var since: Duration
+    }
+
     private struct State {
         var pending: [String] = []
         var pendingSet: Set<String> = []
+        /// Files claimed and not through (being checked, ready, or with jobs running).
         var claimed: Set<String> = []
+        /// Claimed files with jobs still to hand out, in the order the engine takes from them.
+        var ready: [SpoolFile] = []
+        /// The engine, waiting in `next()` for a ready file.
+        var waiter: CheckedContinuation<Void, Never>?
         /// Cancel requests by key file name: when each was made (seconds since 1970).
         var cancelRequests: [String: Double] = [:]
-        /// Top-level jobs handed to the engine and not yet started: key → its file's progress.
-        var awaitingStart: [String: FileProgress] = [:]
         var draining = false
         var hardStop = false
         /// Names that arrived by rename and are not claimed yet: complete, taken at once.
         var renamed: Set<String> = []
         /// Names not taken because they are still being written or settling; checked again
         /// every settle tick.
-        var settling: Set<String> = []
+        var settling: [String: Settling] = [:]
         var filesDone = 0
         var filesFailed = 0
     }
@@ -146,33 +152,40 @@ public final class SpoolWatcher: Sendable {
     /// The engine every job runs on; its TaskManager cancels by key.
     public let engine: JobEngine
     private let state = Mutex(State())
+    private let timeline: any Timeline
     private let wakes: AsyncStream<Wake>
     private let wake: AsyncStream<Wake>.Continuation
     let onEvent: @Sendable (Event) -> Void
 
     /// `observer` hears every job, as with `JobEngine`; `onEvent` hears what happens to files.
-    public init(configuration: Configuration, observer: any RunObserver = SilentObserver(), onEvent: @escaping @Sendable (Event) -> Void = { _ in }) {
+    /// - Throws: one line, when the engine cannot be made (`JobEngine.init`).
+    public init(
+        configuration: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver(),
+        onEvent: @escaping @Sendable (Event) -> Void = { _ in }
+    ) throws(JobEngine.Configuration.Problem) {
         var engineConfiguration = configuration.engine
         engineConfiguration.keyLock = SpoolKeyLock(spool: configuration.spool)
-        let forward = Forwarder()
         self.configuration = configuration
-        self.engine = JobEngine(configuration: engineConfiguration, observer: forward)
+        self.engine = try JobEngine(configuration: engineConfiguration, taskManager: taskManager, observer: observer)
+        self.timeline = makeTimeline(configuration.engine.clock)
         self.onEvent = onEvent
         (wakes, wake) = AsyncStream.makeStream(of: Wake.self, bufferingPolicy: .unbounded)
-        forward.targets.withLock { $0 = Forwarder.Targets(observer: observer, watcher: self) }
     }
 
-    /// Begins a shutdown: claim nothing more, let running jobs end for `grace`, then cancel them;
-    /// files not through go back to inbox/. `run()` returns when it is done. Safe from any thread.
-    public func shutdown(grace: Duration) {
-        wake.yield(.shutdown(grace))
+    /// Begins a shutdown: claim nothing more, let running jobs end for `grace` (the
+    /// configuration's by default), then cancel them; files not through go back to inbox/.
+    /// `run()` returns when it is done. Safe from any thread.
+    public func shutdown(grace: Duration? = nil) {
+        wake.yield(.shutdown(grace ?? configuration.grace))
     }
 
     // MARK: - The main loop
 
-    /// Recovers what dead watchers left in active/, then watches until `shutdown`.
+    /// Recovers what dead watchers left in active/, then runs the engine on this feed until
+    /// `shutdown`.
     public func run() async throws(Spool.Error) {
         let spool = configuration.spool
+        let clock = configuration.engine.clock
         try spool.makeFolders()
         let lease = try WatcherLease(spool: spool)
         defer { lease.end() }
@@ -182,10 +195,10 @@ public final class SpoolWatcher: Sendable {
         sweepSpool()
         onEvent(.started(watcher: lease.id, recovered: recovered))
 
-        let events = FolderEvents(folders: [spool.inbox, spool.cancel])
-        if events == nil { onEvent(.problem("inotify is not available; polling \(spool.inbox) every 250 ms")) }
+        let events = configuration.inotify ? FolderEvents(folders: [spool.inbox, spool.cancel]) : nil
+        if configuration.inotify, events == nil { onEvent(.problem("inotify is not available; polling \(spool.inbox) every 250 ms")) }
         defer { events?.stop() }
-        rescan(cancelToo: true)
+        rescan()
 
         await withDiscardingTaskGroup { group in
             let wake = self.wake
@@ -202,22 +215,25 @@ public final class SpoolWatcher: Sendable {
             }
             let interval = events == nil ? min(configuration.rescanInterval, .milliseconds(250)) : configuration.rescanInterval
             group.addTask {
-                while (try? await Task.sleep(for: interval)) != nil { wake.yield(.rescan) }
+                while (try? await clock.sleep(for: interval)) != nil { wake.yield(.rescan) }
             }
             // Files still being written are looked at again a few times per settle period.
             let tick = max(.milliseconds(20), min(.milliseconds(250), configuration.settle / 4))
             group.addTask {
-                while (try? await Task.sleep(for: tick)) != nil {
+                while (try? await clock.sleep(for: tick)) != nil {
                     if self.state.withLock({ !$0.settling.isEmpty }) { wake.yield(.settleTick) }
                 }
             }
             if let heartbeat = configuration.heartbeatInterval {
                 group.addTask {
-                    while (try? await Task.sleep(for: heartbeat)) != nil { wake.yield(.heartbeat) }
+                    while (try? await clock.sleep(for: heartbeat)) != nil { wake.yield(.heartbeat) }
                 }
             }
+            group.addTask {
+                _ = await self.engine.run(self)
+            }
 
-            var lastSweep = ContinuousClock.now
+            var lastSweep = timeline.now
             claim(lease: lease, group: &group)
             onEvent(.ready(counts))
             for await next in wakes {
@@ -229,8 +245,7 @@ public final class SpoolWatcher: Sendable {
                     }
                 case .settleTick:
                     state.withLock { state in
-                        for name in state.settling.sorted() where state.pendingSet.insert(name).inserted { state.pending.append(name) }
-                        state.settling.removeAll()
+                        for name in state.settling.keys.sorted() where state.pendingSet.insert(name).inserted { state.pending.append(name) }
                     }
                 case .heartbeat:
                     onEvent(.heartbeat(counts))
@@ -238,21 +253,17 @@ public final class SpoolWatcher: Sendable {
                     handleCancelRequest(name)
                 case .rescan:
                     _ = WatcherLease.recover(spool: spool, except: lease.id)
-                    rescan(cancelToo: true)
-                    if lastSweep.duration(to: .now) > .seconds(300) {
-                        lastSweep = .now
+                    rescan()
+                    if timeline.now - lastSweep > .seconds(300) {
+                        lastSweep = timeline.now
                         sweepSpool()
                     }
                 case .fileEnded:
                     break
                 case .shutdown(let grace):
-                    let first = state.withLock { state -> Bool in
-                        defer { state.draining = true }
-                        return !state.draining
-                    }
-                    if first {
+                    if beginDraining() {
                         group.addTask {
-                            try? await Task.sleep(for: grace)
+                            try? await clock.sleep(for: grace)
                             wake.yield(.graceOver)
                         }
                     }
@@ -272,6 +283,24 @@ public final class SpoolWatcher: Sendable {
         }
     }
 
+    /// Stops handing out jobs: the engine's `next()` ends, ready files are interrupted (those with
+    /// no job running go back to inbox/ at once). Returns whether this was the first call.
+    private func beginDraining() -> Bool {
+        let (first, ready, waiter) = state.withLock { state in
+            defer {
+                state.draining = true
+                state.ready.removeAll()
+                state.waiter = nil
+            }
+            return (!state.draining, state.ready, state.waiter)
+        }
+        waiter?.resume()
+        for file in ready where file.interrupt() {
+            Task { await self.finish(file) }
+        }
+        return first
+    }
+
     /// Claims files from the front of the line while there is room.
     private func claim(lease: WatcherLease, group: inout DiscardingTaskGroup) {
         let inbox = configuration.spool.inbox
@@ -285,7 +314,7 @@ public final class SpoolWatcher: Sendable {
         }
         while true {
             let next: String? = state.withLock { state in
-                guard state.claimed.count < configuration.filesAtOnce, !state.pending.isEmpty else { return nil }
+                guard state.claimed.count < configuration.claimLimit, !state.pending.isEmpty else { return nil }
                 let name = state.pending.removeFirst()
                 state.pendingSet.remove(name)
                 return name
@@ -298,38 +327,77 @@ public final class SpoolWatcher: Sendable {
             }
             let source = "\(inbox)/\(name)"
             guard let entry = FileSystem.entry(source) else {  // taken by another watcher
-                state.withLock { _ = $0.renamed.remove(name) }
+                state.withLock { state in
+                    state.renamed.remove(name)
+                    state.settling[name] = nil
+                }
                 continue
             }
             // A file that did not arrive by rename is taken only once it is complete.
-            if !state.withLock({ $0.renamed.contains(name) }) {
-                switch SettleCheck(settle: configuration.settle).verdict(path: source) {
-                case .complete: break
-                case .gone: continue
-                case .beingWritten, .settling:
-                    state.withLock { _ = $0.settling.insert(name) }
-                    continue
-                }
-            }
+            if !state.withLock({ $0.renamed.contains(name) }), !isComplete(name: name, path: source) { continue }
             guard rename(source, "\(lease.folder)/\(name)") == 0 else { continue }
             state.withLock { state in
                 state.claimed.insert(name)
                 state.renamed.remove(name)
-                state.settling.remove(name)
+                state.settling[name] = nil
             }
             onEvent(.claimed(name: name))
-            let progress = FileProgress(name: name, arrived: entry.changed, written: entry.modified)
-            group.addTask {
-                let report = await self.process(progress, in: lease)
-                self.state.withLock { state in
-                    state.claimed.remove(name)
-                    if report.outcome == .done { state.filesDone += 1 }
-                    if report.outcome == .failed { state.filesFailed += 1 }
+            let file = SpoolFile(name: name, folder: lease.folder, arrived: entry.changed, written: entry.modified)
+            group.addTask { await self.open(file) }
+        }
+    }
+
+    /// Whether a file that did not arrive by rename is complete; if not, it is looked at again
+    /// at the next settle tick.
+    private func isComplete(name: String, path: String) -> Bool {
+        let verdict = SettleCheck(settle: configuration.settle).verdict(path: path)
+        let now = timeline.now
+        let complete = state.withLock { state -> Bool in
+            switch verdict {
+            case .complete:
+                return true
+            case .gone:
+                state.settling[name] = nil
+                return false
+            case .beingWritten:
+                state.settling[name] = Settling(signature: nil, since: now)
+                return false
+            case .settling(let signature):
+                // Unchanged for `settle` on this feed's own clock also counts.
+                if let seen = state.settling[name], seen.signature == signature {
+                    return now - seen.since >= configuration.settle
                 }
-                self.onEvent(.finished(report))
-                self.wake.yield(.fileEnded(name))
+                state.settling[name] = Settling(signature: signature, since: now)
+                return false
             }
         }
+        return complete
+    }
+
+    /// A claimed file checked: junk or invalid goes to failed/, a valid one joins the files the
+    /// engine takes jobs from.
+    private func open(_ file: SpoolFile) async {
+        if let reason = junkReason(file) {
+            await finish(file, outcome: .failed, reason: reason)
+            return
+        }
+        if let problem = file.openResults(mode: configuration.spool.fileMode) {
+            await finish(file, outcome: .returned, reason: problem)
+            return
+        }
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>?? in
+            if state.draining { return .none }
+            state.ready.append(file)
+            defer { state.waiter = nil }
+            return .some(state.waiter)
+        }
+        guard let waiter else {
+            // Shutdown came while it was checked: back to inbox/ untouched.
+            _ = file.interrupt()
+            await finish(file)
+            return
+        }
+        waiter?.resume()
     }
 
     private func sweepSpool() {
@@ -341,24 +409,24 @@ public final class SpoolWatcher: Sendable {
     public var counts: Counts {
         let running = engine.taskManager.count
         return state.withLock { state in
-            Counts(
-                queued: state.pendingSet.union(state.settling).count, settling: state.settling.count,
+            let settling = Set(state.settling.keys)
+            return Counts(
+                queued: state.pendingSet.union(settling).count, settling: settling.count,
                 active: state.claimed.count, running: running, done: state.filesDone, failed: state.filesFailed)
         }
     }
 
     /// Reads inbox/ (and cancel/) in full: the safety net under inotify. A name that is not
     /// UTF-8 cannot be named in a record or a log: the file goes to failed/ under a safe name.
-    private func rescan(cancelToo: Bool) {
+    private func rescan() {
         var strange: [[UInt8]] = []
         let names = FileSystem.names(in: configuration.spool.inbox, notUTF8: { strange.append($0) }).filter(Spool.isCandidate).sorted()
         for raw in strange where raw.first != UInt8(ascii: ".") { quarantine(raw) }
         state.withLock { state in
             for name in names where state.pendingSet.insert(name).inserted { state.pending.append(name) }
         }
-        guard cancelToo else { return }
         let now = FileSystem.seconds(FileSystem.now())
-        let lifetime = Double(configuration.cancelRequestLifetime.components.seconds)
+        let lifetime = configuration.cancelRequestLifetime.inSeconds
         for name in FileSystem.names(in: configuration.spool.cancel) where !name.hasPrefix(".") {
             let path = "\(configuration.spool.cancel)/\(name)"
             guard let entry = FileSystem.entry(path) else { continue }
@@ -373,6 +441,92 @@ public final class SpoolWatcher: Sendable {
         }
     }
 
+    // MARK: - The feed
+
+    private enum Step {
+        case take(SpoolFile)
+        case wait
+        case end
+    }
+
+    /// The next job of the ready files, taking one from each in turn, so a small file that
+    /// arrives behind a large one does not wait for all of it. Waits while no file is ready;
+    /// nil once the feed drains.
+    public func next() async -> FeedJob? {
+        while !Task.isCancelled {
+            let step = state.withLock { state -> Step in
+                if state.draining { return .end }
+                return state.ready.isEmpty ? .wait : .take(state.ready.removeFirst())
+            }
+            switch step {
+            case .end:
+                return nil
+            case .take(let file):
+                guard let job = file.takeJob() else {
+                    if file.exhaust() { await finish(file) }
+                    continue
+                }
+                let draining = state.withLock { state in
+                    if !state.draining { state.ready.append(file) }
+                    return state.draining
+                }
+                if draining { _ = file.interrupt() }  // the job just taken is skipped at its start
+                return feedJob(job, of: file)
+            case .wait:
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        let now = state.withLock { state -> Bool in
+                            if state.draining || !state.ready.isEmpty { return true }
+                            state.waiter = continuation
+                            return false
+                        }
+                        if now { continuation.resume() }
+                    }
+                } onCancel: {
+                    state.withLock { state in
+                        defer { state.waiter = nil }
+                        return state.waiter
+                    }?.resume()
+                }
+            }
+        }
+        return nil
+    }
+
+    /// A job of `file` as the engine takes it: skipped once the feed drains, cancelled when a
+    /// cancel request names its key; its record goes beside the file as it ends.
+    private func feedJob(_ job: JobDescriptor, of file: SpoolFile) -> FeedJob {
+        FeedJob(
+            job,
+            start: { [weak self] in
+                guard let self, !self.isDraining else {
+                    _ = file.interrupt()
+                    return .skip
+                }
+                file.markStarted()
+                if self.isCancelled(key: job.key, written: file.written) { return .cancel("cancelled by request before it started") }
+                return .run
+            },
+            ended: { [weak self] end in
+                if file.jobEnded(end) { await self?.finish(file) }
+            })
+    }
+
+    var isDraining: Bool { state.withLock { $0.draining } }
+    var isHardStopped: Bool { state.withLock { $0.hardStop } }
+
+    /// A file is through (moved where its outcome says): room for the next.
+    func fileEnded(_ file: SpoolFile, outcome: FileReport.Outcome) {
+        state.withLock { state in
+            state.claimed.remove(file.name)
+            if outcome == .done { state.filesDone += 1 }
+            if outcome == .failed { state.filesFailed += 1 }
+        }
+        wake.yield(.fileEnded(file.name))
+    }
+
+    func noteFailedFile() { state.withLock { $0.filesFailed += 1 } }
+
     // MARK: - Cancel requests
 
     /// cancel/<name> arrived: cancel the running task of that key, and remember the request for
@@ -381,6 +535,7 @@ public final class SpoolWatcher: Sendable {
         let path = "\(configuration.spool.cancel)/\(name)"
         guard !name.hasPrefix("."), let entry = FileSystem.entry(path), entry.type == .regular else { return }
         let made = FileSystem.seconds(entry.modified)
+        // Remembered before the running tasks are looked at: a job starting meanwhile sees it.
         state.withLock { $0.cancelRequests[name] = made }
         var cancelled = false
         for (key, _) in engine.taskManager.running where OutputStore.fileName(forKey: key) == name {
@@ -399,50 +554,5 @@ public final class SpoolWatcher: Sendable {
         let name = OutputStore.fileName(forKey: key)
         guard let made = state.withLock({ $0.cancelRequests[name] }) else { return false }
         return FileSystem.seconds(written) < made
-    }
-
-    // MARK: - Observing the engine
-
-    fileprivate func jobStarted(_ job: JobDescriptor) {
-        guard job.parent == nil, let progress = state.withLock({ $0.awaitingStart.removeValue(forKey: job.key) }) else { return }
-        progress.markStarted()
-        if isCancelled(key: job.key, written: progress.written) { engine.taskManager.cancel(key: job.key) }
-    }
-
-    /// Hands the engine's observer calls to the caller's observer and to the watcher.
-    private final class Forwarder: RunObserver {
-        struct Targets {
-            var observer: any RunObserver = SilentObserver()
-            weak var watcher: SpoolWatcher?
-        }
-
-        let targets = Mutex(Targets())
-
-        func jobStarted(_ job: JobDescriptor) {
-            let (observer, watcher) = targets.withLock { ($0.observer, $0.watcher) }
-            watcher?.jobStarted(job)
-            observer.jobStarted(job)
-        }
-
-        func jobNotice(_ job: JobDescriptor, message: String) { targets.withLock { $0.observer }.jobNotice(job, message: message) }
-        func jobFinished(_ result: JobResult) { targets.withLock { $0.observer }.jobFinished(result) }
-        func problem(_ message: String) { targets.withLock { $0.observer }.problem(message) }
-    }
-
-    // MARK: - State for file tasks
-
-    var isDraining: Bool { state.withLock { $0.draining } }
-
-    func noteFailedFile() { state.withLock { $0.filesFailed += 1 } }
-    var isHardStopped: Bool { state.withLock { $0.hardStop } }
-
-    func awaitStart(key: String, progress: FileProgress) {
-        state.withLock { $0.awaitingStart[key] = progress }
-    }
-
-    func forgetStart(key: String, progress: FileProgress) {
-        state.withLock { state in
-            if state.awaitingStart[key] === progress { state.awaitingStart[key] = nil }
-        }
     }
 }

@@ -1,0 +1,127 @@
+extension JobEngine {
+    /// Everything that shapes an engine, in one value: what it runs and how much at once, where
+    /// it writes, and its dependencies (HTTP client, connectivity monitor, clock, deadline
+    /// timer). `runner run`, `runner watch` (inside `SpoolFeed.Configuration`) and a host program
+    /// set the same fields; a test hands in doubles and a test clock.
+    ///
+    /// ```swift
+    /// var configuration = JobEngine.Configuration.standard(registry: BuiltInKinds.registry)
+    /// configuration.out = "out"
+    /// configuration.concurrency = 32
+    /// let engine = try JobEngine(configuration: configuration)
+    /// ```
+    public struct Configuration: Sendable {
+        // MARK: What runs
+
+        /// Where jobs' and children's kinds are found, by name.
+        public var registry: KindRegistry
+        /// Jobs running at once (children included).
+        public var concurrency = 8
+        /// Attempts talking to one host at once (a host's `perHost` in `requests` overrides it).
+        /// Polite to one server, while a batch over many hosts still uses all of `concurrency`.
+        public var perHost = 8
+        /// What a job or a child may ask (a job asking more is invalid).
+        public var limits = JobLimits.none
+        /// Per host: headers, pacing (`--rate`, a host's `rate` and `perHost`) and TLS files.
+        public var requests = RequestConfig()
+        /// The delay between attempts.
+        public var backoff = Backoff()
+
+        // MARK: Where it writes
+
+        /// The output directory, made if needed, unless `store` is given.
+        public var out = "out"
+        /// The output store; nil: the one of `out`.
+        public var store: OutputStore?
+        /// Where each finished job is appended (`runner run`'s log, a watch session's).
+        public var runLog: RunLog?
+
+        // MARK: Dependencies
+
+        /// The HTTP client to make unless `http` is given.
+        public var client = HTTPClientKind.standard
+        /// Which addresses the made client may connect to.
+        public var policy = AddressPolicy.standard
+        /// The HTTP client; nil: one of `client`, made for these settings.
+        public var http: (any HTTPFetching)?
+        public var monitor: any ConnectivityMonitoring = AlwaysReachable()
+        public var clock: any Clock<Duration> = ContinuousClock()
+        /// Arms attempt deadlines; nil: a sleeping task on `clock`.
+        public var deadlines: (any DeadlineScheduling)?
+        /// A lock per key across processes (the spool's), taken once the TaskManager admitted
+        /// the key; a key held elsewhere ends `duplicate`.
+        public var keyLock: (any KeyLocking)?
+
+        /// An engine over `store` and `http` (or those made from `out` and `client`), every
+        /// other field at its default: always reachable, the continuous clock.
+        public init(registry: KindRegistry = KindRegistry(), store: OutputStore? = nil, http: (any HTTPFetching)? = nil) {
+            self.registry = registry
+            self.store = store
+            self.http = http
+        }
+
+        /// The preset of `runner run` and `runner watch`: the kernel's connectivity monitor and
+        /// the process's deadline timer; the client and the output directory made from the
+        /// settings when the engine is made.
+        public static func standard(registry: KindRegistry) -> Configuration {
+            var configuration = Configuration(registry: registry)
+            configuration.monitor = standardMonitor()
+            configuration.deadlines = DeadlineTimer.shared
+            return configuration
+        }
+
+        /// The connectivity monitor of a process: on Linux, the kernel's routing netlink.
+        public static func standardMonitor() -> any ConnectivityMonitoring {
+            #if os(Linux)
+            return RouteMonitor()
+            #else
+            return AlwaysReachable()
+            #endif
+        }
+
+        /// Connections the made HTTP client may open to one host: `perHost`, or the largest
+        /// `perHost` of the config's hosts when that is larger (the client's cap must let every
+        /// slot through).
+        public var connectionsPerHost: Int {
+            requests.hosts.compactMap(\.settings.perHost).reduce(perHost, max)
+        }
+
+        /// This configuration with what it does not give made: the HTTP client first (one that
+        /// refuses an option must leave no output directory behind), then the output store.
+        public func prepared() throws(Problem) -> Configuration {
+            var configuration = self
+            if configuration.http == nil {
+                do {
+                    configuration.http = try client.make(
+                        maxConnectionsPerHost: connectionsPerHost, maxConnections: max(concurrency, connectionsPerHost),
+                        policy: policy, requests: requests)
+                } catch {
+                    throw Problem("\(error)")
+                }
+            }
+            if configuration.store == nil {
+                do {
+                    configuration.store = try OutputStore(root: out)
+                } catch {
+                    throw Problem("cannot use the output directory '\(out)': \(error)")
+                }
+            }
+            return configuration
+        }
+
+        /// Why an engine could not be made, in one line.
+        public struct Problem: Error, Sendable, CustomStringConvertible {
+            public var description: String
+            init(_ description: String) { self.description = description }
+        }
+    }
+}
+
+extension JobEngine.Configuration {
+    /// This configuration with `change` made: `.init(store: store, http: http).with { $0.clock = clock }`.
+    public func with(_ change: (inout Self) -> Void) -> Self {
+        var copy = self
+        change(&copy)
+        return copy
+    }
+}

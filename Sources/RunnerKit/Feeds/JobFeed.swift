@@ -1,0 +1,54 @@
+/// Where an engine's jobs come from, and what is done when each ends: the job files of
+/// `runner run` (`BatchFeed`), a spool folder (`SpoolFeed`), or a program's own jobs (any
+/// sequence of jobs, through `JobEngine.run(_:)`).
+///
+/// The engine asks for one job at a time and asks again only once that one has a task, so a
+/// feed of millions of jobs is never all in memory. Everything else (slots, one task per key,
+/// attempts, records, the observer) is the engine's.
+public protocol JobFeed: Sendable {
+    /// The next job, waiting until there is one; nil once the feed is through.
+    func next() async -> FeedJob?
+}
+
+/// A job as a feed hands it to the engine, with what the feed wants to hear of it.
+public struct FeedJob: Sendable {
+    /// What to do with a job about to start (its key held, a slot taken).
+    public enum Start: Sendable, Equatable {
+        case run
+        /// Record it `cancelled` with this reason, without running it.
+        case cancel(String)
+        /// Leave it: no run, no record (the feed takes it back, e.g. on shutdown).
+        case skip
+    }
+
+    /// How a job ended, as the feed is told.
+    public enum End: Sendable {
+        /// It ran, or was refused or cancelled: its record is written; `line` is that record as
+        /// one line of JSON (no newline).
+        case recorded(JobResult, line: [UInt8])
+        /// It was left (`Start.skip`, or the engine stopped before it started): no record.
+        case notStarted
+    }
+
+    public var job: JobDescriptor
+    /// Asked once, as the job is about to start; nil: run it.
+    public var start: (@Sendable () -> Start)?
+    /// Told once the job ended and its record is on its way to disk (written, when the feed is
+    /// told). Nil: the engine does not wait for the record.
+    public var ended: (@Sendable (End) async -> Void)?
+
+    public init(_ job: JobDescriptor, start: (@Sendable () -> Start)? = nil, ended: (@Sendable (End) async -> Void)? = nil) {
+        self.job = job
+        self.start = start
+        self.ended = ended
+    }
+}
+
+/// The jobs of a sequence, as a feed: nothing to hear when they end.
+final class SequenceFeed<Jobs: Sequence<JobDescriptor>>: JobFeed, @unchecked Sendable {  // taken by one task at a time
+    private var iterator: Jobs.Iterator
+
+    init(_ jobs: Jobs) { iterator = jobs.makeIterator() }
+
+    func next() async -> FeedJob? { iterator.next().map { FeedJob($0) } }
+}
