@@ -121,7 +121,8 @@ struct SpoolFeedTests {
     @Test func aFileRenamedInRunsItsJobsAndGoesToDoneWithTheirRecords() async throws {
         w.http.script("http://spool.test/a", .ok("A"))
         w.http.script("http://spool.test/b", .ok("B"))
-        let feed = try w.feed()
+        // Renamed in, a file is complete: taken at once, with no settling (the clock never moves).
+        let feed = try w.feed { $0.settle = .seconds(60) }
         let run = await w.start(feed)
         w.drop("two.jsonl", [job("a"), job("b")])
         let report = await w.waitFinished("two.jsonl")

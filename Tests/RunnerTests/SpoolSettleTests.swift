@@ -99,27 +99,6 @@ struct SpoolSettleTests {
         #expect(s.records(s.spool.done, "batch.jsonl").count == 2000)
     }
 
-    /// A file written in place and closed is taken once it has settled: not at once, not long after.
-    @Test func aFileWrittenInPlaceIsTakenOnceItSettled() async throws {
-        let s = try SpoolWorld()
-        try s.spool.makeFolders()
-        let watcher = try s.startWatcher(["--settle", "0.5"])
-        defer { watcher.terminate() }
-        #expect(await s.wait(upTo: .seconds(10)) { s.log().contains("watching") })
-        let written = ContinuousClock.now
-        // As `cat > inbox/cat.json` writes it (FileManager.createFile would rename it in).
-        let fd = open("\(s.spool.inbox)/cat.json", O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        let text = Array(s.imageJob("image:cat").utf8)
-        #expect(write(fd, text, text.count) == text.count)
-        close(fd)
-        #expect(await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.done) == ["cat.json"] }, "\(s.log())")
-        let took = written.duration(to: .now)
-        #expect(took >= .milliseconds(450) && took < .seconds(3), "taken \(took) after it was written")
-
-        // Renamed in: taken at once, no settling.
-        let renamed = ContinuousClock.now
-        try s.drop("mv.json", s.imageJob("image:mv"))
-        #expect(await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.done).contains("mv.json") })
-        #expect(renamed.duration(to: .now) < .milliseconds(450))
-    }
+    // A file written in place and closed is taken once it has settled, one renamed in at once:
+    // SpoolFeedTests shows both in process, on the test clock.
 }

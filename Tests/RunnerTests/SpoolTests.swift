@@ -100,20 +100,8 @@ struct SpoolTests {
         await s.wait(upTo: .seconds(5)) { s.jobFiles(s.spool.failed) == ["hang.json"] }
         #expect(s.jobFiles(s.spool.failed) == ["hang.json"])
 
-        // A file written before the request, still waiting: its job with that key never starts.
-        watcher.terminate()
-        #expect(await s.exit(of: watcher, upTo: .seconds(15)) == 0)
-        try s.drop("later.json", s.imageJob("image:queued", query: "?hang=1"))
-        try await Task.sleep(for: .milliseconds(20))
-        let result = try await s.w.run(["cancel", "image:queued", "--spool", s.spool.root])
-        #expect(result.status == 0)
-        let second = try s.startWatcher(name: "watch2")
-        defer { second.terminate() }
-        await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.failed).contains("later.json") }
-        let record = try s.w.record("image:queued")
-        #expect(record["status"] == .string("cancelled"))
-        #expect(record["error"] == .string("cancelled by request before it started"))
-        #expect(s.w.server.requestCount(path: "/images/png.png") == 1, "only the first job ever reached the server")
+        // A file written before the request, still waiting, never starts its job of that key:
+        // SpoolFeedTests shows it in process.
     }
 
     @Test func statusWorksWithAndWithoutAWatcher() async throws {
