@@ -19,7 +19,7 @@ public struct EntryKind: JobKind {
         self.id = id
     }
 
-    public func resolveURL(_ template: String) -> String { JSONPayload.fill(template, id: id) }
+    public func resolveURL(_ template: String) -> String { URLTemplate.fill(template) { $0 == "id" ? id : nil } }
 
     public func defaultKey(kind: String, url: String) -> String { "entry:\(id)" }
 

@@ -18,7 +18,7 @@ public struct TreeKind: JobKind {
     public init(fields: inout JobFields) throws(JobSpecError) {
         entries = try fields.string("entries")
         if let entries {
-            _ = try JobDescriptor.validateURL(JSONPayload.fill(entries, id: "id"), field: "entries")
+            _ = try JobDescriptor.validateURL(URLTemplate.fill(entries) { $0 == "id" ? "id" : nil }, field: "entries")
         }
     }
 

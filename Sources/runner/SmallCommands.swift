@@ -78,7 +78,7 @@ enum KindsCommand {
         for parameter in kind.parameters {
             var left = "\(parameter.name) (\(parameter.type.rawValue)"
             left += parameter.required ? ", required)" : ")"
-            let right = parameter.summary + (parameter.defaultValue.map { " (default: \($0))" } ?? "")
+            let right = parameter.summary + (parameter.defaultText.map { " (default: \($0))" } ?? "")
             text += CommandSpec.row(left, right)
         }
         return text

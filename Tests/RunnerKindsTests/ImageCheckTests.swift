@@ -63,7 +63,7 @@ struct ImageCheckTests {
 
     @Test func runnerKindsListsTheFields() {
         #expect(ImageKind.parameters.map(\.name) == ["formats", "maxPixels", "minWidth", "minHeight"])
-        #expect(ImageKind.parameters[1].defaultValue == "178956970")
+        #expect(ImageKind.parameters[1].defaultText == "178956970")
     }
 
     // MARK: - Accept

@@ -27,7 +27,7 @@ import Testing
         #expect(decoded[0].noticeAfter == .milliseconds(500))
         #expect(decoded[0].retries == 0)
         #expect(decoded[0].maxBytes == 64 << 20)
-        #expect((decoded[0].kind as? ProbeKind)?.flavor == "x")
+        #expect((decoded[0].parameters as? ProbeKind)?.flavor == "x")
     }
 
     @Test func batchWithDefaults() throws {
@@ -36,7 +36,7 @@ import Testing
              "jobs": [{"url": "http://h/1"}, {"url": "http://h/2", "timeout": 0.25, "flavor": "own", "key": "k2"}]}
             """)
         #expect(decoded.map(\.timeout) == [.seconds(5), .milliseconds(250)])
-        #expect(decoded.map { ($0.kind as? ProbeKind)?.flavor } == ["d", "own"])
+        #expect(decoded.map { ($0.parameters as? ProbeKind)?.flavor } == ["d", "own"])
         #expect(decoded[1].key == "k2")
     }
 

@@ -2,7 +2,7 @@ import RunnerKit
 import Testing
 
 /// `output` paths: each input with the outcome the rules give, written out by hand. The rules
-/// (DESIGN §1, README "Jobs"): relative to the output directory, never absolute, never climbing
+/// (README "Job files"): relative to the output directory, never absolute, never climbing
 /// out with `..`, never into `results/` or `runs/` or a hidden name, naming a file; empty parts
 /// and `.` parts are dropped. Paths are read byte by byte, as the file system reads them, so a
 /// '/', '.' or '~' followed by a combining mark is still that byte.
@@ -96,7 +96,7 @@ import Testing
         for (path, expected) in Self.table {
             let got: Outcome
             do {
-                got = .accepted(try JobDescriptor.validateOutput(path))
+                got = .accepted(try OutputStore.validateOutput(path))
             } catch {
                 #expect(error.field == "output")
                 got = .refused(error.message)
@@ -109,6 +109,6 @@ import Testing
     /// characters, while the file system still reads `x\u{600}`, `..`, `y`: a `..` part that the
     /// rules must refuse, else a link named `x\u{600}` inside the output directory leads out.
     @Test func aSlashHiddenInACharacterStillCountsForDotDot() {
-        #expect(throws: JobSpecError.self) { try JobDescriptor.validateOutput("x\u{600}/../y") }
+        #expect(throws: JobSpecError.self) { try OutputStore.validateOutput("x\u{600}/../y") }
     }
 }

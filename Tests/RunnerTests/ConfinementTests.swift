@@ -51,7 +51,7 @@ struct ConfinementTests {
         for (index, output) in outputs.enumerated() {
             let record = try w.record("k\(index)")
             let written = try #require(record["output"]?.stringValue)
-            let expected = try JobDescriptor.validateOutput(output)
+            let expected = try OutputStore.validateOutput(output)
             #expect(written == expected)
             #expect(w.payload(written) == FixtureCatalog.images[0].bytes)
         }

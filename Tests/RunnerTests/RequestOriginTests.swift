@@ -4,7 +4,7 @@ import RunnerKit
 import Testing
 
 /// Headers go only to the origin they were given for; the config file's user agent, headers per
-/// host and errors; both HTTP clients (DESIGN section 10).
+/// host and errors; both HTTP clients.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct RequestOriginTests {
     func runner(_ w: Workspace, _ arguments: [String], _ environment: [String: String] = [:]) async throws -> RunnerBinary.Output {

@@ -4,7 +4,7 @@ import RunnerKit
 import Testing
 
 /// Headers with secret references (`{env:NAME}`, `{file:PATH}`): sent to the server, written
-/// nowhere (DESIGN section 10).
+/// nowhere.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct RequestSecretTests {
     /// A value no test or fixture could hold by chance.

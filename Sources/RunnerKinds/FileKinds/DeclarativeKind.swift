@@ -2,10 +2,13 @@ import Foundation
 import RunnerKit
 
 /// A job of a declarative kind: the kind file says what to fetch, how to check it, what to
-/// record and what to fan out to (DESIGN §9).
-struct DeclarativeKind: KindJob {
+/// record and what to fan out to.
+struct DeclarativeKind: JobParameters {
     let file: KindFile
     let parameters: FileKindParameters
+
+    var kindName: String { file.name }
+    var accept: String? { file.accept }
 
     func resolveURL(_ template: String) -> String { parameters.fillURL(template) }
 

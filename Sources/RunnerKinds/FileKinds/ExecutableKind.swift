@@ -4,10 +4,13 @@ import RunnerKit
 import Synchronization
 
 /// A job of an executable kind: a program checks the fetched payload, or does the whole
-/// network operation (`fetch: false`), and answers in JSON on stdout (DESIGN §9).
-struct ExecutableKind: KindJob {
+/// network operation (`fetch: false`), and answers in JSON on stdout.
+struct ExecutableKind: JobParameters {
     let file: KindFile
     let parameters: FileKindParameters
+
+    var kindName: String { file.name }
+    var accept: String? { file.accept }
     /// Attempts so far of this job (the engine runs the same value for each attempt).
     private let attempts = AttemptCounter()
 

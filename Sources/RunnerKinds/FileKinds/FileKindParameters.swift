@@ -9,7 +9,7 @@ struct FileKindParameters: Sendable {
     var texts: [String: String]
 
     /// Reads exactly the declared parameters, each as its declared type.
-    init(_ declared: [KindFile.Parameter], fields: inout JobFields) throws(JobSpecError) {
+    init(_ declared: [KindParameter], fields: inout JobFields) throws(JobSpecError) {
         values = []
         texts = [:]
         for parameter in declared {
@@ -33,27 +33,8 @@ struct FileKindParameters: Sendable {
         }
     }
 
-    /// The job's URL with `{name}` of each parameter replaced by its percent-encoded value; other
-    /// braces are left as written. One pass over the bytes, no Foundation.
-    func fillURL(_ template: String) -> String {
-        let bytes = Array(template.utf8)
-        guard bytes.contains(UInt8(ascii: "{")) else { return template }
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + 32)
-        var i = 0
-        while i < bytes.count {
-            if bytes[i] == UInt8(ascii: "{"), let close = bytes[(i + 1)...].firstIndex(of: UInt8(ascii: "}")),
-                let text = texts[String(decoding: bytes[(i + 1)..<close], as: UTF8.self)]
-            {
-                out.append(contentsOf: KindTemplate.percentEncode(text).utf8)
-                i = close + 1
-            } else {
-                out.append(bytes[i])
-                i += 1
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    /// The job's URL with `{name}` of each parameter replaced by its percent-encoded value.
+    func fillURL(_ template: String) -> String { URLTemplate.fill(template) { texts[String($0)] } }
 
     /// The kind's key template filled, or `<kind>:<url>` without one.
     func key(of file: KindFile, url: String) -> String {

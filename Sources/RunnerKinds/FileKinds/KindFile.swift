@@ -1,7 +1,7 @@
 import Foundation
 import RunnerKit
 
-/// A kind read from a file (DESIGN §9): declarative (what to fetch, check, record and fan out
+/// A kind read from a file: declarative (what to fetch, check, record and fan out
 /// to) or executable (`exec`: a program does the checking, or the whole operation).
 public struct KindFile: Sendable {
     /// The largest kind file read, in bytes.
@@ -10,15 +10,6 @@ public struct KindFile: Sendable {
     public static let maxTemplateDepth = 8
     /// The most fields (at all depths) of a child job template, details or parameters.
     public static let maxEntries = 256
-
-    /// A parameter as the kind file declares it.
-    public struct Parameter: Sendable {
-        public var name: String
-        public var type: KindParameter.ValueType
-        public var required: Bool
-        public var defaultValue: JSONValue?
-        public var summary: String
-    }
 
     /// What the payload must be.
     public enum PayloadRule: Sendable {
@@ -46,7 +37,7 @@ public struct KindFile: Sendable {
     public var name: String
     public var summary: String
     public var path: String
-    public var parameters: [Parameter]
+    public var parameters: [KindParameter]
     public var key: KindTemplate?
     public var accept: String?
     public var payload: PayloadRule
@@ -168,7 +159,7 @@ public struct KindFile: Sendable {
         }
         let folder = try string(document, "folder", required: false) ?? name
         do {
-            _ = try JobDescriptor.validateOutput("\(folder)/x")
+            _ = try OutputStore.validateOutput("\(folder)/x")
         } catch {
             throw JobSpecError(field: "folder", "must be a relative folder inside the output directory")
         }
@@ -220,13 +211,13 @@ public struct KindFile: Sendable {
         }
     }
 
-    private static func decodeParameters(_ value: JSONValue?) throws(JobSpecError) -> [Parameter] {
+    private static func decodeParameters(_ value: JSONValue?) throws(JobSpecError) -> [KindParameter] {
         guard let value, value != .null else { return [] }
         guard case .object(let members) = value else {
             throw JobSpecError(field: "parameters", "must be an object of name → {type, required, default, summary}")
         }
         guard members.count <= maxEntries else { throw JobSpecError(field: "parameters", "has more than \(maxEntries) entries") }
-        var parameters: [Parameter] = []
+        var parameters: [KindParameter] = []
         for (name, spec) in members {
             let field = "parameters.\(name)"
             guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
@@ -271,7 +262,7 @@ public struct KindFile: Sendable {
             case .string(let s)?: summary = s
             default: throw JobSpecError(field: "\(field).summary", "must be a string")
             }
-            parameters.append(Parameter(name: name, type: type, required: required, defaultValue: defaultValue, summary: summary))
+            parameters.append(KindParameter(name: name, type: type, required: required, defaultValue: defaultValue, summary: summary))
         }
         return parameters
     }

@@ -46,15 +46,10 @@ public enum KindFolders {
 extension KindFile {
     /// The registry's view of this kind.
     public func definition() -> KindDefinition {
-        let declared = parameters.map { parameter in
-            KindParameter(
-                parameter.name, type: parameter.type, required: parameter.required,
-                default: parameter.defaultValue.map { JSONWriter.string($0) }, parameter.summary)
-        }
         let file = self
         return KindDefinition(
-            name: name, summary: summary, parameters: declared, source: path, accept: accept,
-            decode: { (fields: inout JobFields) throws(JobSpecError) -> any KindJob in
+            name: name, summary: summary, parameters: parameters, source: path, accept: accept,
+            decode: { (fields: inout JobFields) throws(JobSpecError) -> any JobParameters in
                 let values = try FileKindParameters(file.parameters, fields: &fields)
                 if file.exec != nil { return ExecutableKind(file: file, parameters: values) }
                 return DeclarativeKind(file: file, parameters: values)

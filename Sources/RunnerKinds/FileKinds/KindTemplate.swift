@@ -138,7 +138,7 @@ public struct KindTemplate: Sendable, Equatable {
 
     /// Every byte but the unreserved ones (RFC 3986) and `@` becomes `%XX`: the built-ins' `{id}`
     /// encoding, so a declarative kind's URLs are the built-in's.
-    static func percentEncode(_ value: String) -> String { JSONPayload.percentEncode(value) }
+    static func percentEncode(_ value: String) -> String { URLTemplate.percentEncode(value) }
 
     /// A text of the file as an error quotes it: at most 60 characters.
     static func shown(_ text: String) -> String {

@@ -63,7 +63,7 @@ struct AttemptLoop: Sendable {
                 report.committed = committed
                 report.failure = nil
             case .completed(.failure(let error)):
-                report.failure = Self.classify(error)
+                report.failure = error as? JobFailure ?? JobFailure(classifying: error)
             case .offline:
                 report.failure = JobFailure(.offline, "no network connection to \(host) within the deadline of \(Self.seconds(job.timeout))", isTransient: true)
             case .timedOut:
@@ -84,18 +84,6 @@ struct AttemptLoop: Sendable {
             }
         }
         return report
-    }
-
-    /// How an error thrown inside an attempt ends the job: the one classifier of errors.
-    static func classify(_ error: any Error) -> JobFailure {
-        switch error {
-        case let failure as JobFailure: return failure
-        case is CancellationError: return JobFailure(.cancelled, "cancelled")
-        case let http as HTTPError: return JobFailure(.failed, http.description, isTransient: http.isTransient)
-        case let tooLarge as Payload.TooLarge: return JobFailure(.failed, tooLarge.description)
-        case let write as OutputStore.WriteError: return JobFailure(.failed, write.description)
-        default: return JobFailure(.failed, String(describing: error))
-        }
     }
 
     static func seconds(_ duration: Duration) -> String {

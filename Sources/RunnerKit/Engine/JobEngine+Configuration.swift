@@ -1,3 +1,5 @@
+import Foundation
+
 extension JobEngine {
     /// Everything that shapes an engine, in one value: what it runs and how much at once, where
     /// it writes, and its dependencies (HTTP client, connectivity monitor, clock, deadline

@@ -12,7 +12,7 @@ import Synchronization
 ///          ─► [children: slot released ─► window of children, each from the top]
 ///          ─► RecordWriter (record, run log, observer) ─► key released ─► slot released
 /// ```
-/// The engine knows no job kind: it calls `KindJob.run(in:)`, commits what it returned, and
+/// The engine knows no job kind: it calls `JobParameters.run(in:)`, commits what it returned, and
 /// counts statuses.
 public final class JobEngine: Sendable {
     public let configuration: Configuration
@@ -166,7 +166,7 @@ public final class JobEngine: Sendable {
         let report = await attempts.run(
             job, hostSlots: admission.hostSlots(for: job.url.host ?? ""), pacer: admission.pacer, observer: observer,
             makeContext: { JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept) },
-            operation: { context in try context.commit(try await job.kind.run(in: context)) })
+            operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)
         if let children = report.committed?.children, !children.isEmpty {
             slot.release()  // the children need slots of their own
@@ -187,7 +187,6 @@ public final class JobEngine: Sendable {
     /// Runs the children through a window, each made when the window takes it, through the same
     /// slots and TaskManager; returns counts by status.
     private func runChildren(_ children: ChildJobs, of parent: JobDescriptor) async -> ChildCounts {
-        let inherited = parent.inheritedFields
         let registry = configuration.registry
         let limits = configuration.limits
         return await withTaskGroup(of: JobStatus.self) { group in
@@ -204,7 +203,7 @@ public final class JobEngine: Sendable {
                 switch children.child(at: index) {
                 case .success(let child):
                     do {
-                        job = try JobDescriptor.decode(child.fields, defaults: inherited, registry: registry, parent: parent.key, limits: limits)
+                        job = try JobDescriptor.decode(child.fields, registry: registry, parent: parent, limits: limits)
                         // The parent's headers, still bound to the parent's origin.
                         job.headers = parent.headers
                     } catch {

@@ -80,3 +80,13 @@ struct ChildCounts: Sendable {
     var invalid = 0
     var firstInvalid: String?
 }
+
+extension JobResult {
+    /// The record of a job that ended without an attempt (refused, cancelled before it started):
+    /// `status` and why, nothing fetched.
+    static func ended(_ job: JobDescriptor, _ status: JobStatus, error: String, startedAt: Date) -> JobResult {
+        JobResult(
+            key: job.key, kind: job.kindName, url: job.recordURL, status: status, error: error,
+            startedAt: startedAt, finishedAt: Date(), parent: job.parent)
+    }
+}

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 
 /// Which addresses a job, a payload's child URL or a server's redirect may make the runner
-/// connect to (DESIGN section 11).
+/// connect to.
 ///
 /// - Link-local (169.254.0.0/16, fe80::/10, where cloud metadata services answer) and unspecified
 ///   addresses (0.0.0.0/8, `::`) are refused unless an `--allow-host` pattern names them.

@@ -54,9 +54,6 @@ public final class CurlFetcher: HTTPFetching {
 
     deinit { multi.stop() }
 
-    /// The version of the libcurl in use, or why none can be.
-    public static var libraryVersion: Result<String, CurlUnavailable> { CurlLibrary.shared.map(\.version) }
-
     /// Transfers handed to libcurl and not yet removed from it: zero when nothing is in flight.
     public var activeTaskCount: Int { multi.activeCount }
 

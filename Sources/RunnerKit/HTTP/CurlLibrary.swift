@@ -133,22 +133,16 @@ enum Curl {
         static let lowSpeedTime: Int32 = 20
         static let httpHeader: Int32 = 10_023
         static let headerData: Int32 = 10_029
-        static let noProgress: Int32 = 43
-        static let followLocation: Int32 = 52
-        static let maxRedirs: Int32 = 68
         static let headerFunction: Int32 = 20_079
-        static let httpGet: Int32 = 80
         static let noSignal: Int32 = 99
         static let acceptEncoding: Int32 = 10_102
         static let tcpKeepAlive: Int32 = 213
         static let protocols: Int32 = 181  // bit mask, before 7.85
-        static let redirProtocols: Int32 = 182  // bit mask, before 7.85
         static let openSocketFunction: Int32 = 20_163
         static let openSocketData: Int32 = 10_164
         static let prereqFunction: Int32 = 20_312  // 7.80
         static let prereqData: Int32 = 10_313
         static let protocolsString: Int32 = 10_318
-        static let redirProtocolsString: Int32 = 10_319
         static let sslCert: Int32 = 10_025
         static let caInfo: Int32 = 10_065
         static let sslKey: Int32 = 10_087
@@ -159,12 +153,6 @@ enum Curl {
         static let maxConnects: Int32 = 6
         static let maxHostConnections: Int32 = 7
         static let maxTotalConnections: Int32 = 13
-    }
-
-    enum Info {
-        static let effectiveURL: Int32 = 0x100000 + 1
-        static let responseCode: Int32 = 0x200000 + 2
-        static let osErrno: Int32 = 0x200000 + 25
     }
 
     static let protocolHTTP = 1 << 0

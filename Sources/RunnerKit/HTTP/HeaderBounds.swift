@@ -1,4 +1,4 @@
-/// How much header a response may carry (DESIGN section 11), the same for both HTTP clients.
+/// How much header a response may carry, the same for both HTTP clients.
 public enum HeaderBounds {
     /// Largest header block of one response, in bytes, status line and line endings included.
     public static let maxBytes = 100 * 1024

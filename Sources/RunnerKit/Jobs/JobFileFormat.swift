@@ -1,3 +1,5 @@
+import Foundation
+
 /// How a job file is told to be JSON Lines, the same for `runner run`, standard input, `submit`
 /// and the spool: by its name (`.jsonl`, `.ndjson`), or by what it holds: the first line that
 /// is not blank is a whole JSON object, and more text follows it.

@@ -78,13 +78,3 @@ public struct JobResult: Sendable {
     /// One line of JSON, no trailing newline.
     public var jsonLine: String { JSONWriter.string(json) }
 }
-
-extension JobResult {
-    /// The record of a job that ended without an attempt (refused, cancelled before it started):
-    /// `status` and why, nothing fetched.
-    static func ended(_ job: JobDescriptor, _ status: JobStatus, error: String, startedAt: Date) -> JobResult {
-        JobResult(
-            key: job.key, kind: job.kindName, url: job.recordURL, status: status, error: error,
-            startedAt: startedAt, finishedAt: Date(), parent: job.parent)
-    }
-}

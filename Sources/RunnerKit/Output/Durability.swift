@@ -78,7 +78,7 @@ public enum Durability {
         defer { closedir(directory) }
         var removed = 0
         var below: [String] = []
-        let now = time(nil)
+        let now = Int(time(nil))
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
@@ -91,7 +91,7 @@ public enum Durability {
             guard let prefix = temporaryPrefixes.first(where: { name.hasPrefix($0) }) else { continue }
             var info = stat()
             guard lstat("\(folder)/\(name)", &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
-            let age = now - info.st_mtim.tv_sec
+            let age = now - info.st_mtim.wholeSeconds
             if age > 86_400 || age >= minimumAge && !isAlive(pidIn: name.dropFirst(prefix.count)) {
                 if unlink("\(folder)/\(name)") == 0 { removed += 1 }
             }

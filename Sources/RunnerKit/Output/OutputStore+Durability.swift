@@ -13,13 +13,4 @@ extension OutputStore {
     public func sweepLeftovers() -> Int {
         Durability.sweepLeftovers(in: root, depth: 16)
     }
-
-    /// Whether `relativePath` is a regular file of `bytes` bytes (any size when nil). A record
-    /// whose payload is not (a power loss can leave a record whose payload came back empty) must
-    /// not lend its validators to the next request, or a 304 would keep the broken file forever.
-    public func holdsPayload(_ relativePath: String, bytes: Int?) -> Bool {
-        var info = stat()
-        guard lstat(absolute(relativePath), &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
-        return bytes.map { Int(info.st_size) == $0 } ?? true
-    }
 }

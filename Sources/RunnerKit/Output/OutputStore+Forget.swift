@@ -15,7 +15,7 @@ extension OutputStore {
         guard isConfined(recordPath), fileExists(recordPath) else { return nil }
         var removed: [String] = []
         if let output = readRecord(forKey: key)?["output"]?.stringValue,
-            (try? JobDescriptor.validateOutput(output)) == output, isConfined(output), fileExists(output),
+            (try? OutputStore.validateOutput(output)) == output, isConfined(output), fileExists(output),
             unlink(absolute(output)) == 0
         {
             removed.append(output)

@@ -181,3 +181,24 @@ public struct HeaderTemplate: Sendable, Equatable {
         isAlphanumeric(byte) || "!#$%&'*+-.^_`|~".utf8.contains(byte)
     }
 }
+
+extension HeaderTemplate {
+    /// An object of header names and string values, as in a job's `headers` or the config's.
+    public static func templates(_ value: JSONValue, field: String, folder: String? = nil) throws(JobSpecError) -> [HeaderTemplate] {
+        guard case .object(let members) = value else {
+            throw JobSpecError(field: field, "must be an object of header names and string values, not \(value.typeDescription)")
+        }
+        var headers: [HeaderTemplate] = []
+        for (name, item) in members {
+            guard case .string(let text) = item else {
+                throw JobSpecError(field: field, "\(name): must be a string, not \(item.typeDescription)")
+            }
+            do {
+                headers.append(try Self(name: name, value: text, folder: folder))
+            } catch {
+                throw JobSpecError(field: field, error.description)
+            }
+        }
+        return headers
+    }
+}

@@ -16,7 +16,7 @@ extension RequestConfig {
     static let topFields = ["userAgent", "kinds", "hosts"]
     static let hostFields = ["headers", "rate", "perHost", "cacert", "cert", "key"]
 
-    /// Reads a config file (DESIGN section 10): `{"userAgent", "kinds": [dirs], "hosts": {"<host
+    /// Reads a config file: `{"userAgent", "kinds": [dirs], "hosts": {"<host
     /// or *.suffix>": {"headers", "rate", "perHost", "cacert", "cert", "key"}}}`.
     ///
     /// Unknown and mistyped fields are refused by name, as in job files. Relative paths (kind
@@ -91,7 +91,7 @@ extension RequestConfig {
             switch name {
             case "headers":
                 do {
-                    settings.headers = try JobDescriptor.headerTemplates(item, field: where_, folder: folder)
+                    settings.headers = try HeaderTemplate.templates(item, field: where_, folder: folder)
                     if let environment {
                         for header in settings.headers { try header.check(environment: environment) }
                     }

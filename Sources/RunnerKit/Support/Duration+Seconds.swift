@@ -1,3 +1,5 @@
+import Foundation
+
 /// Durations to and from the seconds of job fields, options and records: the one place where
 /// they are converted.
 extension Duration {

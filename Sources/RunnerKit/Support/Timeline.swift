@@ -1,3 +1,5 @@
+import Foundation
+
 /// A clock read as time since a fixed origin, so any `Clock<Duration>` serves (the pacer's,
 /// the spool feed's timers).
 protocol Timeline: Sendable {

@@ -94,7 +94,7 @@ public final class JobContext: Sendable {
             head = try await http.fetch(HTTPRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes), into: payload)
         } catch {
             payload.discard()
-            throw AttemptLoop.classify(error)
+            throw JobFailure(classifying: error)
         }
         if let failure = Self.failure(forStatus: head) {
             payload.discard()

@@ -1,10 +1,26 @@
 import Foundation
 
-/// A decoded job of some kind: its parameters, and how to find its URL, name its key and run.
+// The nouns of kinds, as swift-jobs has `JobParameters`, `JobDefinition` and `JobRegistry`:
+//
+//   KindParameter     one parameter a kind declares (compiled, declarative and executable kinds alike)
+//   JobParameters     what one decoded job of a kind holds, and how that job runs
+//   JobKind           what a compiled kind implements: its name, summary, declared parameters, and
+//                     how its parameters decode (its values are its jobs' parameters)
+//   KindDefinition    a kind as the registry holds it: name, summary, declared parameters, decoder
+//   KindRegistry      kind names to definitions
+//   JobDescriptor     a job: its kind's parameters and the fields every kind shares
+
+/// What one decoded job of a kind holds (its parameters), and how to find its URL, name its key
+/// and run it.
 ///
 /// Compiled kinds conform through `JobKind`; kinds made from files (declarative, executable)
 /// are other conforming types. The engine holds one of these per job and never asks its type.
-public protocol KindJob: Sendable {
+public protocol JobParameters: Sendable {
+    /// The name of the kind these are parameters of, as job files and records name it.
+    var kindName: String { get }
+    /// The `Accept` header of the kind's requests: what it validates. Nil sends none.
+    var accept: String? { get }
+
     /// The URL to fetch, given the job's `url` field (a kind that takes an id fills in `{id}`).
     func resolveURL(_ template: String) -> String
 
@@ -22,7 +38,7 @@ public protocol KindJob: Sendable {
     func run(in context: JobContext) async throws -> KindOutcome
 }
 
-extension KindJob {
+extension JobParameters {
     public func resolveURL(_ template: String) -> String { template }
     public func defaultKey(kind: String, url: String) -> String { "\(kind):\(url)" }
     public func validateURL(_ text: String) throws(JobSpecError) -> URL { try JobDescriptor.validateURL(text) }
@@ -30,7 +46,7 @@ extension KindJob {
 
 /// A kind compiled into the program: a type that names itself and decodes its own parameters.
 /// It registers through `KindDefinition(SomeKind.self)`.
-public protocol JobKind: KindJob {
+public protocol JobKind: JobParameters {
     /// The name job files use in their `kind` field, e.g. `"image"`.
     static var name: String { get }
     /// One sentence for `runner kinds`.
@@ -48,9 +64,13 @@ public protocol JobKind: KindJob {
 
 extension JobKind {
     public static var accept: String? { nil }
+    public var kindName: String { Self.name }
+    public var accept: String? { Self.accept }
 }
 
-/// A field a kind accepts, as `runner kinds` lists it and as decoding checks it.
+/// A parameter a kind declares (a field its jobs accept beyond the common ones), as `runner
+/// kinds` lists it and as decoding checks it: the one type for compiled, declarative and
+/// executable kinds.
 public struct KindParameter: Sendable, Equatable {
     /// The JSON types a parameter may have.
     public enum ValueType: String, Sendable, Equatable, CaseIterable {
@@ -66,15 +86,26 @@ public struct KindParameter: Sendable, Equatable {
     public var name: String
     public var type: ValueType
     public var required: Bool
-    public var defaultValue: String?
+    /// The value a job that leaves the parameter out gets, where the runner applies it (kinds
+    /// read from files); a compiled kind applies its own defaults while decoding.
+    public var defaultValue: JSONValue?
+    /// The default as `runner kinds` shows it.
+    public var defaultText: String?
     public var summary: String
 
-    public init(_ name: String, type: ValueType, required: Bool = false, default defaultValue: String? = nil, _ summary: String) {
+    /// A compiled kind's parameter; `defaultText` says what the kind does without it.
+    public init(_ name: String, type: ValueType, required: Bool = false, default defaultText: String? = nil, _ summary: String) {
         self.name = name
         self.type = type
         self.required = required
-        self.defaultValue = defaultValue
+        self.defaultText = defaultText
         self.summary = summary
+    }
+
+    /// A parameter with a default value the runner applies (kinds read from files).
+    public init(name: String, type: ValueType, required: Bool, defaultValue: JSONValue?, summary: String) {
+        self.init(name, type: type, required: required, default: defaultValue.map { JSONWriter.string($0) }, summary)
+        self.defaultValue = defaultValue
     }
 }
 
@@ -83,7 +114,7 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
     public var status: JobStatus
     public var message: String
     public var httpStatus: Int?
-    /// Whether another attempt may succeed (DESIGN §3 item 6).
+    /// Whether another attempt may succeed (a transient failure: offline, timed out, a connection error, 408, 429, 5xx).
     public var isTransient: Bool
     /// How long the server asked us to wait before trying again.
     public var retryAfter: Duration?
@@ -101,4 +132,17 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { message }
+
+    /// How an error thrown inside an attempt ends the job: the one classifier of errors (a
+    /// `JobFailure` is passed on as it is, never classified again).
+    public init(classifying error: any Error) {
+        switch error {
+        case let failure as JobFailure: self = failure
+        case is CancellationError: self.init(.cancelled, "cancelled")
+        case let http as HTTPError: self.init(.failed, http.description, isTransient: http.isTransient)
+        case let tooLarge as Payload.TooLarge: self.init(.failed, tooLarge.description)
+        case let write as OutputStore.WriteError: self.init(.failed, write.description)
+        default: self.init(.failed, String(describing: error))
+        }
+    }
 }

@@ -1,13 +1,14 @@
 import Foundation
 
-/// One decoded, validated job: ready to run.
+/// One decoded, validated job: ready to run. Its kind's parameters, and the fields every kind
+/// shares.
 public struct JobDescriptor: Sendable {
-    /// The kind's decoded parameters, and how the job runs.
-    public var kind: any KindJob
+    /// What the job's kind decoded, and how the job runs.
+    public var parameters: any JobParameters
     /// The kind's name, as the job file gave it.
-    public var kindName: String
+    public var kindName: String { parameters.kindName }
     /// The `Accept` header of the kind's requests.
-    public var accept: String?
+    public var accept: String? { parameters.accept }
     /// Identity of the task: at most one task per key runs at a time.
     public var key: String
     public var url: URL
@@ -37,14 +38,12 @@ public struct JobDescriptor: Sendable {
     public static let commonFields = ["kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum", "headers"]
 
     public init(
-        kind: any KindJob, kindName: String, accept: String? = nil, key: String? = nil, url: URL,
+        parameters: any JobParameters, key: String? = nil, url: URL,
         timeout: Duration = defaultTimeout, noticeAfter: Duration = defaultNoticeAfter, retries: Int = 0,
         maxBytes: Int = defaultMaxBytes, output: String? = nil, parent: String? = nil
     ) {
-        self.kind = kind
-        self.kindName = kindName
-        self.accept = accept
-        self.key = key ?? kind.defaultKey(kind: kindName, url: url.absoluteString)
+        self.parameters = parameters
+        self.key = key ?? parameters.defaultKey(kind: parameters.kindName, url: url.absoluteString)
         self.url = url
         self.timeout = timeout
         self.noticeAfter = noticeAfter
@@ -61,7 +60,7 @@ public struct JobDescriptor: Sendable {
         output: String? = nil, parent: String? = nil
     ) {
         self.init(
-            kind: kind, kindName: Kind.name, accept: Kind.accept, key: key, url: url, timeout: timeout,
+            parameters: kind, key: key, url: url, timeout: timeout,
             noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent)
     }
 
@@ -81,30 +80,17 @@ public struct JobDescriptor: Sendable {
         return parts.string ?? text
     }
 
-    /// The fields a child inherits unless it sets them: timing, retries and size limit.
-    public var inheritedFields: [(key: String, value: JSONValue)] {
-        [
-            ("timeout", .number(Self.seconds(timeout))),
-            ("noticeAfter", .number(Self.seconds(noticeAfter))),
-            ("retries", JSONValue(retries)),
-            ("maxBytes", JSONValue(maxBytes)),
-        ]
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds / 1_000_000_000_000_000) / 1000
-    }
-
     // MARK: - Decoding
 
     /// Decodes one job object, with a batch's `defaults` underneath it.
+    /// - Parameter parent: for a child, the job that started it: the child inherits its
+    ///   `timeout`, `noticeAfter`, `retries` and `maxBytes` where it does not set them.
     /// - Parameter limits: the operator's caps on `maxBytes`, `timeout` and `retries`.
     public static func decode(
         _ object: [(key: String, value: JSONValue)],
         defaults: [(key: String, value: JSONValue)] = [],
         registry: KindRegistry,
-        parent: String? = nil,
+        parent: JobDescriptor? = nil,
         limits: JobLimits = .none
     ) throws(JobSpecError) -> JobDescriptor {
         var fields = JobFields(object, defaults: defaults)
@@ -117,26 +103,26 @@ public struct JobDescriptor: Sendable {
         let key = try fields.string("key")
         if let key, key.isEmpty { throw JobSpecError(field: "key", "must not be empty") }
         if let key, key.utf8.contains(0) { throw JobSpecError(field: "key", "must not contain a NUL character") }
-        let timeout = try limits.timeout(try seconds(&fields, "timeout", allowZero: false), default: defaultTimeout)
-        let noticeAfter = try seconds(&fields, "noticeAfter", allowZero: true) ?? defaultNoticeAfter
-        let retries = try fields.int("retries") ?? 0
+        let timeout = try limits.timeout(try seconds(&fields, "timeout", allowZero: false) ?? parent?.timeout, default: defaultTimeout)
+        let noticeAfter = try seconds(&fields, "noticeAfter", allowZero: true) ?? parent?.noticeAfter ?? defaultNoticeAfter
+        let retries = try fields.int("retries") ?? parent?.retries ?? 0
         guard (0...100).contains(retries) else { throw JobSpecError(field: "retries", "must be between 0 and 100") }
         _ = try limits.retries(retries)
-        let askedBytes = try fields.int("maxBytes")
+        let askedBytes = try fields.int("maxBytes") ?? parent?.maxBytes
         if let askedBytes, askedBytes <= 0 { throw JobSpecError(field: "maxBytes", "must be greater than 0") }
         let maxBytes = try limits.maxBytes(askedBytes, default: defaultMaxBytes)
-        let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try validateOutput(path) }
+        let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try OutputStore.validateOutput(path) }
         let checksum = try fields.string("checksum").map { (text) throws(JobSpecError) -> String in try validateChecksum(text) }
         let headers = try decodeHeaders(fields.value("headers") != nil, object, defaults)
 
-        let kind = try definition.decode(&fields)
+        let parameters = try definition.decode(&fields)
         if let unknown = fields.firstUnknownField() {
             throw JobSpecError(field: unknown, "is not a field of kind '\(kindName)'")
         }
-        let url = try kind.validateURL(kind.resolveURL(template))
+        let url = try parameters.validateURL(parameters.resolveURL(template))
         var job = JobDescriptor(
-            kind: kind, kindName: definition.name, accept: definition.accept, key: key, url: url, timeout: timeout,
-            noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent
+            parameters: parameters, key: key, url: url, timeout: timeout,
+            noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent?.key
         )
         job.checksum = checksum
         if let headers { job.headers = OriginHeaders(origin: Origin(url), headers: headers) }
@@ -153,31 +139,12 @@ public struct JobDescriptor: Sendable {
         for layer in [defaults, object] {
             guard let value = layer.last(where: { $0.key == "headers" })?.value else { continue }
             if case .null = value { continue }
-            for header in try headerTemplates(value, field: "headers") {
+            for header in try HeaderTemplate.templates(value, field: "headers") {
                 headers.removeAll { $0.name.caseInsensitiveCompare(header.name) == .orderedSame }
                 headers.append(header)
             }
         }
         return headers.isEmpty ? nil : headers
-    }
-
-    /// An object of header names and string values, as in a job's `headers` or the config's.
-    public static func headerTemplates(_ value: JSONValue, field: String, folder: String? = nil) throws(JobSpecError) -> [HeaderTemplate] {
-        guard case .object(let members) = value else {
-            throw JobSpecError(field: field, "must be an object of header names and string values, not \(value.typeDescription)")
-        }
-        var headers: [HeaderTemplate] = []
-        for (name, item) in members {
-            guard case .string(let text) = item else {
-                throw JobSpecError(field: field, "\(name): must be a string, not \(item.typeDescription)")
-            }
-            do {
-                headers.append(try HeaderTemplate(name: name, value: text, folder: folder))
-            } catch {
-                throw JobSpecError(field: field, error.description)
-            }
-        }
-        return headers
     }
 
     /// `sha256:<64 hex digits>`; answers the digits in lowercase.
@@ -215,34 +182,5 @@ public struct JobDescriptor: Sendable {
             throw JobSpecError(field: field, "has no host: '\(text)'")
         }
         return url
-    }
-
-    /// An `output` must stay inside the output directory and out of its bookkeeping folders.
-    ///
-    /// The path is read as the file system reads it, byte by byte between `/` bytes: as Swift
-    /// characters, a combining mark after a `/` would hide it (`x\u{600}/../y` would seem to
-    /// have no `..` part).
-    public static func validateOutput(_ path: String) throws(JobSpecError) -> String {
-        let bytes = Array(path.utf8)
-        let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
-        if bytes.isEmpty { throw JobSpecError(field: "output", "must not be empty") }
-        if bytes[0] == slash || bytes[0] == UInt8(ascii: "~") {
-            throw JobSpecError(field: "output", "must be a path relative to the output directory, not '\(path)'")
-        }
-        if bytes.contains(0) { throw JobSpecError(field: "output", "must not contain a NUL character") }
-        let parts = bytes.split(separator: slash, omittingEmptySubsequences: true).filter { !($0.count == 1 && $0.first == dot) }
-        if parts.contains(where: { $0.elementsEqual([dot, dot]) }) {
-            throw JobSpecError(field: "output", "must not climb out of the output directory with '..'")
-        }
-        guard let first = parts.first, let last = parts.last else {
-            throw JobSpecError(field: "output", "must name a file")
-        }
-        if first.elementsEqual("results".utf8) || first.elementsEqual("runs".utf8) || parts.contains(where: { $0.first == dot }) {
-            throw JobSpecError(field: "output", "must not point into results/, runs/ or a hidden name")
-        }
-        if bytes.last == slash || last.count > 255 {
-            throw JobSpecError(field: "output", "must name a file")
-        }
-        return String(decoding: Array(parts.joined(separator: [slash])), as: UTF8.self)
     }
 }

@@ -11,11 +11,11 @@ public struct KindDefinition: Sendable {
     public let source: String
     /// The `Accept` header of the kind's requests.
     public let accept: String?
-    private let decoder: @Sendable (inout JobFields) throws(JobSpecError) -> any KindJob
+    private let decoder: @Sendable (inout JobFields) throws(JobSpecError) -> any JobParameters
 
     public init(
         name: String, summary: String, parameters: [KindParameter], source: String, accept: String? = nil,
-        decode: @escaping @Sendable (inout JobFields) throws(JobSpecError) -> any KindJob
+        decode: @escaping @Sendable (inout JobFields) throws(JobSpecError) -> any JobParameters
     ) {
         self.name = name
         self.summary = summary
@@ -29,14 +29,14 @@ public struct KindDefinition: Sendable {
     public init<Kind: JobKind>(_ kind: Kind.Type, source: String = "built-in") {
         self.init(
             name: Kind.name, summary: Kind.summary, parameters: Kind.parameters, source: source, accept: Kind.accept,
-            decode: { (fields: inout JobFields) throws(JobSpecError) -> any KindJob in try Kind(fields: &fields) })
+            decode: { (fields: inout JobFields) throws(JobSpecError) -> any JobParameters in try Kind(fields: &fields) })
     }
 
     /// Decodes the kind's own fields of one job. The kind may read only the parameters it
     /// lists, each as its listed type (`JobFields` stops the program otherwise, so the list and
     /// the decoder cannot drift apart); a listed parameter the decoder never looks at is caught
     /// the same way.
-    public func decode(_ fields: inout JobFields) throws(JobSpecError) -> any KindJob {
+    public func decode(_ fields: inout JobFields) throws(JobSpecError) -> any JobParameters {
         fields.beginKindFields(parameters, kind: name)
         let job = try decoder(&fields)
         fields.endKindFields()

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Where an engine's jobs come from, and what is done when each ends: the job files of
 /// `runner run` (`BatchFeed`), a spool folder (`SpoolFeed`), or a program's own jobs (any
 /// sequence of jobs, through `JobEngine.run(_:)`).

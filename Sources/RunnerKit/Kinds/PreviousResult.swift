@@ -20,7 +20,7 @@ public struct PreviousResult: Sendable {
     init?(record: JSONValue, store: OutputStore) {
         guard let output = record["output"]?.stringValue,
             record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))?.isSuccess == true || record["stale"] == .bool(true),
-            (try? JobDescriptor.validateOutput(output)) != nil
+            (try? OutputStore.validateOutput(output)) != nil
         else { return nil }
         self.init(
             output: output, bytes: record["bytes"]?.intValue, sha256: record["sha256"]?.stringValue,
