@@ -217,17 +217,39 @@ enum SpoolCommands {
         run: { arguments in
             let key = arguments.positionals[0]
             guard !key.isEmpty else { return Runner.usageError(UsageError("KEY must not be empty"), spec: cancel) }
+            let spool: Spool
+            do { spool = try spoolWithGroup(arguments) } catch { return Runner.usageError(error, spec: cancel) }
+            guard spool.exists else { return noSpool(spool) }
+            // The kinds of $RUNNER_KINDS and $RUNNER_CONFIG, to find keys files leave to be derived.
+            let registry = KindOptions.setup(kinds: [], config: nil, checkingSecrets: false)?.registry ?? BuiltInKinds.registry()
+            let running = spool.running(key: key)
+            let waiting = spool.filesHolding(key: key, registry: registry)
+            guard !running.isEmpty || !waiting.isEmpty else {
+                Console.err("runner: nothing with the key \(key) is running or waiting in \(RunReporter.relative(spool.root)); no cancel request made")
+                return 1
+            }
+            let path: String
             do {
-                let path = try spoolWithGroup(arguments).requestCancel(key: key)
-                Console.out("cancel requested for \(key) (\(RunReporter.relative(path)))")
-                return 0
-            } catch let error as UsageError {
-                return Runner.usageError(error, spec: cancel)
+                path = try spool.requestCancel(key: key)
             } catch {
                 Console.error("\(error)")
                 return 1
             }
+            var found: [String] = []
+            if !running.isEmpty { found.append("its running task (watcher pid \(running.map(String.init).joined(separator: ", "))) is cancelled") }
+            if !waiting.isEmpty {
+                let names = waiting.prefix(5).joined(separator: ", ") + (waiting.count > 5 ? ", …" : "")
+                found.append("its jobs in \(waiting.count) waiting file\(waiting.count == 1 ? "" : "s") (\(names)) will not run")
+            }
+            Console.out("cancel requested for \(key) (\(RunReporter.relative(path))): " + found.joined(separator: "; "))
+            return 0
         })
+
+    /// `cancel` and `status` read a spool; they make none.
+    static func noSpool(_ spool: Spool) -> Int32 {
+        Console.error("there is no spool at \(RunReporter.relative(spool.root)) (runner submit or runner watch makes one); nothing was changed")
+        return 2
+    }
 
     // MARK: - status
 
@@ -239,7 +261,9 @@ enum SpoolCommands {
             let status: SpoolStatus
             let json: Bool
             do {
-                status = SpoolStatus.read(try spool(arguments))
+                let spool = try spool(arguments)
+                guard spool.exists else { return noSpool(spool) }
+                status = SpoolStatus.read(spool)
                 json = try arguments[statusJSON]
             } catch {
                 return Runner.usageError(error, spec: SpoolCommands.status)

@@ -104,8 +104,44 @@ struct SpoolTests {
         // SpoolFeedTests shows it in process.
     }
 
+    @Test func cancelAndStatusSayWhatTheyFoundAndOldRequestsAreNotRepeated() async throws {
+        let s = try SpoolWorld()
+        // No spool there: said, exit 2, and nothing is made.
+        let missing = "\(s.w.root)/no-spool"
+        for arguments in [["status", "--spool", missing], ["cancel", "image:x", "--spool", missing]] {
+            let result = try await s.w.run(arguments)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains("there is no spool at"), "\(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: missing))
+
+        // Nothing holds the key: exit 1, and no request is left behind.
+        try s.spool.makeFolders()
+        let nothing = try await s.w.run(["cancel", "image:none", "--spool", s.spool.root])
+        #expect(nothing.status == 1)
+        #expect(nothing.stderr.contains("nothing with the key image:none is running or waiting"), "\(nothing.stderr)")
+        #expect(s.names(s.spool.cancel).isEmpty)
+
+        // A waiting file holds it: named.
+        try s.drop("waiting.json", s.imageJob("image:w"))
+        let queued = try await s.w.run(["cancel", "image:w", "--spool", s.spool.root])
+        #expect(queued.status == 0, "\(queued.stderr)")
+        #expect(queued.stdout.contains("its jobs in 1 waiting file (waiting.json) will not run"), "\(queued.stdout)")
+
+        // A watcher started after the request applies it without announcing it again, and the
+        // file's reason says "cancelled" once.
+        let watcher = try s.startWatcher()
+        defer { watcher.terminate() }
+        #expect(await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.failed) == ["waiting.json"] }, "\(s.log())")
+        #expect(!s.log().contains("cancel image:w"), "an old request is not said again at start: \(s.log())")
+        let reason = s.text("\(s.spool.failed)/waiting.json\(Spool.errorSuffix)")
+        #expect(reason.contains("image:w: cancelled by request before it started"), "\(reason)")
+        #expect(!reason.contains("cancelled: cancelled"), "\(reason)")
+    }
+
     @Test func statusWorksWithAndWithoutAWatcher() async throws {
         let s = try SpoolWorld()
+        try s.spool.makeFolders()
         let empty = try await s.w.run(["status", "--json", "--spool", s.spool.root])
         #expect(empty.status == 0, "\(empty.stderr)")
         let idle = try JSONParser.parse(Array(empty.stdout.utf8))

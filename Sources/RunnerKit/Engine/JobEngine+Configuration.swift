@@ -46,7 +46,9 @@ extension JobEngine {
         public var policy = AddressPolicy.standard
         /// The HTTP client; nil: one of `client`, made for these settings.
         public var http: (any HTTPFetching)?
-        public var monitor: any ConnectivityMonitoring = AlwaysReachable()
+        /// Says whether a job's host is reachable; nil: the kernel's (`standardMonitor()`), made
+        /// with the engine.
+        public var monitor: (any ConnectivityMonitoring)? = AlwaysReachable()
         public var clock: any Clock<Duration> = ContinuousClock()
         /// Arms attempt deadlines; nil: a sleeping task on `clock`.
         public var deadlines: (any DeadlineScheduling)?
@@ -63,11 +65,11 @@ extension JobEngine {
         }
 
         /// The preset of `runner run` and `runner watch`: the kernel's connectivity monitor and
-        /// the process's deadline timer; the client and the output directory made from the
-        /// settings when the engine is made.
+        /// the process's deadline timer; the monitor, the client and the output directory made
+        /// when the engine is made.
         public static func standard(registry: KindRegistry) -> Configuration {
             var configuration = Configuration(registry: registry)
-            configuration.monitor = standardMonitor()
+            configuration.monitor = nil
             configuration.deadlines = DeadlineTimer.shared
             return configuration
         }
@@ -89,9 +91,11 @@ extension JobEngine {
         }
 
         /// This configuration with what it does not give made: the HTTP client first (one that
-        /// refuses an option must leave no output directory behind), then the output store.
+        /// refuses an option must leave no output directory behind), then the output store and
+        /// the connectivity monitor.
         public func prepared() throws(Problem) -> Configuration {
             var configuration = self
+            if configuration.monitor == nil { configuration.monitor = Self.standardMonitor() }
             if configuration.http == nil {
                 do {
                     configuration.http = try client.make(

@@ -41,7 +41,7 @@ public final class JobEngine: Sendable {
             taskManager: taskManager,
             pacer: HostPacer(requests: configuration.requests, clock: configuration.clock, pauseCap: configuration.backoff.retryAfterCap))
         let policy = AttemptPolicy(
-            clock: configuration.clock, monitor: configuration.monitor,
+            clock: configuration.clock, monitor: configuration.monitor ?? AlwaysReachable(),
             deadlines: configuration.deadlines ?? ClockDeadlines(clock: configuration.clock))
         self.attempts = AttemptLoop(policy: policy, backoff: configuration.backoff, clock: configuration.clock)
         self.records = RecordWriter(store: store, runLog: configuration.runLog, observer: observer)

@@ -102,11 +102,19 @@ final class SpoolFile: Sendable {
                 _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
                 tally.counts[result.status, default: 0] += 1
                 if !result.status.isSuccess, tally.failures.count < 20 {
-                    tally.failures.append("\(result.key): \(result.status.rawValue)" + (result.error.map { ": \($0)" } ?? ""))
+                    tally.failures.append("\(result.key): \(Self.outcome(of: result))")
                 }
             }
             return Self.through(&tally)
         }
+    }
+
+    /// A job's status and why, without saying the status twice (`cancelled`, not
+    /// `cancelled: cancelled`).
+    static func outcome(of result: JobResult) -> String {
+        let status = result.status.rawValue
+        guard let error = result.error, !error.isEmpty else { return status }
+        return error.hasPrefix(status) ? error : "\(status): \(error)"
     }
 
     private static func through(_ tally: inout Tally) -> Bool {

@@ -187,6 +187,7 @@ public final class SpoolFeed: JobFeed {
         let spool = configuration.spool
         let clock = configuration.engine.clock
         try spool.makeFolders()
+        let startedAt = FileSystem.seconds(FileSystem.now())
         let lease = try WatcherLease(spool: spool)
         defer { lease.end() }
         let recovered = WatcherLease.recover(spool: spool, except: lease.id)
@@ -198,7 +199,9 @@ public final class SpoolFeed: JobFeed {
         let events = configuration.inotify ? FolderEvents(folders: [spool.inbox, spool.cancel]) : nil
         if configuration.inotify, events == nil { onEvent(.problem("inotify is not available; polling \(spool.inbox) every 250 ms")) }
         defer { events?.stop() }
-        rescan()
+        // Requests standing from before this start apply to the jobs of older files, silently:
+        // each was said when it was made.
+        rescan(quietBefore: startedAt)
 
         await withDiscardingTaskGroup { group in
             let wake = self.wake
@@ -418,7 +421,7 @@ public final class SpoolFeed: JobFeed {
 
     /// Reads inbox/ (and cancel/) in full: the safety net under inotify. A name that is not
     /// UTF-8 cannot be named in a record or a log: the file goes to failed/ under a safe name.
-    private func rescan() {
+    private func rescan(quietBefore: Double? = nil) {
         var strange: [[UInt8]] = []
         let names = FileSystem.names(in: configuration.spool.inbox, notUTF8: { strange.append($0) }).filter(Spool.isCandidate).sorted()
         for raw in strange where raw.first != UInt8(ascii: ".") { quarantine(raw) }
@@ -437,7 +440,7 @@ public final class SpoolFeed: JobFeed {
                 continue
             }
             let known = state.withLock { $0.cancelRequests[name] == made }
-            if !known { handleCancelRequest(name) }
+            if !known { handleCancelRequest(name, announcing: made >= quietBefore ?? 0) }
         }
     }
 
@@ -531,7 +534,7 @@ public final class SpoolFeed: JobFeed {
 
     /// cancel/<name> arrived: cancel the running task of that key, and remember the request for
     /// jobs of files written before it.
-    private func handleCancelRequest(_ name: String) {
+    private func handleCancelRequest(_ name: String, announcing: Bool = true) {
         let path = "\(configuration.spool.cancel)/\(name)"
         guard !name.hasPrefix("."), let entry = FileSystem.entry(path), entry.type == .regular else { return }
         let made = FileSystem.seconds(entry.modified)
@@ -546,7 +549,7 @@ public final class SpoolFeed: JobFeed {
         let text = FileSystem.readSmall(path, cap: 4096).flatMap { String(validating: $0, as: UTF8.self) }?
             .trimmingCharacters(in: .newlines)
         let key = text.flatMap { $0.isEmpty ? nil : $0 } ?? name
-        onEvent(.cancelRequested(key: key, cancelledRunning: cancelled))
+        if announcing || cancelled { onEvent(.cancelRequested(key: key, cancelledRunning: cancelled)) }
     }
 
     /// Whether a cancel request stands against `key` for a file written at `written`.
