@@ -286,8 +286,9 @@ public final class SpoolFeed: JobFeed {
         }
     }
 
-    /// Stops handing out jobs: the engine's `next()` ends, ready files are interrupted (those with
-    /// no job running go back to inbox/ at once). Returns whether this was the first call.
+    /// Stops handing out jobs: the engine's `next()` ends; a ready file with jobs left goes back
+    /// to inbox/ once its running jobs end (at once when none runs), one whose jobs were all
+    /// taken goes on to done/ or failed/. Returns whether this was the first call.
     private func beginDraining() -> Bool {
         let (first, ready, waiter) = state.withLock { state in
             defer {
@@ -298,7 +299,7 @@ public final class SpoolFeed: JobFeed {
             return (!state.draining, state.ready, state.waiter)
         }
         waiter?.resume()
-        for file in ready where file.interrupt() {
+        for file in ready where file.stopTaking() {
             Task { await self.finish(file) }
         }
         return first
