@@ -119,17 +119,19 @@ public final class JobEngine: Sendable {
         _ job: JobDescriptor, slot: Slot, start: (@Sendable () -> FeedJob.Start)?, awaitRecord: Bool
     ) async -> FeedJob.End {
         let startedAt = Date()
+        // Before the key: the feed may leave the job (shutdown). Once the key is held, only a
+        // cancel stops it: a request that came meanwhile is seen there or cancels the task.
+        if start?() == .skip {
+            slot.release()
+            return .notStarted
+        }
         let admitted = await admission.admit(key: job.key) { () async -> FeedJob.End in
-            switch start?() ?? .run {
-            case .run:
-                return await self.perform(job, slot: slot, startedAt: startedAt, awaitRecord: awaitRecord)
-            case .skip:
-                return .notStarted
-            case .cancel(let reason):
+            if case .cancel(let reason) = start?() ?? .run {
                 // Through the TaskManager like any: never written beside a running task of the key.
                 let result = JobResult.ended(job, .cancelled, error: reason, startedAt: startedAt)
                 return await self.record(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
             }
+            return await self.perform(job, slot: slot, startedAt: startedAt, awaitRecord: awaitRecord)
         }
         // The slot is released only now that the TaskManager has let go of the key (and the
         // record is queued): a next job of the same key, which may be waiting for this very slot

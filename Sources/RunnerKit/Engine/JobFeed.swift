@@ -14,12 +14,13 @@ public protocol JobFeed: Sendable {
 
 /// A job as a feed hands it to the engine, with what the feed wants to hear of it.
 public struct FeedJob: Sendable {
-    /// What to do with a job about to start (its key held, a slot taken).
+    /// What to do with a job about to start.
     public enum Start: Sendable, Equatable {
         case run
         /// Record it `cancelled` with this reason, without running it.
         case cancel(String)
-        /// Leave it: no run, no record (the feed takes it back, e.g. on shutdown).
+        /// Leave it: no run, no record (the feed takes it back, e.g. on shutdown). Heeded only
+        /// before the job takes its key.
         case skip
     }
 
@@ -33,7 +34,9 @@ public struct FeedJob: Sendable {
     }
 
     public var job: JobDescriptor
-    /// Asked once, as the job is about to start; nil: run it.
+    /// Asked as the job, holding a slot, is about to take its key (`skip` leaves it there), and
+    /// again once it holds the key (`cancel` then records it cancelled: a cancel request made
+    /// meanwhile is never missed). Nil: run it.
     public var start: (@Sendable () -> Start)?
     /// Told once the job ended and its record is on its way to disk (written, when the feed is
     /// told). Nil: the engine does not wait for the record.

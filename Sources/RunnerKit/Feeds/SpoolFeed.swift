@@ -503,10 +503,8 @@ public final class SpoolFeed: JobFeed {
         FeedJob(
             job,
             start: { [weak self] in
-                guard let self, !self.isDraining else {
-                    _ = file.interrupt()
-                    return .skip
-                }
+                // A skipped job's file goes back to inbox/ (`jobEnded(.notStarted)`).
+                guard let self, !self.isDraining else { return .skip }
                 file.markStarted()
                 if self.isCancelled(key: job.key, written: file.written) { return .cancel("cancelled by request before it started") }
                 return .run
