@@ -158,7 +158,8 @@ public struct ImageHeader: Equatable, Sendable {
     // MARK: - Completeness
 
     /// Whether a payload of `totalLength` bytes ending in `suffix` (its last <= 64 bytes) looks complete
-    /// for that format: PNG ends with the IEND chunk, JPEG with FFD9 (zero padding after it allowed),
+    /// for that format: PNG ends with the IEND chunk (bytes after it, within the suffix, are
+    /// ignored as decoders ignore them), JPEG with FFD9 (zero padding after it allowed),
     /// GIF with its trailer 0x3B or, lenient as browsers are, with the block terminator 0x00 of its
     /// last frame (`parse` walks the frames and throws `cutShort` for a body cut inside one),
     /// WebP's RIFF size + 8 == totalLength, BMP's bfSize == totalLength when nonzero.
@@ -179,8 +180,11 @@ public struct ImageHeader: Equatable, Sendable {
             if !prefix.isEmpty { ImageByteReader(prefix) } else if suffix.count == totalLength { ImageByteReader(suffix) } else { nil }
         switch format {
         case .png:
+            // libpng, browsers and UIImage stop at IEND and ignore what follows (a web script's
+            // trailing newline): IEND anywhere in the last bytes will do.
             let iend: [UInt8] = [0, 0, 0, 0, 0x49, 0x45, 0x4E, 0x44, 0xAE, 0x42, 0x60, 0x82]
-            return suffix.count >= iend.count && Array(suffix.suffix(iend.count)) == iend
+            guard suffix.count >= iend.count else { return false }
+            return (0...(suffix.count - iend.count)).contains { suffix[$0..<($0 + iend.count)].elementsEqual(iend) }
         case .jpeg:
             guard let last = suffix.lastIndex(where: { $0 != 0 }), last >= 1 else { return false }
             return suffix[last - 1] == 0xFF && suffix[last] == 0xD9

@@ -118,6 +118,20 @@ for value, order in ((6, '>'), (8, '<'), (3, '>')):
     out = src[:2] + b'\xff\xe1' + struct.pack('>H', len(app1) + 2) + app1 + src[2:]
     open('jpeg-orient%d.jpg' % value, 'wb').write(out)
 PY
+# MARK: - Files as real writers leave them: lenient where decoders are
+
+# A PNG with bytes after IEND (a web script's trailing newline, a comment), and icons whose
+# directory entry disagrees with the BMP inside (identify: the entry, never larger than the image).
+{ cat big.png; printf '\n'; } > png-trailing-newline.png
+{ cat big.png; printf '<!-- served by a script -->\r\n'; } > png-trailing-text.png
+convert frame1.png -resize 32x32! -define icon:auto-resize=32 ico-bmp-32.ico
+python3 - ico-bmp-32.ico <<'PY'
+import sys
+src = bytearray(open(sys.argv[1], 'rb').read())
+for side, name in ((64, 'ico-entry-larger.ico'), (16, 'ico-entry-smaller.ico')):
+    out = bytearray(src); out[6] = side; out[7] = side
+    open(name, 'wb').write(out)
+PY
 rm -f frame1.png frame2.png frame3.png n1.png n2.png n3.png large-gradient.png
 generated=$(ls | wc -l)
 
@@ -131,6 +145,13 @@ def chunk(kind, data):
 ihdr = struct.pack('>IIBBBBB', 100000, 100000, 8, 2, 0, 0, 0)
 idat = zlib.compress(b'\0' * 64)
 open(sys.argv[1], 'wb').write(b'\x89PNG\r\n\x1a\n' + chunk(b'IHDR', ihdr) + chunk(b'IDAT', idat) + chunk(b'IEND', b''))
+PY
+# A BMP with two colour planes: decoders refuse it, so does the runner, saying why.
+python3 - "$work/bad/bmp-two-planes.bmp" <<'PY'
+import struct, sys
+pixels = b'\0' * 12 * 3
+header = struct.pack('<IiiHHIIiiII', 40, 4, 3, 2, 24, 0, len(pixels), 0, 0, 0, 0)
+open(sys.argv[1], 'wb').write(b'BM' + struct.pack('<IHHI', 14 + len(header) + len(pixels), 0, 0, 54) + header + pixels)
 PY
 printf '<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"/>\n' > "$work/bad/vector.svg"
 cp gif-still.gif "$work/bad/gif-not-listed.gif"
@@ -265,6 +286,7 @@ bad = {
     'png-bomb.png': 'decompression bomb',
     'vector.svg': 'SVG',
     'gif-not-listed.gif': 'expected an image in PNG or JPEG, but a GIF image',
+    'bmp-two-planes.bmp': '2 colour planes',
 }
 for name, phrase in bad.items():
     record = records.get('image:bad/' + name)

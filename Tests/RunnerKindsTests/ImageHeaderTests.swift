@@ -344,3 +344,65 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// Files as real writers make them, judged as decoders (and ImageMagick's identify) judge them.
+@Suite struct LenientImageTests {
+    private func le16(_ value: Int) -> [UInt8] { [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF)] }
+    private func le32(_ value: Int) -> [UInt8] { (0..<4).map { UInt8(value >> (8 * $0) & 0xFF) } }
+
+    /// A BMP file header and BITMAPINFOHEADER with the given planes, bit count, compression and
+    /// palette size.
+    private func bmp(planes: Int = 1, bits: Int = 24, compression: Int = 0, colours: Int = 0) -> [UInt8] {
+        Array("BM".utf8) + le32(0) + le32(0) + le32(54) + le32(40) + le32(4) + le32(3) + le16(planes) + le16(bits)
+            + le32(compression) + le32(0) + le32(0) + le32(0) + le32(colours) + le32(0)
+    }
+
+    @Test func aPNGWithBytesAfterItsEndIsComplete() throws {
+        let png = try #require(FixtureCatalog.images.first { $0.format == "png" }).bytes
+        for trailing in [[0x0A], [0x0D, 0x0A], Array("<!-- served by x -->\n".utf8)] as [[UInt8]] {
+            let body = png + trailing
+            #expect(ImageHeader.isComplete(.png, prefix: Array(body.prefix(64)), suffix: Array(body.suffix(64)), totalLength: body.count))
+            let header = try ImageCheck().check(prefix: Array(body.prefix(4096)), suffix: Array(body.suffix(64)), count: body.count) { body }
+            #expect(header == (try ImageHeader.parse(png)))
+        }
+        // Cut before its end, it is still truncated, and says so.
+        let cut = Array(png.dropLast(20))
+        #expect(throws: ImageCheck.Failure.self) {
+            try ImageCheck().check(prefix: Array(cut.prefix(4096)), suffix: Array(cut.suffix(64)), count: cut.count) { cut }
+        }
+        do {
+            _ = try ImageCheck().check(prefix: Array(cut.prefix(4096)), suffix: Array(cut.suffix(64)), count: cut.count) { cut }
+        } catch {
+            #expect(error.description.contains("truncated"), "\(error)")
+        }
+    }
+
+    @Test func aBMPWithAnImpossibleHeaderIsRefusedSayingWhy() throws {
+        #expect(try ImageHeader.parse(bmp()) == ImageHeader(format: .bmp, width: 4, height: 3))
+        #expect(try ImageHeader.parse(bmp(bits: 8, colours: 256)).width == 4)
+        #expect(try ImageHeader.parse(bmp(bits: 0, compression: 5)).width == 4, "a PNG inside has no bit count of its own")
+        #expect(throws: ImageHeader.Error.malformed(.bmp, "2 colour planes (a BMP has 1)")) { try ImageHeader.parse(bmp(planes: 2)) }
+        #expect(throws: ImageHeader.Error.malformed(.bmp, "7 bits per pixel (a BMP has 1, 2, 4, 8, 16, 24, 32, 64)")) {
+            try ImageHeader.parse(bmp(bits: 7))
+        }
+        #expect(throws: ImageHeader.Error.malformed(.bmp, "a palette of 300 colours, more than 8 bits per pixel can index (256)")) {
+            try ImageHeader.parse(bmp(bits: 8, colours: 300))
+        }
+    }
+
+    /// An icon of one 32x32 BMP whose directory entry says `side`.
+    private func icon(directorySide side: Int) -> [UInt8] {
+        let dib = le32(40) + le32(32) + le32(64) + le16(1) + le16(32) + [UInt8](repeating: 0, count: 24)
+        let image = dib + [UInt8](repeating: 0, count: 32 * 32 * 4 + 32 * 4)
+        return le16(0) + le16(1) + le16(1) + [UInt8(side & 0xFF), UInt8(side & 0xFF), 0, 0] + le16(1) + le16(32)
+            + le32(image.count) + le32(22) + image
+    }
+
+    @Test func anIconEntryThatDisagreesWithItsImageIsMeasuredAsIdentifyDoes() throws {
+        #expect(try ImageHeader.parse(icon(directorySide: 32)) == ImageHeader(format: .ico, width: 32, height: 32))
+        // Larger than the image: the image's size (the directory's was reported before).
+        #expect(try ImageHeader.parse(icon(directorySide: 64)) == ImageHeader(format: .ico, width: 32, height: 32))
+        // Smaller: the directory's, as identify reports it.
+        #expect(try ImageHeader.parse(icon(directorySide: 16)) == ImageHeader(format: .ico, width: 16, height: 16))
+    }
+}
