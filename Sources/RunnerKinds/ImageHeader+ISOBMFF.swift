@@ -95,8 +95,10 @@ extension ImageHeader {
         var cut = false
         let top = try boxes(bytes, from: 0, to: total, format: format, topLevel: true, cut: &cut)
         var size: (width: Int, height: Int)?
-        if let meta = top.first(where: { $0.is("meta") }) {
-            size = try primaryItemSize(bytes, meta: meta, format: format)
+        var orientation = 1
+        if let meta = top.first(where: { $0.is("meta") }), let primary = try primaryItemSize(bytes, meta: meta, format: format) {
+            size = (primary.width, primary.height)
+            orientation = primary.orientation
         }
         var frames = 1
         if let moov = top.first(where: { $0.is("moov") }) {
@@ -115,13 +117,44 @@ extension ImageHeader {
         }
         var header = try checked(format, width: size.width, height: size.height)
         header.frames = max(frames, 1)
+        header.orientation = orientation
         return header
     }
 
-    /// The `ispe` of the item that `pitm` names.
+    /// The primary item's transformative properties, in the order `ipma` lists them, as one EXIF
+    /// orientation: `irot` turns anticlockwise by quarter turns, `imir` exchanges top and bottom
+    /// (axis 0) or left and right (axis 1), as ISO/IEC 23008-12 says and libheif shows them.
+    struct Transform {
+        /// Mirrored left-right first, then turned clockwise by `quarterTurns`.
+        var mirrored = false
+        var quarterTurns = 0
+
+        mutating func rotate(anticlockwise turns: Int) { quarterTurns = (quarterTurns + 4 - turns % 4) % 4 }
+
+        mutating func mirror(axis: Int) {
+            mirrored.toggle()
+            quarterTurns = ((axis == 0 ? 6 : 4) - quarterTurns) % 4
+        }
+
+        /// EXIF's number for it, 1 to 8.
+        var orientation: Int {
+            switch (mirrored, quarterTurns) {
+            case (false, 0): 1
+            case (true, 0): 2
+            case (false, 2): 3
+            case (true, 2): 4
+            case (true, 3): 5
+            case (false, 1): 6
+            case (true, 1): 7
+            default: 8
+            }
+        }
+    }
+
+    /// The `ispe` of the item that `pitm` names, and the orientation its `irot` and `imir` give.
     private static func primaryItemSize(
         _ bytes: ImageByteReader, meta: Box, format: ImageFormat
-    ) throws(Error) -> (width: Int, height: Int)? {
+    ) throws(Error) -> (width: Int, height: Int, orientation: Int)? {
         // meta is a full box: version and flags (4) before its children.
         let items = try children(bytes, of: meta, skip: 4, format: format)
         guard let pitm = items.first(where: { $0.is("pitm") }) else {
@@ -141,6 +174,8 @@ extension ImageHeader {
         let list = try children(bytes, of: ipco, format: format)
         // ipma: version (1), flags (3), entry count (4), then per item: id (2, or 4 from version 1),
         // association count (1), associations of 1 byte (or 2 with flag 1): essential bit, property index from 1.
+        var size: (width: Int, height: Int)?
+        var transform = Transform()
         for ipma in properties where ipma.is("ipma") {
             guard let version = bytes[ipma.payload], let flags = bytes[ipma.payload + 3],
                 let count = bytes.uint32BE(ipma.payload + 4)
@@ -168,18 +203,23 @@ extension ImageHeader {
                     }
                     let index = wide ? Int(bytes.uint16BE(offset) ?? 0) & 0x7FFF : Int(first & 0x7F)
                     offset += wide ? 2 : 1
-                    // ispe: version and flags (4), width (4), height (4).
-                    guard id == primary, index >= 1, index <= list.count, list[index - 1].is("ispe") else { continue }
-                    guard let width = bytes.uint32BE(list[index - 1].payload + 4),
-                        let height = bytes.uint32BE(list[index - 1].payload + 8)
-                    else {
-                        throw .malformed(format, "the ispe box is too short")
+                    guard id == primary, index >= 1, index <= list.count else { continue }
+                    let property = list[index - 1]
+                    if property.is("ispe"), size == nil {
+                        // ispe: version and flags (4), width (4), height (4).
+                        guard let width = bytes.uint32BE(property.payload + 4), let height = bytes.uint32BE(property.payload + 8) else {
+                            throw .malformed(format, "the ispe box is too short")
+                        }
+                        size = (Int(width), Int(height))
+                    } else if property.is("irot") || property.is("imir") {
+                        // One byte: the angle (irot) or the axis (imir) in its low bits.
+                        guard let value = bytes[property.payload] else { throw .malformed(format, "the \(property.is("irot") ? "irot" : "imir") box is too short") }
+                        if property.is("irot") { transform.rotate(anticlockwise: Int(value & 0x03)) } else { transform.mirror(axis: Int(value & 0x01)) }
                     }
-                    return (Int(width), Int(height))
                 }
             }
         }
-        return nil
+        return size.map { ($0.width, $0.height, transform.orientation) }
     }
 
     /// The frame count (samples) and size of the first picture or video track of `moov`.

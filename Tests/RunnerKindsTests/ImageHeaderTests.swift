@@ -1,5 +1,6 @@
 import FixtureServer
 import RunnerKinds
+import RunnerKit
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
@@ -404,5 +405,39 @@ struct SplitMix64: RandomNumberGenerator {
         #expect(try ImageHeader.parse(icon(directorySide: 64)) == ImageHeader(format: .ico, width: 32, height: 32))
         // Smaller: the directory's, as identify reports it.
         #expect(try ImageHeader.parse(icon(directorySide: 16)) == ImageHeader(format: .ico, width: 16, height: 16))
+    }
+}
+
+/// HEIF and AVIF shown turned or mirrored (`irot`, `imir`): the orientation and the displayed
+/// size, as libheif (and so identify) shows them.
+@Suite struct HEIFTransformTests {
+    private func be16(_ value: Int) -> [UInt8] { [UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)] }
+    private func be32(_ value: Int) -> [UInt8] { (0..<4).reversed().map { UInt8(value >> (8 * $0) & 0xFF) } }
+    private func box(_ type: String, _ payload: [UInt8]) -> [UInt8] { be32(8 + payload.count) + Array(type.utf8) + payload }
+
+    /// An AVIF whose primary item is 427x640 as stored, with these transforms in this order.
+    private func avif(_ transforms: [(String, UInt8)]) -> [UInt8] {
+        let properties = [box("ispe", [0, 0, 0, 0] + be32(427) + be32(640))] + transforms.map { box($0.0, [$0.1]) }
+        let associations = (1...properties.count).map { UInt8($0) }
+        let ipma = box("ipma", [0, 0, 0, 0] + be32(1) + be16(1) + [UInt8(associations.count)] + associations)
+        let meta = box("meta", [0, 0, 0, 0] + box("pitm", [0, 0, 0, 0] + be16(1)) + box("iprp", box("ipco", properties.flatMap { $0 }) + ipma))
+        return box("ftyp", Array("avif".utf8) + be32(0) + Array("avifmif1".utf8)) + meta + box("mdat", [0, 0, 0, 0])
+    }
+
+    @Test func turnsAndMirrorsGiveTheOrientationAndTheDisplayedSize() throws {
+        let cases: [([(String, UInt8)], Int)] = [
+            ([], 1), ([("irot", 1)], 8), ([("irot", 2)], 3), ([("irot", 3)], 6),
+            ([("imir", 1)], 2), ([("imir", 0)], 4), ([("irot", 1), ("imir", 1)], 7), ([("irot", 3), ("imir", 1)], 5),
+            ([("irot", 1), ("irot", 1)], 3),
+        ]
+        for (transforms, orientation) in cases {
+            let header = try ImageHeader.parse(avif(transforms))
+            #expect(header.width == 427 && header.height == 640, "stored size: \(transforms)")
+            #expect(header.orientation == orientation, "\(transforms)")
+        }
+        let turned = try ImageHeader.parse(avif([("irot", 1)]))
+        #expect((turned.displayWidth, turned.displayHeight) == (640, 427))
+        let details = ImageCheck.details(turned)
+        #expect(details.contains { $0.key == "displayWidth" && $0.value == JSONValue(640) })
     }
 }
