@@ -1,6 +1,8 @@
 // TIFF, and the TIFF structure inside EXIF: a byte-order mark ("II" little-endian, "MM"
 // big-endian), 42, the offset of the first IFD; an IFD is a count and 12-byte entries (tag, type,
-// count, value or offset of the values).
+// count, value or offset of the values). BigTIFF (43) is the same with 8-byte offsets and counts:
+// after 43 come 8 (the offset size) and 0, the first IFD's offset takes 8 bytes, an IFD's count
+// 8 and its entries 20 (tag, type, count of 8, value or offset of 8).
 
 extension ImageHeader {
     private enum Tag {
@@ -13,6 +15,33 @@ extension ImageHeader {
         static let tileByteCounts: UInt16 = 325
     }
 
+    /// Where classic TIFF and BigTIFF differ: the sizes of offsets, counts and entries.
+    struct Layout {
+        /// Bytes of an offset, of a value count and of the values kept in the entry itself.
+        var offsetSize: Int
+        /// Bytes of an IFD's entry count.
+        var countSize: Int
+        var entrySize: Int
+
+        static let classic = Layout(offsetSize: 4, countSize: 2, entrySize: 12)
+        static let big = Layout(offsetSize: 8, countSize: 8, entrySize: 20)
+
+        /// An offset or count of `size` bytes at `at`; nil past the bytes or beyond what an Int holds.
+        func read(_ tiff: ImageByteReader, _ at: Int, size: Int, bigEndian: Bool) -> Int? {
+            switch size {
+            case 2: return tiff.uint16(at, bigEndian: bigEndian).map(Int.init)
+            case 4: return tiff.uint32(at, bigEndian: bigEndian).map(Int.init)
+            default:
+                guard let high = tiff.uint32(bigEndian ? at : at + 4, bigEndian: bigEndian),
+                    let low = tiff.uint32(bigEndian ? at + 4 : at, bigEndian: bigEndian), high < 1 << 20
+                else {
+                    return nil
+                }
+                return Int(high) << 32 | Int(low)
+            }
+        }
+    }
+
     /// One IFD entry: where its values are, relative to the start of the TIFF structure.
     private struct Entry {
         var tag: UInt16
@@ -20,11 +49,12 @@ extension ImageHeader {
         var count: Int
         var valuesOffset: Int
 
-        /// Bytes per value of the SHORT (3) and LONG (4) types; nil for the others.
+        /// Bytes per value of the SHORT (3), LONG (4) and BigTIFF's LONG8 (16) types; nil for the others.
         var valueSize: Int? {
             switch type {
             case 3: 2
             case 4: 4
+            case 16: 8
             default: nil
             }
         }
@@ -42,26 +72,30 @@ extension ImageHeader {
 
     /// The entries of the first IFD of the TIFF structure that `tiff` starts with; nil when the
     /// entries run past the bytes given.
-    private static func firstIFD(_ tiff: ImageByteReader, bigEndian: Bool) -> [Entry]? {
-        guard let ifd = tiff.uint32(4, bigEndian: bigEndian), let count = tiff.uint16(Int(ifd), bigEndian: bigEndian),
-            tiff.has(Int(ifd) + 2, 12 * Int(count))
+    private static func firstIFD(_ tiff: ImageByteReader, bigEndian: Bool, layout: Layout = .classic) -> [Entry]? {
+        let start = layout.offsetSize == 8 ? 8 : 4
+        guard let ifd = layout.read(tiff, start, size: layout.offsetSize, bigEndian: bigEndian),
+            let count = layout.read(tiff, ifd, size: layout.countSize, bigEndian: bigEndian), count < 1 << 20,
+            tiff.has(ifd + layout.countSize, layout.entrySize * count)
         else {
             return nil
         }
         var entries: [Entry] = []
-        entries.reserveCapacity(Int(count))
-        for index in 0..<Int(count) {
-            let at = Int(ifd) + 2 + 12 * index
+        entries.reserveCapacity(count)
+        for index in 0..<count {
+            let at = ifd + layout.countSize + layout.entrySize * index
+            let valueCountSize = layout.offsetSize == 8 ? 8 : 4
             guard let tag = tiff.uint16(at, bigEndian: bigEndian), let type = tiff.uint16(at + 2, bigEndian: bigEndian),
-                let valueCount = tiff.uint32(at + 4, bigEndian: bigEndian)
+                let valueCount = layout.read(tiff, at + 4, size: valueCountSize, bigEndian: bigEndian)
             else {
                 return nil
             }
-            var entry = Entry(tag: tag, type: type, count: Int(valueCount), valuesOffset: at + 8)
-            // Values that do not fit in the 4 bytes of the entry are elsewhere, at the offset it holds.
-            if entry.anySize * entry.count > 4 {
-                guard let elsewhere = tiff.uint32(at + 8, bigEndian: bigEndian) else { return nil }
-                entry.valuesOffset = Int(elsewhere)
+            let inline = at + 4 + valueCountSize
+            var entry = Entry(tag: tag, type: type, count: valueCount, valuesOffset: inline)
+            // Values that do not fit in the entry itself are elsewhere, at the offset it holds.
+            if entry.anySize * entry.count > layout.offsetSize {
+                guard let elsewhere = layout.read(tiff, inline, size: layout.offsetSize, bigEndian: bigEndian) else { return nil }
+                entry.valuesOffset = elsewhere
             }
             entries.append(entry)
         }
@@ -70,20 +104,24 @@ extension ImageHeader {
 
     /// Value `index` of a SHORT or LONG entry; nil past the bytes or for another type.
     private static func value(_ tiff: ImageByteReader, _ entry: Entry, _ index: Int, bigEndian: Bool) -> Int? {
-        switch entry.type {
-        case 3: tiff.uint16(entry.valuesOffset + 2 * index, bigEndian: bigEndian).map(Int.init)
-        case 4: tiff.uint32(entry.valuesOffset + 4 * index, bigEndian: bigEndian).map(Int.init)
-        default: nil
-        }
+        guard let size = entry.valueSize else { return nil }
+        return Layout.big.read(tiff, entry.valuesOffset + size * index, size: size, bigEndian: bigEndian)
     }
 
     static func parseTIFF(_ bytes: ImageByteReader, total: Int) throws(Error) -> ImageHeader {
         let bigEndian = bytes[0] == 0x4D
-        guard let ifd = bytes.uint32(4, bigEndian: bigEndian) else { throw .truncated(.tiff) }
-        guard ifd >= 8 else {
+        let layout: Layout = bytes.uint16(2, bigEndian: bigEndian) == 43 ? .big : .classic
+        if layout.offsetSize == 8 {
+            guard let offsetSize = bytes.uint16(4, bigEndian: bigEndian) else { throw .truncated(.tiff) }
+            guard offsetSize == 8 else { throw .malformed(.tiff, "a BigTIFF with offsets of \(offsetSize) bytes") }
+        }
+        guard let ifd = layout.read(bytes, layout.offsetSize == 8 ? 8 : 4, size: layout.offsetSize, bigEndian: bigEndian) else {
+            throw .truncated(.tiff)
+        }
+        guard ifd >= (layout.offsetSize == 8 ? 16 : 8) else {
             throw .malformed(.tiff, "the first IFD is at offset \(ifd)")
         }
-        guard let entries = firstIFD(bytes, bigEndian: bigEndian) else { throw .truncated(.tiff) }
+        guard let entries = firstIFD(bytes, bigEndian: bigEndian, layout: layout) else { throw .truncated(.tiff) }
         // The body must hold the values of every entry.
         for entry in entries where entry.valuesOffset + entry.anySize * entry.count > total {
             throw .cutShort(.tiff)

@@ -114,7 +114,9 @@ public struct ImageHeader: Equatable, Sendable {
         if reader.starts(with: Signature.bmp) {
             return try parseBMP(reader)
         }
-        if reader.starts(with: Signature.tiffLittle) || reader.starts(with: Signature.tiffBig) {
+        if reader.starts(with: Signature.tiffLittle) || reader.starts(with: Signature.tiffBig)
+            || reader.starts(with: Signature.bigTIFFLittle) || reader.starts(with: Signature.bigTIFFBig)
+        {
             return try parseTIFF(reader, total: total)
         }
         if reader.starts(with: Signature.ico) || reader.starts(with: Signature.cur) {
@@ -294,6 +296,8 @@ enum Signature {
     static let bmp: [UInt8] = Array("BM".utf8)
     static let tiffLittle: [UInt8] = [0x49, 0x49, 0x2A, 0x00]
     static let tiffBig: [UInt8] = [0x4D, 0x4D, 0x00, 0x2A]
+    static let bigTIFFLittle: [UInt8] = [0x49, 0x49, 0x2B, 0x00]
+    static let bigTIFFBig: [UInt8] = [0x4D, 0x4D, 0x00, 0x2B]
     static let ico: [UInt8] = [0x00, 0x00, 0x01, 0x00]
     static let cur: [UInt8] = [0x00, 0x00, 0x02, 0x00]
     static let jxlCodestream: [UInt8] = [0xFF, 0x0A]
@@ -302,7 +306,7 @@ enum Signature {
     /// The signatures of supported formats, for spotting one cut short.
     static let all: [([UInt8], ImageFormat)] = [
         (png, .png), (jpeg, .jpeg), (gif, .gif), (riff + [0, 0, 0, 0] + webp, .webp), (bmp, .bmp),
-        (tiffLittle, .tiff), (tiffBig, .tiff),
+        (tiffLittle, .tiff), (tiffBig, .tiff), (bigTIFFLittle, .tiff), (bigTIFFBig, .tiff),
     ]
 
     /// Other formats worth naming when they arrive instead of an image.

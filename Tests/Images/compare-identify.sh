@@ -124,6 +124,8 @@ PY
 # directory entry disagrees with the BMP inside (identify: the entry, never larger than the image).
 { cat big.png; printf '\n'; } > png-trailing-newline.png
 { cat big.png; printf '<!-- served by a script -->\r\n'; } > png-trailing-text.png
+# BigTIFF (8-byte offsets; identify calls it TIFF64).
+convert big.png TIFF64:tiff-bigtiff.tif
 convert frame1.png -resize 32x32! -define icon:auto-resize=32 ico-bmp-32.ico
 python3 - ico-bmp-32.ico <<'PY'
 import sys
@@ -219,7 +221,7 @@ encoded = dict(line.rstrip('\n').split('\t') for line in open(os.path.join(work,
 orientations = {'TopLeft': 1, 'TopRight': 2, 'BottomRight': 3, 'BottomLeft': 4,
                 'LeftTop': 5, 'RightTop': 6, 'RightBottom': 7, 'LeftBottom': 8}
 formats = {'PNG': {'png'}, 'JPEG': {'jpeg'}, 'GIF': {'gif'}, 'WEBP': {'webp'}, 'BMP': {'bmp'}, 'BMP3': {'bmp'},
-           'TIFF': {'tiff'}, 'ICO': {'ico', 'cur'}, 'CUR': {'ico', 'cur'}, 'HEIC': {'heic', 'avif'}, 'AVIF': {'avif'}}
+           'TIFF': {'tiff'}, 'TIFF64': {'tiff'}, 'ICO': {'ico', 'cur'}, 'CUR': {'ico', 'cur'}, 'HEIC': {'heic', 'avif'}, 'AVIF': {'avif'}}
 failures, compared, skipped = [], 0, 0
 
 def identify(path):

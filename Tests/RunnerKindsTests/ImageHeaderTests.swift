@@ -441,3 +441,38 @@ struct SplitMix64: RandomNumberGenerator {
         #expect(details.contains { $0.key == "displayWidth" && $0.value == JSONValue(640) })
     }
 }
+
+/// BigTIFF (`II+\0`, `MM\0+`): 8-byte offsets and counts, 20-byte entries, LONG8 values.
+@Suite struct BigTIFFTests {
+    private func uint(_ value: Int, _ size: Int, bigEndian: Bool) -> [UInt8] {
+        let little = (0..<size).map { UInt8(value >> (8 * $0) & 0xFF) }
+        return bigEndian ? little.reversed() : little
+    }
+
+    /// A 300x200 BigTIFF with one strip of `strip` bytes (the body may be cut with `dropLast`).
+    private func bigTIFF(bigEndian: Bool, orientation: Int? = nil) -> [UInt8] {
+        func u(_ value: Int, _ size: Int) -> [UInt8] { uint(value, size, bigEndian: bigEndian) }
+        var entries: [(tag: Int, type: Int, value: Int)] = [(256, 3, 300), (257, 4, 200)]
+        if let orientation { entries.append((274, 3, orientation)) }
+        let dataOffset = 16 + 8 + 20 * (entries.count + 2) + 8
+        entries += [(273, 16, dataOffset), (279, 16, 10)]
+        var bytes: [UInt8] = (bigEndian ? Array("MM".utf8) : Array("II".utf8)) + u(43, 2) + u(8, 2) + u(0, 2) + u(16, 8)
+        bytes += u(entries.count, 8)
+        for entry in entries {
+            // A value kept in the entry sits at its start, in the entry's own size.
+            let size = entry.type == 3 ? 2 : entry.type == 4 ? 4 : 8
+            bytes += u(entry.tag, 2) + u(entry.type, 2) + u(1, 8) + u(entry.value, size) + [UInt8](repeating: 0, count: 8 - size)
+        }
+        bytes += u(0, 8) + [UInt8](repeating: 7, count: 10)
+        return bytes
+    }
+
+    @Test func bigTIFFIsReadInEitherByteOrder() throws {
+        for bigEndian in [false, true] {
+            #expect(try ImageHeader.parse(bigTIFF(bigEndian: bigEndian)) == ImageHeader(format: .tiff, width: 300, height: 200))
+            #expect(try ImageHeader.parse(bigTIFF(bigEndian: bigEndian, orientation: 6)).orientation == 6)
+            // Its strip cut short: said, as for a classic TIFF.
+            #expect(throws: ImageHeader.Error.cutShort(.tiff)) { try ImageHeader.parse(Array(bigTIFF(bigEndian: bigEndian).dropLast(3))) }
+        }
+    }
+}
