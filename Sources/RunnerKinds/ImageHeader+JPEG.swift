@@ -1,5 +1,7 @@
 // JPEG: walk the marker segments after SOI until a frame header (SOFn) gives the size; an APP1
-// segment holding EXIF on the way gives the orientation.
+// segment holding EXIF on the way gives the orientation. Between segments, as libjpeg's
+// next_marker does (it warns "extraneous bytes before marker" and decodes on, as browsers do),
+// stray bytes, 0xFF fill bytes and a stuffed 0xFF 0x00 are passed over.
 
 extension ImageHeader {
     static func parseJPEG(_ bytes: ImageByteReader) throws(Error) -> ImageHeader {
@@ -7,11 +9,9 @@ extension ImageHeader {
         var orientation = 1
         while true {
             guard let lead = bytes[offset] else { throw .truncated(.jpeg) }
-            guard lead == 0xFF else {
-                throw .malformed(.jpeg, "expected a marker at offset \(offset), found \(hex(lead))")
-            }
-            // Any number of 0xFF fill bytes may precede a marker.
             offset += 1
+            guard lead == 0xFF else { continue }  // a stray byte before the next marker
+            // Any number of 0xFF fill bytes may precede a marker.
             while bytes[offset] == 0xFF {
                 offset += 1
             }
@@ -21,7 +21,7 @@ extension ImageHeader {
             case 0x01, 0xD0...0xD8:
                 continue  // TEM, RSTn, SOI: standalone markers without a length
             case 0x00:
-                throw .malformed(.jpeg, "a stuffed zero byte outside entropy-coded data")
+                continue  // a stuffed zero: not a marker, keep looking
             case 0xD9:
                 throw .malformed(.jpeg, "the image ends before its frame header")
             case 0xDA:

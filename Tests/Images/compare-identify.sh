@@ -124,6 +124,14 @@ PY
 # directory entry disagrees with the BMP inside (identify: the entry, never larger than the image).
 { cat big.png; printf '\n'; } > png-trailing-newline.png
 { cat big.png; printf '<!-- served by a script -->\r\n'; } > png-trailing-text.png
+# A JPEG with stray bytes before a marker, as some editors and cameras write (libjpeg warns
+# "extraneous bytes before marker" and decodes it).
+python3 - jpeg-baseline.jpg jpeg-stray-bytes.jpg <<'PY'
+import struct, sys
+src = open(sys.argv[1], 'rb').read()
+at = 4 + struct.unpack('>H', src[4:6])[0]   # after the first segment following SOI
+open(sys.argv[2], 'wb').write(src[:at] + b'\x00\x11\x22' + src[at:])
+PY
 # BigTIFF (8-byte offsets; identify calls it TIFF64).
 convert big.png TIFF64:tiff-bigtiff.tif
 convert frame1.png -resize 32x32! -define icon:auto-resize=32 ico-bmp-32.ico
