@@ -1,5 +1,6 @@
 // GIF: the logical screen gives the size; the blocks after it are walked to the end to count the
 // frames and to tell a body cut inside a frame from one that merely lacks its trailer byte.
+// Stray bytes between blocks after the first frame are skipped, as lenient decoders skip them.
 
 extension ImageHeader {
     static func parseGIF(_ bytes: ImageByteReader, total: Int) throws(Error) -> ImageHeader {
@@ -39,7 +40,13 @@ extension ImageHeader {
                 offset = try skipSubBlocks(bytes, from: offset)
                 frames += 1
             default:
-                throw .malformed(.gif, "unexpected block \(hex(block)) at offset \(offset)")
+                // Bytes that start no block after a frame (a second header written into the
+                // stream, padding) are passed over one at a time, as ImageMagick's reader and the
+                // GIF87a rule do, until the next block.
+                guard frames > 0 else {
+                    throw .malformed(.gif, "unexpected block \(hex(block)) at offset \(offset)")
+                }
+                offset += 1
             }
         }
         header.frames = frames

@@ -132,6 +132,13 @@ src = open(sys.argv[1], 'rb').read()
 at = 4 + struct.unpack('>H', src[4:6])[0]   # after the first segment following SOI
 open(sys.argv[2], 'wb').write(src[:at] + b'\x00\x11\x22' + src[at:])
 PY
+# A GIF with a second header written into its stream after the first frame (two files
+# concatenated, the first without its trailer): passed over, the frame after it counted.
+python3 - gif-still.gif gif-second-header.gif <<'PY'
+import sys
+one = open(sys.argv[1], 'rb').read()
+open(sys.argv[2], 'wb').write(one[:-1] + one)
+PY
 # BigTIFF (8-byte offsets; identify calls it TIFF64).
 convert big.png TIFF64:tiff-bigtiff.tif
 convert frame1.png -resize 32x32! -define icon:auto-resize=32 ico-bmp-32.ico

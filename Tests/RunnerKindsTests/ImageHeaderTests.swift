@@ -229,6 +229,14 @@ struct ImageHeaderTests {
         #expect(
             try ImageHeader.parse(Array("GIF89a".utf8) + screen + frame) == ImageHeader(format: .gif, width: 320, height: 240))
         #expect(throws: ImageHeader.Error.truncated(.gif)) { try ImageHeader.parse(Array("GIF89a".utf8) + screen) }
+        // A second header written into the stream after a frame is passed over, as ImageMagick
+        // passes it: the frame after it counts.
+        let one = Array("GIF89a".utf8) + screen + frame
+        let twice = Array(one.dropLast()) + one
+        #expect(try ImageHeader.parse(twice) == ImageHeader(format: .gif, width: 320, height: 240, frames: 2))
+        #expect(throws: ImageHeader.Error.malformed(.gif, "unexpected block 47 at offset 13")) {
+            try ImageHeader.parse(Array("GIF89a".utf8) + screen + [0, 0, 0] + Array("GIF89a".utf8))
+        }
         #expect(throws: ImageHeader.Error.cutShort(.gif)) { try ImageHeader.parse(Array("GIF89a".utf8) + screen + [0, 0, 0]) }
         #expect(throws: ImageHeader.Error.malformed(.gif, "unknown version \"8xa\"")) {
             try ImageHeader.parse(Array("GIF8xa".utf8) + screen)
