@@ -190,7 +190,7 @@ struct Connection {
         var left = min(body.count, limit ?? .max)
         var offset = 0
         while left > 0 {
-            let length = min(left, Self.pattern.count)
+            var length = min(left, Self.pattern.count)
             let piece: ArraySlice<UInt8>
             switch body {
             case .empty:
@@ -200,6 +200,13 @@ struct Connection {
             case .pattern:
                 // The pattern's length is a multiple of 256, so every piece starts the cycle afresh.
                 piece = Self.pattern[0..<length]
+            case .headed(let head, _):
+                if offset < head.count {
+                    length = min(length, head.count - offset)
+                    piece = head[offset..<(offset + length)]
+                } else {
+                    piece = Self.pattern[0..<length]
+                }
             }
             let fast = piece.startIndex + max(0, min(length, after - offset))
             if fast > piece.startIndex {

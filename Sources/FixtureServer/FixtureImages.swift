@@ -36,6 +36,15 @@ extension FixtureCatalog {
 
 /// The encoded fixture images.
 enum FixtureImages {
+    /// The start of a PNG whose IHDR declares 100000x100000 pixels (a decompression bomb), up to
+    /// its first IDAT chunk's type: what a decoder reads before any pixel (`/bomb/N` pads it).
+    static let bombHeader: [UInt8] = {
+        func be32(_ value: UInt32) -> [UInt8] { (0..<4).reversed().map { UInt8(value >> (8 * $0) & 0xFF) } }
+        let ihdr = be32(100_000) + be32(100_000) + [8, 2, 0, 0, 0]
+        return [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + be32(13) + Array("IHDR".utf8) + ihdr + be32(0)
+            + be32(0x7FFF_FFFF) + Array("IDAT".utf8)
+    }()
+
     /// 7x5 PNG, 8-bit RGB, 89 bytes.
     static let png = FixtureImage(
         name: "png.png", format: "png", width: 7, height: 5, contentType: "image/png",

@@ -16,12 +16,15 @@ struct HTTPResponse {
         case bytes([UInt8])
         /// `count` bytes where byte `i` is `UInt8(i % 256)`, produced while sending.
         case pattern(count: Int)
+        /// `head`, then `padding` bytes of the pattern, produced while sending.
+        case headed([UInt8], padding: Int)
 
         var count: Int {
             switch self {
             case .empty: 0
             case .bytes(let bytes): bytes.count
             case .pattern(let count): count
+            case .headed(let head, let padding): head.count + padding
             }
         }
     }

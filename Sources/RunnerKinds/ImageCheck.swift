@@ -145,6 +145,30 @@ public struct ImageCheck: Sendable, Equatable {
         return header
     }
 
+    /// Looks at the first bytes of a body as they arrive (a `Payload.Inspector`): once the header
+    /// gives the size, a size over `maxPixels` or under `minWidth` x `minHeight` stops the transfer
+    /// there, with the message the whole body would have got. Returns true once it has decided;
+    /// whatever it cannot judge from the first bytes is judged when the body is whole.
+    public func inspect(_ prefix: [UInt8]) throws(JobFailure) -> Bool {
+        let header: ImageHeader
+        do {
+            header = try ImageHeader.declaredSize(prefix)
+        } catch {
+            return !error.wantsMoreBytes
+        }
+        let name = header.format.displayName
+        let pixels = header.width * header.height
+        if pixels > maxPixels {
+            throw JobFailure.failed(
+                "the \(name) header declares \(header.width)x\(header.height) = \(pixels) pixels, more than maxPixels (\(maxPixels)): refused as a decompression bomb")
+        }
+        if header.width < minWidth || header.height < minHeight {
+            throw JobFailure.failed(
+                "the \(name) image is \(header.width)x\(header.height), smaller than minWidth x minHeight (\(minWidth)x\(minHeight))")
+        }
+        return true
+    }
+
     /// Checks a fetched payload, reading it back from disk only when the format asks for more than
     /// its first bytes.
     public func check(_ payload: Payload) throws(Failure) -> ImageHeader {

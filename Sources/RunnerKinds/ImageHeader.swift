@@ -159,6 +159,18 @@ public struct ImageHeader: Equatable, Sendable {
 
     // MARK: - Completeness
 
+    /// The size a header declares, from a body's first bytes, before the rest has arrived: the
+    /// logical screen of a GIF (its frames come later), otherwise what `parse` reads from them.
+    /// Throws `truncated` (or `cutShort`) while the bytes given do not reach that far.
+    public static func declaredSize(_ prefix: [UInt8]) throws(Error) -> ImageHeader {
+        let reader = ImageByteReader(prefix)
+        if reader.starts(with: Signature.gif) {
+            guard let width = reader.uint16LE(6), let height = reader.uint16LE(8) else { throw .truncated(.gif) }
+            return try checked(.gif, width: Int(width), height: Int(height))
+        }
+        return try parse(prefix, totalLength: .max)
+    }
+
     /// Whether a payload of `totalLength` bytes ending in `suffix` (its last <= 64 bytes) looks complete
     /// for that format: PNG ends with the IEND chunk (bytes after it, within the suffix, are
     /// ignored as decoders ignore them), JPEG with FFD9 (zero padding after it allowed),

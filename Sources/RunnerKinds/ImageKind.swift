@@ -20,7 +20,9 @@ public struct ImageKind: JobKind {
 
     public func run(in context: JobContext) async throws -> KindOutcome {
         // The Accept header names the formats this job accepts (all of them by default).
-        guard case .fetched(let response) = try await context.fetch(folder: "images", accept: check.acceptHeader) else {
+        // The header's size is judged as soon as it arrives: a bomb's body is never fetched.
+        let fetched = try await context.fetch(folder: "images", accept: check.acceptHeader, inspect: { try check.inspect($0) })
+        guard case .fetched(let response) = fetched else {
             return KindOutcome(.notModified, folder: "images", fileExtension: "img")
         }
         let payload = response.payload

@@ -45,11 +45,13 @@ public final class JobContext: Sendable {
     /// `Accept` header for this job (an image job that accepts only some formats names those).
     ///
     /// Throws `JobFailure`: `notFound` for 404 and 410, `failed` for any other status or
-    /// transport error (transient for 408, 429, 5xx and connection errors).
-    public func fetch(folder: String, accept: String? = nil) async throws -> Fetch {
+    /// transport error (transient for 408, 429, 5xx and connection errors). `inspect` looks at
+    /// the body's first bytes as they arrive and may stop the transfer (`Payload.Inspector`).
+    public func fetch(folder: String, accept: String? = nil, inspect: Payload.Inspector? = nil) async throws -> Fetch {
         var headers: [(name: String, value: String)] = []
         if let validators = previous?.validators { headers.append(contentsOf: validators.conditionalHeaders) }
-        let (head, payload) = try await request(job.url, folder: payloadFolder(default: folder), headers: headers, accept: accept)
+        let (head, payload) = try await request(
+            job.url, folder: payloadFolder(default: folder), headers: headers, accept: accept, inspect: inspect)
         if head.status == 304 {
             payload.discard()
             guard let previous else {
@@ -72,7 +74,8 @@ public final class JobContext: Sendable {
     }
 
     private func request(
-        _ url: URL, folder: String, headers conditional: [(name: String, value: String)], accept: String? = nil
+        _ url: URL, folder: String, headers conditional: [(name: String, value: String)], accept: String? = nil,
+        inspect: Payload.Inspector? = nil
     ) async throws -> (HTTPResponseHead, Payload) {
         // The kind's Accept and the conditional headers go to every hop; the job's headers only
         // to the job's origin (replacing those of the same name); the client adds the
@@ -87,7 +90,7 @@ public final class JobContext: Sendable {
                 throw JobFailure(.failed, "field 'headers' \(error)")
             }
         }
-        let payload = Payload(store: store, folder: folder, maxBytes: job.maxBytes)
+        let payload = Payload(store: store, folder: folder, maxBytes: job.maxBytes, inspector: inspect)
         payloads.withLock { $0.append(payload) }
         let head: HTTPResponseHead
         do {

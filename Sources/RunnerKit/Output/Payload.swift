@@ -24,6 +24,15 @@ public final class Payload: BodySink {
     private let store: OutputStore
     private let folder: String
     private let state = Mutex(State())
+    private let inspector: Inspector?
+
+    /// Looks at the first bytes as they arrive, before the rest does: returns true once it has
+    /// seen enough (it is not asked again), or throws to stop the transfer with that error (an
+    /// image whose header declares more pixels than allowed is refused before its body comes).
+    public typealias Inspector = @Sendable (_ prefix: [UInt8]) throws -> Bool
+
+    /// Bytes past which the inspector is asked no more.
+    public static let inspectionLimit = 64 * 1024
 
     private struct State {
         var file: TemporaryFile?
@@ -35,13 +44,18 @@ public final class Payload: BodySink {
         var prefix: [UInt8] = []
         /// The last bytes, kept once the body spilled to the file.
         var suffix: [UInt8] = []
+        /// The inspector has seen enough (or there is none).
+        var inspected = false
     }
 
-    /// A body for a temporary file in `folder` (relative to the store's root).
-    public init(store: OutputStore, folder: String, maxBytes: Int) {
+    /// A body for a temporary file in `folder` (relative to the store's root); `inspector`
+    /// looks at its first bytes as they arrive.
+    public init(store: OutputStore, folder: String, maxBytes: Int, inspector: Inspector? = nil) {
         self.store = store
         self.folder = folder
         self.maxBytes = maxBytes
+        self.inspector = inspector
+        if inspector == nil { state.withLock { $0.inspected = true } }
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
@@ -50,6 +64,12 @@ public final class Payload: BodySink {
                 throw OutputStore.WriteError(path: folder, reason: "the payload was already discarded")
             }
             guard state.count + bytes.count <= maxBytes else { throw TooLarge(limit: maxBytes) }
+            if !state.inspected, let inspector {
+                // Asked before the bytes are kept: an error stops the transfer here.
+                var seen = state.prefix
+                seen.append(contentsOf: bytes.prefix(Self.inspectionLimit - min(seen.count, Self.inspectionLimit)))
+                state.inspected = try inspector(seen) || seen.count >= Self.inspectionLimit
+            }
             if state.file == nil && state.count + bytes.count <= Self.memoryLimit {
                 state.prefix.append(contentsOf: bytes)
                 state.count += bytes.count
