@@ -7,7 +7,7 @@ extension JobEngine {
     /// set the same fields; a test hands in doubles and a test clock.
     ///
     /// ```swift
-    /// var configuration = JobEngine.Configuration.standard(registry: BuiltInKinds.registry)
+    /// var configuration = JobEngine.Configuration.standard(registry: BuiltInKinds.registry())
     /// configuration.out = "out"
     /// configuration.concurrency = 32
     /// let engine = try JobEngine(configuration: configuration)
@@ -95,7 +95,6 @@ extension JobEngine {
         /// the connectivity monitor.
         public func prepared() throws(Problem) -> Configuration {
             var configuration = self
-            if configuration.monitor == nil { configuration.monitor = Self.standardMonitor() }
             if configuration.http == nil {
                 do {
                     configuration.http = try client.make(
@@ -112,6 +111,7 @@ extension JobEngine {
                     throw Problem("cannot use the output directory '\(out)': \(error)")
                 }
             }
+            if configuration.monitor == nil { configuration.monitor = Self.standardMonitor() }
             return configuration
         }
 
