@@ -1,4 +1,5 @@
 import Foundation
+import RunnerKit
 
 /// `{name}` placeholders in a job's `url`, filled with percent-encoded values: the one filler of
 /// the built-in kinds' `{id}` (entry, tree entries) and a kind file's parameters. A placeholder
@@ -12,38 +13,26 @@ enum URLTemplate {
     static func fill(_ template: String, _ value: (Substring) -> String?) -> String {
         guard template.utf8.contains(UInt8(ascii: "{")) else { return template }
         guard template.utf8.allSatisfy({ $0 < 0x80 }) else { return fillThroughFoundation(template, value) }
-        let bytes = Array(template.utf8)
         var out: [UInt8] = []
-        out.reserveCapacity(bytes.count + 32)
-        var i = 0
-        while i < bytes.count {
-            if bytes[i] == UInt8(ascii: "{"), let close = bytes[(i + 1)...].firstIndex(of: UInt8(ascii: "}")),
-                let text = value(Substring(decoding: bytes[(i + 1)..<close], as: UTF8.self))
-            {
-                appendEncoded(text, to: &out)
-                i = close + 1
-            } else {
-                out.append(bytes[i])
-                i += 1
+        out.reserveCapacity(template.utf8.count + 32)
+        TemplateScanner.scan(template, read: value) { piece in
+            switch piece {
+            case .text(let text), .unclosed(let text): out.append(contentsOf: text.utf8)
+            case .placeholder(let filled): appendEncoded(filled, to: &out)
+            case .strayClose: out.append(UInt8(ascii: "}"))
             }
         }
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// A template beyond ASCII: each name found between braces, replaced as Foundation matches it.
+    /// A template beyond ASCII: each name the scanner finds, replaced as Foundation matches it.
     private static func fillThroughFoundation(_ template: String, _ value: (Substring) -> String?) -> String {
-        var names: [Substring] = []
-        var rest = template.unicodeScalars[...]
-        while let open = rest.firstIndex(of: "{") {
-            let after = rest.index(after: open)
-            guard let close = rest[after...].firstIndex(of: "}") else { break }
-            let name = Substring(rest[after..<close])
-            if !names.contains(name) { names.append(name) }
-            rest = rest[after...]
+        var names: [(name: Substring, value: String)] = []
+        TemplateScanner.scan(template, read: { name in value(name).map { (name, $0) } }) { piece in
+            if case .placeholder(let found) = piece, !names.contains(where: { $0.name == found.0 }) { names.append(found) }
         }
         var text = template
-        for name in names {
-            guard let filled = value(name) else { continue }
+        for (name, filled) in names {
             text = text.replacingOccurrences(of: "{\(name)}", with: percentEncode(filled))
         }
         return text

@@ -8,7 +8,7 @@ enum EngineCommandOptions {
     static let httpEnvironmentVariable = "RUNNER_HTTP"
 
     /// Every default comes from the engine's configuration.
-    private static let defaults = JobEngine.Configuration()
+    private static let defaults = JobEngine.Configuration.run(registry: KindRegistry())
 
     static let out = CommandOption<String>.text(
         "out", "DIR", default: defaults.out, shown: "./\(defaults.out)", help: "Output directory for payloads, results/ and runs/.")
@@ -40,10 +40,10 @@ enum EngineCommandOptions {
     static let options: [CommandSpec.Option] =
         KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, http.spec, cacert.spec] + TrustOptions.specs
 
-    /// The engine's configuration the arguments give (the `standard` preset); the kinds and the
-    /// config file's requests are the caller's to add (`KindOptions.setup`).
-    static func configuration(_ arguments: ParsedArguments) throws(UsageError) -> JobEngine.Configuration {
-        var configuration = JobEngine.Configuration.standard(registry: KindRegistry())
+    /// Sets what the arguments give on `configuration` (a preset: `run`, or the engine of the
+    /// `watch` one); the kinds and the config file's requests are the caller's to add
+    /// (`KindOptions.setup`).
+    static func apply(_ arguments: ParsedArguments, to configuration: inout JobEngine.Configuration) throws(UsageError) {
         configuration.out = try arguments[out]
         configuration.concurrency = try arguments[concurrency]
         configuration.perHost = try arguments[perHost]
@@ -54,7 +54,6 @@ enum EngineCommandOptions {
         let trust = try TrustOptions(arguments)
         configuration.policy = trust.policy
         configuration.limits = trust.limits
-        return configuration
     }
 
     /// The highest `--rate` taken: a thousand requests a second to one host is already more

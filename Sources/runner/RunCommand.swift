@@ -58,7 +58,8 @@ enum RunCommand {
         var config: String?
 
         init(_ arguments: ParsedArguments) throws(UsageError) {
-            engine = try EngineCommandOptions.configuration(arguments)
+            engine = .run(registry: KindRegistry())
+            try EngineCommandOptions.apply(arguments, to: &engine)
             shard = try arguments[RunCommand.shard]
             if let path = try arguments[RunCommand.resume] {
                 do {

@@ -70,7 +70,7 @@ enum SpoolCommands {
 
     // MARK: - watch
 
-    private static let feedDefaults = SpoolFeed.Configuration(spool: Spool(root: Spool.defaultRoot), engine: JobEngine.Configuration())
+    private static let feedDefaults = SpoolFeed.Configuration.watch(spool: Spool(root: Spool.defaultRoot), registry: KindRegistry())
 
     static let grace = CommandOption<Duration>.seconds(
         "grace", default: feedDefaults.grace, help: "On SIGTERM, SIGINT or SIGHUP, how long running jobs may go on before they are cancelled.")
@@ -93,7 +93,8 @@ enum SpoolCommands {
         run: { arguments in
             var options: WatchOptions
             do {
-                var feed = SpoolFeed.Configuration(spool: try spoolWithGroup(arguments), engine: try EngineCommandOptions.configuration(arguments))
+                var feed = SpoolFeed.Configuration.watch(spool: try spoolWithGroup(arguments), registry: KindRegistry())
+                try EngineCommandOptions.apply(arguments, to: &feed.engine)
                 feed.grace = try arguments[grace]
                 feed.settle = try arguments[settle]
                 feed.rescanInterval = try arguments[rescan]

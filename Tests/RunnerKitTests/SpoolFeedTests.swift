@@ -118,6 +118,21 @@ private struct RecordsObserver: RunObserver {
 struct SpoolFeedTests {
     private let w = SpoolWorld()
 
+    @Test func theWatchPresetEmbedsTheRunPresetAndPreparingMakesTheKernelsMonitor() throws {
+        let watch = SpoolFeed.Configuration.watch(spool: w.spool, registry: KindRegistry())
+        let run = JobEngine.Configuration.run(registry: KindRegistry())
+        for engine in [watch.engine, run] {
+            #expect(engine.monitor == nil)
+            #expect(engine.deadlines as? DeadlineTimer === DeadlineTimer.shared)
+            #expect(engine.concurrency == JobEngine.Configuration().concurrency)
+        }
+        let prepared = try run.with { $0.out = w.folder.path + "/out" }.prepared()
+        #if os(Linux)
+        #expect(prepared.monitor is RouteMonitor)
+        #endif
+        #expect(prepared.store?.root == w.folder.path + "/out")
+    }
+
     @Test func aFileRenamedInRunsItsJobsAndGoesToDoneWithTheirRecords() async throws {
         w.http.script("http://spool.test/a", .ok("A"))
         w.http.script("http://spool.test/b", .ok("B"))

@@ -31,52 +31,42 @@ public struct KindTemplate: Sendable, Equatable {
         var segments: [Segment] = []
         var literal = ""
         var placeholders = 0
-        var index = text.startIndex
-        while index < text.endIndex {
-            let c = text[index]
-            let next = text.index(after: index)
-            if c == "{" && next < text.endIndex && text[next] == "{" {
-                literal.append("{")
-                index = text.index(after: next)
-                continue
-            }
-            if c == "}" && next < text.endIndex && text[next] == "}" {
-                literal.append("}")
-                index = text.index(after: next)
-                continue
-            }
-            if c == "}" { throw Invalid(description: "'\(Self.shown(text))' has a '}' that closes nothing (write '}}' for a brace)") }
-            guard c == "{" else {
-                literal.append(c)
-                index = next
-                continue
-            }
-            guard let close = text[next...].firstIndex(of: "}") else {
+        try TemplateScanner.scan(text, doubledBraces: true, read: { $0 }) { piece throws(Invalid) in
+            switch piece {
+            case .text(let part):
+                literal += part
+            case .strayClose:
+                throw Invalid(description: "'\(Self.shown(text))' has a '}' that closes nothing (write '}}' for a brace)")
+            case .unclosed:
                 throw Invalid(description: "'\(Self.shown(text))' has a '{' that is never closed")
-            }
-            let inside = String(text[next..<close])
-            if !literal.isEmpty { segments.append(.literal(literal)) }
-            literal = ""
-            if inside.hasPrefix("/") || inside.isEmpty {
-                do {
-                    segments.append(.pointer(try JSONPointer(inside)))
-                } catch {
-                    throw Invalid(description: "'\(Self.shown(text))': \(error.description)")
+            case .placeholder(let inside):
+                if !literal.isEmpty { segments.append(.literal(literal)) }
+                literal = ""
+                segments.append(try Self.segment(inside, of: text))
+                placeholders += 1
+                guard placeholders <= Self.maxPlaceholders else {
+                    throw Invalid(description: "'\(Self.shown(text))' has more than \(Self.maxPlaceholders) placeholders")
                 }
-            } else {
-                guard inside.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
-                    throw Invalid(description: "'\(Self.shown(text))' has a placeholder '{\(inside)}' that is neither a parameter name nor a JSON Pointer")
-                }
-                segments.append(.parameter(inside))
             }
-            placeholders += 1
-            guard placeholders <= Self.maxPlaceholders else {
-                throw Invalid(description: "'\(Self.shown(text))' has more than \(Self.maxPlaceholders) placeholders")
-            }
-            index = text.index(after: close)
         }
         if !literal.isEmpty { segments.append(.literal(literal)) }
         self.segments = segments
+    }
+
+    /// What is between a placeholder's braces: a JSON Pointer (`/…`, or nothing for the whole
+    /// element) or a parameter's name.
+    private static func segment(_ inside: Substring, of text: String) throws(KindTemplate.Invalid) -> Segment {
+        if inside.hasPrefix("/") || inside.isEmpty {
+            do {
+                return .pointer(try JSONPointer(String(inside)))
+            } catch {
+                throw Invalid(description: "'\(shown(text))': \(error.description)")
+            }
+        }
+        guard inside.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" }) else {
+            throw Invalid(description: "'\(shown(text))' has a placeholder '{\(inside)}' that is neither a parameter name nor a JSON Pointer")
+        }
+        return .parameter(String(inside))
     }
 
     /// Whether the template is one placeholder and nothing else (its value lands whole).

@@ -3,11 +3,12 @@ import Foundation
 extension JobEngine {
     /// Everything that shapes an engine, in one value: what it runs and how much at once, where
     /// it writes, and its dependencies (HTTP client, connectivity monitor, clock, deadline
-    /// timer). `runner run`, `runner watch` (inside `SpoolFeed.Configuration`) and a host program
-    /// set the same fields; a test hands in doubles and a test clock.
+    /// timer). `runner run` (the `run` preset), `runner watch` (inside `SpoolFeed.Configuration`'s
+    /// `watch` preset) and a host program set the same fields; a test hands in doubles and a test
+    /// clock.
     ///
     /// ```swift
-    /// var configuration = JobEngine.Configuration.standard(registry: BuiltInKinds.registry())
+    /// var configuration = JobEngine.Configuration.run(registry: BuiltInKinds.registry())
     /// configuration.out = "out"
     /// configuration.concurrency = 32
     /// let engine = try JobEngine(configuration: configuration)
@@ -64,10 +65,10 @@ extension JobEngine {
             self.http = http
         }
 
-        /// The preset of `runner run` and `runner watch`: the kernel's connectivity monitor and
-        /// the process's deadline timer; the monitor, the client and the output directory made
-        /// when the engine is made.
-        public static func standard(registry: KindRegistry) -> Configuration {
+        /// The preset of `runner run` (and of the engine inside `SpoolFeed.Configuration.watch`):
+        /// the kernel's connectivity monitor and the process's deadline timer; the monitor, the
+        /// client and the output directory made when the engine is made.
+        public static func run(registry: KindRegistry) -> Configuration {
             var configuration = Configuration(registry: registry)
             configuration.monitor = nil
             configuration.deadlines = DeadlineTimer.shared

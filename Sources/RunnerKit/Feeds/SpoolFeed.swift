@@ -57,6 +57,11 @@ public final class SpoolFeed: JobFeed {
             self.engine = engine
         }
 
+        /// The preset of `runner watch`: the spool's defaults around the engine's `run` preset.
+        public static func watch(spool: Spool, registry: KindRegistry) -> Configuration {
+            Configuration(spool: spool, engine: .run(registry: registry))
+        }
+
         var claimLimit: Int { max(1, filesAtOnce ?? engine.concurrency) }
     }
 

@@ -90,45 +90,46 @@ public struct HeaderTemplate: Sendable, Equatable {
         guard value.contains("{env:") || value.contains("{file:") else { return [.text(value)] }
         var parts: [Part] = []
         var text = ""
-        var rest = Substring(value)
-        while let open = rest.firstIndex(of: "{") {
-            text += rest[..<open]
-            let tail = rest[open...]
-            let kind: String
-            if tail.hasPrefix("{env:") {
-                kind = "env"
-            } else if tail.hasPrefix("{file:") {
-                kind = "file"
-            } else {
-                text += "{"
-                rest = rest[rest.index(after: open)...]
-                continue
-            }
-            let start = tail.index(tail.startIndex, offsetBy: kind.count + 2)
-            guard let close = tail[start...].firstIndex(of: "}") else {
-                throw Problem(header: header, reason: "the reference {\(kind):… has no closing '}'")
-            }
-            let argument = String(tail[start..<close])
-            if !text.isEmpty { parts.append(.text(text)) }
-            text = ""
-            if kind == "env" {
-                guard let first = argument.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first),
-                    argument.utf8.allSatisfy({ isAlphanumeric($0) || $0 == UInt8(ascii: "_") })
-                else {
-                    throw Problem(header: header, reason: "'{env:\(argument)}' does not name an environment variable (letters, digits and _)")
-                }
-                parts.append(.environment(argument))
-            } else {
-                guard !argument.isEmpty else { throw Problem(header: header, reason: "'{file:}' names no file") }
-                var path = argument
-                if !path.hasPrefix("/"), let folder { path = folder + "/" + path }
-                parts.append(.file(path))
-            }
-            rest = tail[tail.index(after: close)...]
+        let isReference = { (inside: Substring) -> Substring? in
+            inside.hasPrefix("env:") || inside.hasPrefix("file:") ? inside : nil
         }
-        text += rest
+        try TemplateScanner.scan(value, read: isReference) { piece throws(Problem) in
+            switch piece {
+            case .text(let part):
+                text += part
+            case .strayClose:
+                text += "}"
+            case .unclosed(let rest):
+                let opened = ["env", "file"].compactMap { kind in rest.range(of: "{\(kind):").map { (kind, $0.lowerBound) } }
+                if let first = opened.min(by: { $0.1 < $1.1 }) {
+                    throw Problem(header: header, reason: "the reference {\(first.0):… has no closing '}'")
+                }
+                text += rest
+            case .placeholder(let inside):
+                if !text.isEmpty { parts.append(.text(text)) }
+                text = ""
+                parts.append(try Self.reference(inside, header: header, folder: folder))
+            }
+        }
         if !text.isEmpty { parts.append(.text(text)) }
         return parts
+    }
+
+    /// `env:NAME` or `file:PATH`, as found between a reference's braces.
+    private static func reference(_ inside: Substring, header: String, folder: String?) throws(Problem) -> Part {
+        if inside.hasPrefix("env:") {
+            let variable = inside.dropFirst(4)
+            guard let first = variable.utf8.first, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first),
+                variable.utf8.allSatisfy({ isAlphanumeric($0) || $0 == UInt8(ascii: "_") })
+            else {
+                throw Problem(header: header, reason: "'{\(inside)}' does not name an environment variable (letters, digits and _)")
+            }
+            return .environment(String(variable))
+        }
+        var path = String(inside.dropFirst(5))
+        guard !path.isEmpty else { throw Problem(header: header, reason: "'{file:}' names no file") }
+        if !path.hasPrefix("/"), let folder { path = folder + "/" + path }
+        return .file(path)
     }
 
     /// A file's content, one trailing newline (LF or CRLF) dropped; it must be one line.
