@@ -157,6 +157,11 @@ enum RunCommand {
         let summary = await runTask.value
         let received = signal.stop()
         reporter.printSummary(summary, store: store, runLog: runLog, hostWaits: engine.hostWaits, paceWaits: engine.paceWaits)
+        let unused = configuration.requests.entries(namingNoneOf: engine.hostsContacted)
+        if !unused.isEmpty, !engine.hostsContacted.isEmpty {
+            let listed = unused.map { "'\($0)'" }.joined(separator: ", ")
+            Console.err("runner: warning: the config's hosts \(unused.count == 1 ? "entry" : "entries") \(listed) named no job's host in this run (its headers went nowhere); an entry without ':port' covers every port of its host")
+        }
         let changes = feed.changes
         if let first = changes.first {
             show(first)

@@ -83,4 +83,66 @@ struct RequestConfigTests {
         #expect(try names("https://cdn.example.net/i") == ["Accept=application/json", "x-cdn=c"])
         #expect(try names("https://elsewhere.org/") == ["Accept=application/json"])
     }
+
+    /// A config file's `hosts`, read from a file as `--config` reads it.
+    static func config(_ hosts: String, environment: [String: String] = [:]) throws -> RequestConfig {
+        let path = NSTemporaryDirectory() + "runner-config-\(UUID().uuidString).json"
+        try Data(#"{"hosts": \#(hosts)}"#.utf8).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try RequestConfig(contentsOf: path, environment: environment)
+    }
+
+    static func refusal(_ hosts: String, environment: [String: String] = [:]) -> String {
+        do {
+            _ = try config(hosts, environment: environment)
+            return "taken"
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test func aHostsEntryWithAPortBindsItsHeadersToThatPortOnly() throws {
+        let config = try Self.config("""
+            {"api.example.com:8443": {"headers": {"x": "port"}}, "api.example.com": {"headers": {"x": "any"}},
+             "[2001:db8::1]:8080": {"headers": {"x": "v6"}}, "192.0.2.7:81": {"headers": {"x": "v4"}},
+             "*.example.org:443": {"headers": {"x": "suffix"}}}
+            """)
+        func value(_ url: String) throws -> String? {
+            config.settings(for: try #require(URL(string: url)))?.headers.first?.value
+        }
+        #expect(try value("https://api.example.com:8443/") == "port")
+        #expect(try value("https://api.example.com/") == "any", "an entry without a port covers every other port")
+        #expect(try value("http://api.example.com:8080/") == "any")
+        #expect(try value("http://[2001:db8::1]:8080/") == "v6")
+        #expect(try value("http://[2001:db8::1]/") == nil)
+        #expect(try value("http://192.0.2.7:81/") == "v4")
+        #expect(try value("http://192.0.2.7/") == nil)
+        #expect(try value("https://a.example.org/") == "suffix", "443 is https's own port")
+        #expect(try value("http://a.example.org/") == nil)
+        #expect(config.settings(forHost: "api.example.com")?.headers.first?.value == "any", "without a port: entries without one")
+    }
+
+    @Test func hostsErrorsListOnlyTheFormsAHostsEntryTakes() {
+        for key in ["10.0.0.0/8", "bad host", "a..b", "[::1", "host:", "host:0", "host:65536", "host:8o"] {
+            let refused = Self.refusal(#"{"\#(key)": {}}"#)
+            #expect(refused != "taken", "\(key)")
+            #expect(!refused.contains("CIDR"), "\(key): \(refused)")
+            #expect(refused.contains("':port'") || refused.contains("the port must be a number from 1 to 65535"), "\(key): \(refused)")
+        }
+        #expect(Self.refusal(#"{"api.example.com:8443": {"rate": 2}}"#).contains("rate and perHost count per host"))
+        #expect(Self.refusal(#"{"api.example.com:8443": {"perHost": 2}}"#).contains("rate and perHost count per host"))
+    }
+
+    @Test func anEmptyEnvironmentVariableIsRefusedLikeAnUnsetOne() throws {
+        let hosts = #"{"api.example.com": {"headers": {"Authorization": "Bearer {env:TOKEN}"}}}"#
+        #expect(Self.refusal(hosts, environment: ["TOKEN": ""]).contains("the environment variable TOKEN is set but empty"))
+        #expect(Self.refusal(hosts, environment: [:]).contains("the environment variable TOKEN is not set"))
+        #expect(Self.refusal(hosts, environment: ["TOKEN": "t"]) == "taken")
+    }
+
+    @Test func entriesThatNameNoContactedHostAreListedAsWritten() throws {
+        let config = try Self.config(#"{"used.example.com": {}, "*.cdn.example": {}, "idle.example.com:8443": {}, "[2001:db8::2]:80": {}}"#)
+        #expect(Set(config.entries(namingNoneOf: ["used.example.com", "a.cdn.example"])) == ["idle.example.com:8443", "[2001:db8::2]:80"])
+        #expect(config.entries(namingNoneOf: ["used.example.com", "a.cdn.example", "idle.example.com", "2001:db8::2"]).isEmpty)
+    }
 }

@@ -48,6 +48,34 @@ struct RequestOriginTests {
         #expect(sent("/entries/imgly.A.3.json") == [nil])
     }
 
+    @Test func aHostsEntryWithAPortSendsItsSecretToThatPortOnlyAndAnUnusedEntryIsNamed() async throws {
+        let w = try Workspace()
+        let other = FixtureServer()  // the same host, another port: another service
+        try other.start()
+        defer { other.stop() }
+        for server in [w.server, other] { server.recordHeader(named: "authorization") }
+        w.write("config.json", """
+            {"hosts": {"127.0.0.1:\(w.server.port)": {"headers": {"Authorization": "Bearer {env:RUNNER_TEST_TOKEN}"}},
+                       "nowhere.example": {"headers": {"x-api-key": "k"}}}}
+            """)
+        w.write("jobs.jsonl", """
+            {"kind": "entry", "id": "imgly.A.1", "url": "\(w.base)/entries/{id}.json"}
+            {"kind": "entry", "id": "imgly.A.2", "url": "\(other.baseURL)/entries/{id}.json"}
+            """)
+        let result = try await runner(w, ["run", "--config", "config.json", "jobs.jsonl"], ["RUNNER_TEST_TOKEN": "t1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(w.server.recordedHeaderValues.map(\.value) == ["Bearer t1"])
+        #expect(other.recordedHeaderValues.map(\.value) == [nil])
+        let warnings = result.stderr.split(separator: "\n").filter { $0.contains("warning") }
+        #expect(warnings.count == 1, "\(result.stderr)")
+        #expect(warnings.first?.contains("'nowhere.example'") == true)
+        #expect(warnings.first?.contains("127.0.0.1") == false)
+
+        let empty = try await runner(w, ["run", "--config", "config.json", "jobs.jsonl"], ["RUNNER_TEST_TOKEN": ""])
+        #expect(empty.status == 2)
+        #expect(empty.stderr.contains("the environment variable RUNNER_TEST_TOKEN is set but empty"), "\(empty.stderr)")
+    }
+
     @Test(arguments: ["curl", "urlsession"])
     func theConfigsUserAgentAndAJobsHeadersReplaceTheDefaults(client: String) async throws {
         let w = try Workspace()

@@ -50,6 +50,8 @@ public final class JobEngine: Sendable {
 
     /// How much `perHost` held jobs back so far (for a run's summary).
     public var hostWaits: HostLimiter.Waits { admission.hostLimiter.waits }
+    /// The hosts of the jobs that ran (children's included), lower-cased.
+    public var hostsContacted: [String] { admission.hostLimiter.hosts }
 
     /// How much pacing (`--rate`, `Retry-After` pauses) held jobs back so far.
     public var paceWaits: HostPacer.Waits { admission.pacer.waits }

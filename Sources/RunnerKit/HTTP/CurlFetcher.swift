@@ -69,7 +69,7 @@ public final class CurlFetcher: HTTPFetching {
             {
                 throw HTTPError.refused(refusal.description)
             }
-            let settings = requests.settings(forHost: hop.url.host ?? "")
+            let settings = requests.settings(for: hop.url)
             let headers = try requests.headers(of: request, hop: hop.url, settings: settings)
             let tls = TLSFiles(
                 cacert: settings?.cacert ?? requests.cacert, cert: settings?.cert, key: settings?.key)

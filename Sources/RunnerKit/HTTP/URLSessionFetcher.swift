@@ -99,7 +99,7 @@ extension URLSessionFetcher {
     static func urlRequest(_ request: HTTPRequest, hop: URL, requests: RequestConfig) throws(HTTPError) -> URLRequest {
         var urlRequest = URLRequest(url: hop)
         urlRequest.httpMethod = "GET"
-        let settings = requests.settings(forHost: hop.host ?? "")
+        let settings = requests.settings(for: hop)
         for header in try requests.headers(of: request, hop: hop, settings: settings) {
             urlRequest.setValue(header.value, forHTTPHeaderField: header.name)
         }

@@ -70,6 +70,10 @@ public struct HeaderTemplate: Sendable, Equatable {
                 guard let secret = environment[variable] else {
                     throw Problem(header: name, reason: "the environment variable \(variable) is not set")
                 }
+                // An empty secret would send a header that authenticates nobody: as good as unset.
+                guard !secret.isEmpty else {
+                    throw Problem(header: name, reason: "the environment variable \(variable) is set but empty")
+                }
                 guard !Self.hasLineBreak(secret) else {
                     throw Problem(header: name, reason: "the environment variable \(variable) holds a line break or NUL")
                 }

@@ -16,8 +16,8 @@ extension RequestConfig {
     static let topFields = ["userAgent", "kinds", "hosts"]
     static let hostFields = ["headers", "rate", "perHost", "cacert", "cert", "key"]
 
-    /// Reads a config file: `{"userAgent", "kinds": [dirs], "hosts": {"<host
-    /// or *.suffix>": {"headers", "rate", "perHost", "cacert", "cert", "key"}}}`.
+    /// Reads a config file: `{"userAgent", "kinds": [dirs], "hosts": {"<host, *.suffix or
+    /// address, with an optional :port>": {"headers", "rate", "perHost", "cacert", "cert", "key"}}}`.
     ///
     /// Unknown and mistyped fields are refused by name, as in job files. Relative paths (kind
     /// folders, TLS files, `{file:}` references) are resolved against the config file's folder.
@@ -61,22 +61,56 @@ extension RequestConfig {
                     throw FileError(path, name, "must be an object of host patterns, not \(value.typeDescription)")
                 }
                 for (key, entry) in entries {
-                    let pattern: HostPattern
-                    do {
-                        pattern = try HostPattern(parsing: key)
-                    } catch {
-                        throw FileError(path, "hosts", error.description)
+                    let (pattern, port) = try Self.hostEntry(key, path: path)
+                    var settings = try Self.hostSettings(
+                        entry, field: "hosts.\(key)", path: path, folder: folder, environment: checkingSecrets ? environment : nil)
+                    if port != nil, settings.rate != nil || settings.perHost != nil {
+                        throw FileError(
+                            path, "hosts.\(key)",
+                            "rate and perHost count per host, whatever the port: set them on an entry without ':port'")
                     }
-                    if case .network = pattern, key.contains("/") {
-                        throw FileError(path, "hosts", "'\(key)': use a host name, '*.suffix' or an address (hosts are matched by the URL's host, not by network)")
-                    }
-                    hosts.append(
-                        (pattern, try Self.hostSettings(entry, field: "hosts.\(key)", path: path, folder: folder, environment: checkingSecrets ? environment : nil)))
+                    settings.port = port
+                    hosts.append((pattern, settings))
                 }
             default:
                 throw FileError(path, name, "is not a field of a config (fields: \(Self.topFields.joined(separator: ", ")))")
             }
         }
+    }
+
+    /// The forms a `hosts` entry may take, for messages.
+    static let hostForms = "a host name, '*.suffix' or an IP address, each with an optional ':port' (api.example.com, *.example.com, 192.0.2.7, [2001:db8::1]:8443)"
+
+    /// A `hosts` key: a host name, `*.suffix` or an address, with an optional `:port` (an IPv6
+    /// address with a port in brackets). Without a port the entry covers every port.
+    static func hostEntry(_ key: String, path: String) throws(FileError) -> (HostPattern, Int?) {
+        var host = Substring(key)
+        var port: Int?
+        if key.hasPrefix("["), let close = key.firstIndex(of: "]") {
+            let after = key[key.index(after: close)...]
+            host = key[key.index(after: key.startIndex)..<close]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw FileError(path, "hosts", "'\(key)': use \(hostForms)") }
+                port = try portNumber(after.dropFirst(), key: key, path: path)
+            }
+        } else if let colon = key.firstIndex(of: ":"), key[key.index(after: colon)...].allSatisfy({ $0 != ":" }) {
+            host = key[..<colon]
+            port = try portNumber(key[key.index(after: colon)...], key: key, path: path)
+        }
+        guard !host.contains("/"), let pattern = try? HostPattern(parsing: String(host)) else {
+            let why = host.contains("/") ? " (hosts are matched by the URL's host, not by network)" : ""
+            throw FileError(path, "hosts", "'\(key)': use \(hostForms)\(why)")
+        }
+        return (pattern, port)
+    }
+
+    private static func portNumber(_ text: Substring, key: String, path: String) throws(FileError) -> Int {
+        guard !text.isEmpty, text.utf8.count <= 5, text.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+            let port = Int(text), (1...65535).contains(port)
+        else {
+            throw FileError(path, "hosts", "'\(key)': the port must be a number from 1 to 65535")
+        }
+        return port
     }
 
     private static func hostSettings(

@@ -29,20 +29,46 @@ public struct RequestConfig: Sendable {
         self.cacert = cacert
     }
 
-    /// The settings of the most specific pattern that names `host`, if any.
-    public func settings(forHost host: String) -> HostSettings? {
+    /// The settings of the most specific entry that names `host` and `port`, if any: an exact
+    /// name wins over a suffix, a longer suffix over a shorter one, and an entry bound to the
+    /// port over one without a port (which covers every port). With no `port`, only entries
+    /// without one (what counts per host: `rate`, `perHost`).
+    public func settings(forHost host: String, port: Int? = nil) -> HostSettings? {
         guard !hosts.isEmpty else { return nil }
         var best: (settings: HostSettings, rank: Int)?
         for (pattern, settings) in hosts where pattern.matches(host: host, address: nil) {
+            if let bound = settings.port, bound != port { continue }
             let rank: Int
             switch pattern {
-            case .host: rank = Int.max
+            case .host: rank = Int.max / 2
             case .suffix(let suffix): rank = suffix.utf8.count
             case .network(_, let length): rank = 1000 + length
             }
-            if best == nil || rank > best!.rank { best = (settings, rank) }
+            let ranked = rank * 2 + (settings.port == nil ? 0 : 1)
+            if best == nil || ranked > best!.rank { best = (settings, ranked) }
         }
         return best?.settings
+    }
+
+    /// The settings for a request to `url` (its host and port, the scheme's default if none).
+    public func settings(for url: URL) -> HostSettings? {
+        guard !hosts.isEmpty else { return nil }
+        let origin = Origin(url)
+        return settings(forHost: origin.host, port: origin.port)
+    }
+
+    /// The entries of `hosts` that name none of `contacted` (host names), as written in the
+    /// config: for the warning that an entry (and its secrets) went unused.
+    public func entries(namingNoneOf contacted: some Sequence<String>) -> [String] {
+        let contacted = Array(contacted)
+        return hosts.filter { entry in !contacted.contains { entry.pattern.matches(host: $0, address: nil) } }
+            .map { entry in entry.settings.port.map { Self.written(entry.pattern, port: $0) } ?? entry.pattern.description }
+    }
+
+    /// `pattern:port` as a config writes it (an IPv6 address in brackets).
+    static func written(_ pattern: HostPattern, port: Int) -> String {
+        if case .network(let address, _) = pattern, !address.isIPv4 { return "[\(address)]:\(port)" }
+        return "\(pattern):\(port)"
     }
 
     /// Requests per second to `host`: its own `rate`, else `--rate`; nil when unpaced.
@@ -58,6 +84,8 @@ public struct RequestConfig: Sendable {
 
 /// The settings of one host pattern in the config's `hosts`.
 public struct HostSettings: Sendable {
+    /// The port the entry is bound to (`host:port`); nil: every port of the host.
+    public var port: Int?
     /// Headers sent to this host only; values may hold secret references.
     public var headers: [HeaderTemplate]
     /// Requests per second to this host (token bucket); overrides `--rate`.
@@ -72,8 +100,9 @@ public struct HostSettings: Sendable {
 
     public init(
         headers: [HeaderTemplate] = [], rate: Double? = nil, perHost: Int? = nil, cacert: String? = nil, cert: String? = nil,
-        key: String? = nil
+        key: String? = nil, port: Int? = nil
     ) {
+        self.port = port
         self.headers = headers
         self.rate = rate
         self.perHost = perHost

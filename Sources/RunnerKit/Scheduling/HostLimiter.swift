@@ -58,6 +58,9 @@ public final class HostLimiter: Sendable {
         }
     }
 
+    /// The hosts jobs have taken a slot of (lower-cased), in no order.
+    public var hosts: [String] { limiters.withLock { Array($0.keys) } }
+
     /// How much the cap held jobs back so far.
     public var waits: Waits {
         let hosts = limiters.withLock { $0 }
