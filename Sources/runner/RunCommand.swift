@@ -104,7 +104,7 @@ enum RunCommand {
             Console.err("Nothing was run. See 'runner validate --help'.")
             return 2
         }
-        if let resume = options.resume, !options.json {
+        if let resume = options.resume {
             let skipped = validation.skipped
             Console.err("runner: --resume: \(skipped) job\(skipped == 1 ? "" : "s") skipped (ended succeeded or notModified in \(resume.path)), \(validation.total) to run")
         }
@@ -116,7 +116,7 @@ enum RunCommand {
         do {
             configuration = try options.engine.prepared()
             store = configuration.store!
-            if options.wait && !options.json { Console.err("runner: waiting for the output directory \(options.engine.out) to be free…") }
+            if options.wait { Console.err("runner: waiting for the output directory \(options.engine.out) to be free…") }
             lock = try RunLock(store: store, wait: options.wait)
             store.sweepLeftovers()  // temporary files of crashed runs
             runLog = try RunLog(store: store)

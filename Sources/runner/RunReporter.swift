@@ -13,6 +13,8 @@ final class RunReporter: RunObserver {
         var omittedRows = 0
         var lastDraw = ContinuousClock.now
         var progressShown = false
+        /// Jobs between a failed attempt and their next one.
+        var retrying: Set<String> = []
     }
 
     private let json: Bool
@@ -41,11 +43,16 @@ final class RunReporter: RunObserver {
         Console.err("runner: \(message)")
     }
 
+    func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
+        _ = state.withLock { $0.retrying.insert(job.key) }
+    }
+
     func jobFinished(_ result: JobResult) {
         if json { Console.out(result.jsonLine) }
         let draw: String? = state.withLock { state in
             state.finished += 1
             if result.parent == nil { state.topLevelFinished += 1 }
+            state.retrying.remove(result.key)
             if !result.status.isSuccess && !(result.parent != nil && result.status.isAcceptableForChild) { state.failed += 1 }
             if state.rows.count < rowLimit || !result.status.isSuccess && state.rows.count < 4 * rowLimit {
                 state.rows.append(result)
@@ -55,17 +62,26 @@ final class RunReporter: RunObserver {
             guard progress, state.lastDraw.duration(to: .now) > .milliseconds(200) else { return nil }
             state.lastDraw = .now
             state.progressShown = true
-            let elapsed = Self.seconds(started.duration(to: .now))
-            let rate = Double(state.topLevelFinished) / max(elapsed, 0.001)
-            var line = "\r\u{1B}[K  \(state.topLevelFinished) of \(total) jobs done"
-            if state.finished > state.topLevelFinished { line += " (+\(state.finished - state.topLevelFinished) children)" }
-            line += ", \(state.failed) not ok, \(String(format: "%.0f", rate)) jobs/s"
-            if rate > 0, total > state.topLevelFinished {
-                line += ", about \(Self.clock(Double(total - state.topLevelFinished) / rate)) left"
-            }
-            return line
+            return "\r\u{1B}[K" + Self.progressLine(
+                done: state.topLevelFinished, of: total, children: state.finished - state.topLevelFinished,
+                failed: state.failed, retrying: state.retrying.count, elapsed: started.duration(to: .now))
         }
         if let draw { Console.outRaw(draw) }
+    }
+
+    /// "  40 of 100 jobs done (+12 children), 1 not ok, 20 jobs/s, about 3 s left". While jobs
+    /// wait to retry, no time is promised: the rate so far says nothing of their backoff.
+    static func progressLine(done: Int, of total: Int, children: Int, failed: Int, retrying: Int, elapsed: Duration) -> String {
+        let rate = Double(done) / max(seconds(elapsed), 0.001)
+        var line = "  \(done) of \(total) jobs done"
+        if children > 0 { line += " (+\(children) children)" }
+        line += ", \(failed) not ok, \(String(format: "%.0f", rate)) jobs/s"
+        if retrying > 0 {
+            line += ", \(retrying) waiting to retry"
+        } else if rate > 0, total > done {
+            line += ", about \(clock(Double(total - done) / rate)) left"
+        }
+        return line
     }
 
     private func clearProgress() {
@@ -87,33 +103,57 @@ final class RunReporter: RunObserver {
         clearProgress()
         let paceLine = paceWaits.flatMap { $0.isNoticeable ? Self.describe($0) : nil }
         let hostLine = paceLine ?? hostWaits.flatMap { $0.isNoticeable ? Self.describe($0) : nil }
+        let counts = JobStatus.allCases.compactMap { status in summary.counts[status].map { "\($0) \(status.rawValue)" } }
+        let countsLine = "\(summary.total) job\(summary.total == 1 ? "" : "s"): \(counts.joined(separator: ", ")). "
+            + "Payloads and records in \(Self.relative(store.root))/, run log \(Self.relative(runLog.path))."
+        // With --json, standard output holds records only; what a person reads goes to stderr,
+        // where cron's mail and a terminal still show it.
         guard !json else {
+            Console.err("runner: \(countsLine)")
             if let hostLine { Console.err("runner: \(hostLine)") }
             return
         }
         let (rows, omitted) = state.withLock { ($0.rows, $0.omittedRows) }
-        var lines = [Self.format(["STATUS", "KEY", "HTTP", "BYTES", "MS", "NOTE"])]
-        for result in rows {
-            lines.append(Self.format([
-                result.status.rawValue + (result.stale ? "*" : ""),
-                Self.shorten(result.key, 44),
-                result.httpStatus.map(String.init) ?? "-",
-                result.bytes.map(String.init) ?? "-",
-                String(result.durationMs),
-                Self.note(result),
-            ]))
-        }
-        if omitted > 0 { lines.append("  … and \(omitted) more (every record is in \(Self.relative(store.root))/results)") }
-        Console.out(lines.joined(separator: "\n"))
-        let counts = JobStatus.allCases.compactMap { status in summary.counts[status].map { "\($0) \(status.rawValue)" } }
-        Console.out("\n\(summary.total) job\(summary.total == 1 ? "" : "s"): \(counts.joined(separator: ", ")). "
-            + "Payloads and records in \(Self.relative(store.root))/, run log \(Self.relative(runLog.path)).")
+        Console.out(Self.table(rows))
+        if omitted > 0 { Console.out("  … and \(omitted) more (every record is in \(Self.relative(store.root))/results)") }
+        Console.out("\n" + countsLine)
         if rows.contains(where: \.stale) { Console.out("* stale: the job failed; output points at the last good payload.") }
-        let slowest = summary.slowestFive.filter { $0.durationMs > 0 }
+        if rows.contains(where: { $0.waitedForHostMs > 0 }) {
+            Console.out("MS is each job's own time; WAIT its time waiting for a slot or its turn at its host (--per-host, --rate).")
+        }
+        let slowest = summary.slowestFive.filter { $0.ownMs > 0 }
         if summary.total > 1, !slowest.isEmpty {
-            Console.out("Slowest: " + slowest.map { "\(Self.shorten($0.key, 40)) \($0.durationMs) ms" }.joined(separator: ", "))
+            Console.out("Slowest: " + slowest.map { "\(Self.shorten($0.key, 40)) \($0.ownMs) ms" }.joined(separator: ", "))
         }
         if let hostLine { Console.out(hostLine) }
+    }
+
+    /// The closing table: MS is a job's own time; WAIT (its waits for its host's slot and pace)
+    /// and TRIES (its attempts) are columns only when some row has them.
+    static func table(_ rows: [JobResult]) -> String {
+        let waits = rows.contains { $0.waitedForHostMs > 0 }
+        let tries = rows.contains { $0.attempts > 1 }
+        var columns: [(title: String, width: Int, right: Bool, value: (JobResult) -> String)] = [
+            ("STATUS", 12, false, { $0.status.rawValue + ($0.stale ? "*" : "") }),
+            ("KEY", 44, false, { shorten($0.key, 44) }),
+            ("HTTP", 5, true, { $0.httpStatus.map(String.init) ?? "-" }),
+            ("BYTES", 9, true, { $0.bytes.map(String.init) ?? "-" }),
+            ("MS", 6, true, { String($0.ownMs) }),
+        ]
+        if waits { columns.append(("WAIT", 6, true, { String($0.waitedForHostMs) })) }
+        if tries { columns.append(("TRIES", 5, true, { String($0.attempts) })) }
+        columns.append(("NOTE", 0, false, { note($0) }))
+        func line(_ cells: [String]) -> String {
+            var text = ""
+            for (column, cell) in zip(columns, cells) {
+                let pad = String(repeating: " ", count: max(1, column.width - cell.count + 1) - (column.right ? 1 : 0))
+                text += column.width == 0 ? cell : column.right ? pad + cell + " " : cell + pad
+            }
+            return text.trimmingCharacters(in: .whitespaces)
+        }
+        var lines = [line(columns.map(\.title))]
+        for result in rows { lines.append(line(columns.map { $0.value(result) })) }
+        return lines.joined(separator: "\n")
     }
 
     /// "Jobs waited 41 s in all for a per-host slot (most for 127.0.0.1), 95% of their time at
@@ -150,24 +190,7 @@ final class RunReporter: RunObserver {
 
     // MARK: - Formatting
 
-    private static let widths = [12, 44, 5, 9, 6]
-
-    private static func format(_ columns: [String]) -> String {
-        var line = ""
-        for (index, column) in columns.enumerated() {
-            if index < widths.count {
-                let pad = max(1, widths[index] - column.count + 1)
-                line += index >= 2 && index <= 4
-                    ? String(repeating: " ", count: pad - 1) + column + " "
-                    : column + String(repeating: " ", count: pad)
-            } else {
-                line += column
-            }
-        }
-        return line.trimmingCharacters(in: .whitespaces)
-    }
-
-    private static func note(_ result: JobResult) -> String {
+    static func note(_ result: JobResult) -> String {
         if let error = result.error { return error }
         return result.details.map { key, value in
             switch value {
@@ -178,7 +201,7 @@ final class RunReporter: RunObserver {
         }.joined(separator: ", ")
     }
 
-    private static func shorten(_ text: String, _ width: Int) -> String {
+    static func shorten(_ text: String, _ width: Int) -> String {
         text.count <= width ? text : "…" + text.suffix(width - 1)
     }
 

@@ -20,8 +20,28 @@ struct HostWaitTests {
         let share = try #require(line.firstMatch(of: /, (\d+)% of their time at hosts/).flatMap { Int($0.1) })
         #expect((60...90).contains(share), "\(line)")
 
+        // MS is each job's own time (about 200 ms); WAIT, apart, the time it waited for the slot.
+        let table = held.stdout.split(separator: "\n")
+        #expect(table.first?.contains("MS   WAIT") == true, "\(held.stdout)")
+        let rows = table.filter { $0.hasPrefix("succeeded") }.map { $0.split(separator: " ") }
+        #expect(rows.count == 8)
+        for row in rows {
+            let own = try #require(Int(row[4])), wait = try #require(Int(row[5]))
+            #expect(own >= 150 && own < 1000, "\(row)")
+            #expect(wait >= 0 && wait < 3000, "\(row)")
+        }
+        #expect(rows.map { Int($0[5]) ?? 0 }.reduce(0, +) > 3000, "0.2 × (0 + 1 + … + 7) s waited in all")
+        let slowest = try #require(table.first { $0.hasPrefix("Slowest: ") })
+        let slowestMs = slowest.matches(of: /(\d+) ms/).compactMap { Int($0.1) }
+        #expect(slowestMs.count == 5 && slowestMs.allSatisfy { $0 < 1000 }, "own times, not waits: \(slowest)")
+
         let json = try await w.run(["run", "slow.jsonl", "--per-host", "1", "--json"])
         #expect(json.stderr.contains("runner: Jobs waited "), "in --json mode the line goes to stderr")
+        #expect(json.stderr.contains("runner: 8 jobs: 8 notModified."), "the counts go to stderr too: \(json.stderr)")
+        let records = try json.stdout.split(separator: "\n").map { try JSONParser.parse(String($0)) }
+        #expect(records.count == 8, "standard output holds records only")
+        let waited = records.compactMap { $0["waitedForHostMs"]?.intValue }
+        #expect(waited.count >= 6 && waited.reduce(0, +) > 3000, "\(waited)")
     }
 
     @Test func aRunNotHeldBackSaysNothing() async throws {

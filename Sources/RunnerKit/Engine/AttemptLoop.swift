@@ -17,6 +17,8 @@ struct AttemptLoop: Sendable {
         var failure: JobFailure?
         var attempts = 0
         var waitedForNetwork = Duration.zero
+        /// Time spent waiting for the host's slot and pace, before the attempts' deadlines.
+        var waitedForHost = Duration.zero
         /// The validators the server sent in the last attempt.
         var validators: Validators?
     }
@@ -33,6 +35,7 @@ struct AttemptLoop: Sendable {
             report.attempts += 1
             // The slot, then the token, both before the deadline starts: waiting for either
             // costs the job none of its timeout.
+            let waitStarted = ContinuousClock.now
             do {
                 try await hostSlots.acquire()
             } catch {
@@ -46,6 +49,7 @@ struct AttemptLoop: Sendable {
                 report.failure = JobFailure(.cancelled, "cancelled")
                 break
             }
+            report.waitedForHost += waitStarted.duration(to: .now)
             let context = makeContext()
             let attempt = await policy.attempt(
                 host: host, timeout: job.timeout, noticeAfter: job.noticeAfter,
@@ -76,6 +80,7 @@ struct AttemptLoop: Sendable {
             }
             guard let failure = report.failure, failure.isTransient, report.attempts <= job.retries, !Task.isCancelled else { break }
             let delay = backoff.delay(afterAttempt: report.attempts, retryAfter: failure.retryAfter)
+            observer.jobRetrying(job, attempt: report.attempts + 1, after: delay, reason: failure.message)
             do {
                 try await clock.sleep(for: delay, tolerance: nil)
             } catch {

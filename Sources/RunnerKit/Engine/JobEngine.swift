@@ -239,22 +239,23 @@ public struct RunSummary: Sendable {
     public var total: Int { counts.values.reduce(0, +) }
     /// Whether every job ended `succeeded` or `notModified`.
     public var allSucceeded: Bool { counts.allSatisfy { $0.key.isSuccess || $0.value == 0 } }
-    /// The slowest top-level jobs, slowest first.
-    public var slowest: [(key: String, durationMs: Int)] = []
+    /// The slowest top-level jobs by their own time (`JobResult.ownMs`: without waits for their
+    /// host's slot or pace), slowest first.
+    public var slowest: [(key: String, ownMs: Int)] = []
 
     public init() {}
 
     public mutating func add(_ result: JobResult) {
         counts[result.status, default: 0] += 1
-        slowest.append((result.key, result.durationMs))
+        slowest.append((result.key, result.ownMs))
         if slowest.count > 10 {
-            slowest.sort { $0.durationMs > $1.durationMs }
+            slowest.sort { $0.ownMs > $1.ownMs }
             slowest.removeLast(slowest.count - 5)
         }
     }
 
     /// The five slowest, slowest first.
-    public var slowestFive: [(key: String, durationMs: Int)] {
-        Array(slowest.sorted { $0.durationMs > $1.durationMs }.prefix(5))
+    public var slowestFive: [(key: String, ownMs: Int)] {
+        Array(slowest.sorted { $0.ownMs > $1.ownMs }.prefix(5))
     }
 }

@@ -10,6 +10,7 @@ enum ResultAssembly {
             key: job.key, kind: job.kindName, url: job.recordURL, status: .failed, attempts: report.attempts,
             waitedForNetworkMs: report.waitedForNetwork.inMilliseconds, startedAt: startedAt,
             finishedAt: startedAt, parent: job.parent)
+        result.waitedForHostMs = report.waitedForHost.inMilliseconds
         if let committed = report.committed {
             result.status = committed.status
             result.httpStatus = committed.httpStatus

@@ -15,6 +15,9 @@ public struct JobResult: Sendable {
     public var sha256: String?
     public var attempts: Int
     public var waitedForNetworkMs: Int
+    /// Of `durationMs`, the time spent waiting for a slot at the job's host (`--per-host`) and
+    /// for its turn at a paced host (`--rate`): not the job's own time.
+    public var waitedForHostMs = 0
     public var durationMs: Int
     public var startedAt: Date
     public var finishedAt: Date
@@ -72,8 +75,12 @@ public struct JobResult: Sendable {
         if stale { members.append(("stale", .bool(true))) }
         if let parent { members.append(("parent", .string(parent))) }
         if let validators { members.append(("validators", validators.json)) }
+        if waitedForHostMs > 0 { members.append(("waitedForHostMs", JSONValue(waitedForHostMs))) }
         return .object(members)
     }
+
+    /// The job's own time: `durationMs` without its waits for its host's slot and pace.
+    public var ownMs: Int { max(0, durationMs - waitedForHostMs) }
 
     /// One line of JSON, no trailing newline.
     public var jsonLine: String { JSONWriter.string(json) }

@@ -7,6 +7,9 @@ public struct ObserverFanout: RunObserver {
 
     public func jobStarted(_ job: JobDescriptor) { for observer in observers { observer.jobStarted(job) } }
     public func jobNotice(_ job: JobDescriptor, message: String) { for observer in observers { observer.jobNotice(job, message: message) } }
+    public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
+        for observer in observers { observer.jobRetrying(job, attempt: attempt, after: delay, reason: reason) }
+    }
     public func jobFinished(_ result: JobResult) { for observer in observers { observer.jobFinished(result) } }
     public func problem(_ message: String) { for observer in observers { observer.problem(message) } }
 }

@@ -1,0 +1,41 @@
+import Foundation
+import RunnerKit
+import Testing
+
+@testable import runner
+
+/// What `runner run` prints for people: the progress line and the closing table.
+struct RunReporterTests {
+    @Test func theProgressLinePromisesNoTimeWhileJobsWaitToRetry() {
+        let calm = RunReporter.progressLine(done: 40, of: 100, children: 0, failed: 0, retrying: 0, elapsed: .seconds(2))
+        #expect(calm == "  40 of 100 jobs done, 0 not ok, 20 jobs/s, about 3 s left")
+        let retrying = RunReporter.progressLine(done: 99, of: 100, children: 3, failed: 0, retrying: 1, elapsed: .seconds(1))
+        #expect(retrying == "  99 of 100 jobs done (+3 children), 0 not ok, 99 jobs/s, 1 waiting to retry")
+    }
+
+    static func result(_ key: String, ms: Int, waited: Int = 0, attempts: Int = 1) -> JobResult {
+        var result = JobResult(
+            key: key, kind: "entry", status: .succeeded, httpStatus: 200, bytes: 10, attempts: attempts, durationMs: ms,
+            startedAt: Date(), finishedAt: Date())
+        result.waitedForHostMs = waited
+        return result
+    }
+
+    @Test func theTableShowsOwnTimeAndWaitsAndTriesOnlyWhenSomeRowHasThem() {
+        let plain = RunReporter.table([Self.result("a", ms: 120)])
+        #expect(plain.split(separator: "\n").first == "STATUS       KEY                                           HTTP     BYTES     MS NOTE")
+        #expect(plain.split(separator: "\n").last?.hasSuffix("200        10    120") == true, "\(plain)")
+
+        let busy = RunReporter.table([Self.result("a", ms: 1300, waited: 1000, attempts: 3), Self.result("b", ms: 100)])
+        let lines = busy.split(separator: "\n").map { $0.split(separator: " ") }
+        #expect(lines[0] == ["STATUS", "KEY", "HTTP", "BYTES", "MS", "WAIT", "TRIES", "NOTE"])
+        #expect(lines[1] == ["succeeded", "a", "200", "10", "300", "1000", "3"], "own time 1300 - 1000 ms")
+        #expect(lines[2] == ["succeeded", "b", "200", "10", "100", "0", "1"])
+    }
+
+    @Test func aRecordNamesItsHostWaitsOnlyWhenThereWereAny() {
+        #expect(Self.result("a", ms: 5).json["waitedForHostMs"] == nil)
+        #expect(Self.result("a", ms: 5, waited: 7).json["waitedForHostMs"]?.intValue == 7)
+        #expect(Self.result("a", ms: 5, waited: 7).ownMs == 0)
+    }
+}
