@@ -15,7 +15,8 @@ enum RunCommand {
             return shard
         })
     static let resume = CommandOption<String?>.text(
-        "resume", "RUNLOG", help: "Run only the jobs whose key did not end succeeded or notModified in this run log (out/runs/<run-id>.jsonl).")
+        "resume", "RUNLOG|DIR",
+        help: "Run only the jobs whose key did not end succeeded or notModified in this run log (out/runs/<run-id>.jsonl) or output directory (each key's last record).")
     static let wait = CommandOption<Bool>.flag("wait", help: "If another run uses the output directory, wait for it instead of exiting 3.")
     static let json = CommandOption<Bool>.flag("json", help: "Print each job's result record as one JSON line, children included.")
     static let metrics = CommandOption<String?>.text(
@@ -51,7 +52,7 @@ enum RunCommand {
         var json: Bool
         var metrics: String?
         var sync: Bool
-        /// `--resume RUNLOG`: the run log, and its keys that need no further run.
+        /// `--resume RUNLOG|DIR`: the run log or output directory, and its keys that need no further run.
         var resume: (path: String, settled: Set<String>)?
         /// `--kinds` folders.
         var kindFolders: [String] = []
@@ -106,7 +107,7 @@ enum RunCommand {
         }
         if let resume = options.resume {
             let skipped = validation.skipped
-            Console.err("runner: --resume: \(skipped) job\(skipped == 1 ? "" : "s") skipped (ended succeeded or notModified in \(resume.path)), \(validation.total) to run")
+            Console.err("runner: --resume: \(skipped) job\(skipped == 1 ? "" : "s") skipped (settled in \(resume.path)), \(validation.total) to run")
         }
 
         var configuration: JobEngine.Configuration
@@ -120,6 +121,7 @@ enum RunCommand {
             lock = try RunLock(store: store, wait: options.wait)
             store.sweepLeftovers()  // temporary files of crashed runs
             runLog = try RunLog(store: store)
+            if let resume = options.resume { runLog.appendSettled(validation.skippedKeys, source: resume.path) }
             configuration.runLog = runLog
         } catch let busy as RunLock.Busy {
             Console.error(busy.description + "; wait for it, pass --wait, or use another --out")

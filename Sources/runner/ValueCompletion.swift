@@ -14,12 +14,12 @@ enum ValueCompletion: Sendable, Equatable {
     /// A fixed set of words.
     case words([String])
 
-    /// The completion a placeholder suggests: `DIR` a folder, `FILE` or `RUNLOG` a file.
+    /// The completion a placeholder suggests: `DIR` a folder, `FILE` or `RUNLOG` a file (`RUNLOG|DIR` a file or a folder).
     static func guess(_ placeholder: String) -> ValueCompletion {
         let word = placeholder.replacingOccurrences(of: "…", with: "").uppercased()
         switch word {
         case "DIR": return .directories
-        case "FILE", "RUNLOG": return .files
+        case "FILE", "RUNLOG", "RUNLOG|DIR": return .files
         case "KIND": return .kinds
         default: return .nothing
         }

@@ -46,6 +46,8 @@ public final class BatchFeed: JobFeed, @unchecked Sendable {  // taken from by o
         public var errors: [JobFileError]
         /// Jobs of the shard left out because their key is in `skipping`.
         public var skipped = 0
+        /// Their keys, each once, in the order first read.
+        public var skippedKeys: [String] = []
         public var total: Int { jobs.reduce(0, +) }
     }
 
@@ -55,12 +57,17 @@ public final class BatchFeed: JobFeed, @unchecked Sendable {  // taken from by o
         var read = 0
         var validation = Validation(jobs: [], errors: [])
         var skipped = 0
+        var skippedKeys: [String] = []
+        var seen = Set<String>()
         for file in files {
             let report = JobFileReader.validate(path: file, registry: registry, limits: limits, limit: limit) { job in
                 read += 1
                 if read > self.keep { kept = nil }
                 guard self.selects(job) else {
-                    if self.shard?.contains(key: job.key) ?? true { skipped += 1 }
+                    if self.shard?.contains(key: job.key) ?? true {
+                        skipped += 1
+                        if seen.insert(job.key).inserted { skippedKeys.append(job.key) }
+                    }
                     return false
                 }
                 kept?.append(job)
@@ -70,6 +77,7 @@ public final class BatchFeed: JobFeed, @unchecked Sendable {  // taken from by o
             validation.errors.append(contentsOf: report.errors)
         }
         validation.skipped = skipped
+        validation.skippedKeys = skippedKeys
         self.kept = validation.errors.isEmpty ? kept : nil
         return validation
     }
