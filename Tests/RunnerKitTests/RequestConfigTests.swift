@@ -146,3 +146,13 @@ struct RequestConfigTests {
         #expect(config.entries(namingNoneOf: ["used.example.com", "a.cdn.example", "idle.example.com", "2001:db8::2"]).isEmpty)
     }
 }
+
+/// The note of a 401 or 403: the quoted body, made printable.
+struct RefusalNoteTests {
+    @Test func aQuotedBodyHasNoControlCharactersAndStopsAt200Bytes() {
+        #expect(JobContext.printable(Array("{\"error\":\n\t\"bad token\"}\u{1B}[31m".utf8)) == "{\"error\":  \"bad token\"} [31m")
+        #expect(JobContext.printable(Array("é".utf8).prefix(1)) == "\u{FFFD}")
+        #expect(JobContext.printable([]) == "")
+        #expect(JobContext.quotedBodyBytes == 200)
+    }
+}

@@ -77,6 +77,29 @@ struct RequestOriginTests {
     }
 
     @Test(arguments: ["curl", "urlsession"])
+    func aRefusedRequestSaysWhoseHeadersItCarriedAndHowTheAnswerBegan(client: String) async throws {
+        let w = try Workspace()
+        let other = FixtureServer()
+        try other.start()
+        defer { other.stop() }
+        w.write("config.json", #"{"hosts": {"127.0.0.1:\#(w.server.port)": {"headers": {"Authorization": "Bearer wrong"}}}}"#)
+        w.write("jobs.jsonl", """
+            {"kind": "entry", "id": "imgly.A.1", "key": "config", "url": "\(w.base)/entries/{id}.json?status=401"}
+            {"kind": "entry", "id": "imgly.A.1", "key": "none", "url": "\(other.baseURL)/entries/{id}.json?status=403"}
+            {"kind": "entry", "id": "imgly.A.1", "key": "job", "url": "\(other.baseURL)/entries/{id}.json?status=403", "headers": {"x-api-key": "k"}}
+            """)
+        let result = try await runner(w, ["run", "--http", client, "--config", "config.json", "jobs.jsonl"])
+        #expect(result.status == 1)
+        let answer = "; the answer began: fixture status"
+        #expect(try w.record("config")["error"]?.stringValue?.hasPrefix(
+            "the server answered 401 Unauthorized; headers from the config's hosts entry '127.0.0.1:\(w.server.port)'\(answer) 401") == true)
+        #expect(try w.record("none")["error"]?.stringValue?.hasPrefix(
+            "the server answered 403 Forbidden; headers from no config hosts entry for 127.0.0.1:\(other.port)\(answer) 403") == true)
+        #expect(try w.record("job")["error"]?.stringValue?.contains("headers from no config hosts entry for 127.0.0.1:\(other.port) and the job's own;") == true)
+        #expect(result.stdout.contains("headers from the config's hosts entry"), "the table's note says it too")
+    }
+
+    @Test(arguments: ["curl", "urlsession"])
     func theConfigsUserAgentAndAJobsHeadersReplaceTheDefaults(client: String) async throws {
         let w = try Workspace()
         w.write("config.json", #"{"userAgent": "example-bot/2 (ops@example.org)"}"#)

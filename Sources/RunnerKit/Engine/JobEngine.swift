@@ -167,9 +167,10 @@ public final class JobEngine: Sendable {
         let previous = records.previous(file: recordFile)
         let store = self.store
         let http = self.http
+        let requests = configuration.requests
         let report = await attempts.run(
             job, hostSlots: admission.hostSlots(for: job.url.host ?? ""), pacer: admission.pacer, observer: observer,
-            makeContext: { JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept) },
+            makeContext: { JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests) },
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)
         if let children = report.committed?.children, !children.isEmpty {

@@ -11,14 +11,20 @@ public final class JobContext: Sendable {
     public let previous: PreviousResult?
     let store: OutputStore
     private let http: any HTTPFetching
+    /// The config's settings per host: for saying which entry's headers a refused request carried.
+    let requests: RequestConfig
     private let accept: String?
     private let payloads = Mutex<[Payload]>([])
     private let received = Mutex<Validators?>(nil)
 
-    init(job: JobDescriptor, store: OutputStore, http: any HTTPFetching, previous: PreviousResult?, accept: String?) {
+    init(
+        job: JobDescriptor, store: OutputStore, http: any HTTPFetching, previous: PreviousResult?, accept: String?,
+        requests: RequestConfig = RequestConfig()
+    ) {
         self.job = job
         self.store = store
         self.http = http
+        self.requests = requests
         self.previous = previous
         self.accept = accept
     }
@@ -99,7 +105,10 @@ public final class JobContext: Sendable {
             payload.discard()
             throw JobFailure(classifying: error)
         }
-        if let failure = Self.failure(forStatus: head) {
+        if var failure = Self.failure(forStatus: head) {
+            if head.status == 401 || head.status == 403 {
+                failure.message += refusalNote(head: head, sentJobHeaders: !originHeaders.isEmpty, body: payload.prefix)
+            }
             payload.discard()
             throw failure
         }
@@ -134,6 +143,36 @@ public final class JobContext: Sendable {
     }
 
     // MARK: - Statuses
+
+    /// The bytes of a refusal's body a note quotes.
+    static let quotedBodyBytes = 200
+
+    /// What follows "the server answered 401 Unauthorized": whose headers the request carried
+    /// (the config's hosts entry for the URL that answered, or none; the job's own) and how the
+    /// answer's body began, control characters replaced, so the note says more than the status.
+    func refusalNote(head: HTTPResponseHead, sentJobHeaders: Bool, body: [UInt8]) -> String {
+        let origin = Origin(head.url)
+        let hostPort = origin.host.contains(":") ? "[\(origin.host)]:\(origin.port)" : "\(origin.host):\(origin.port)"
+        var sources: [String] = []
+        if let entry = requests.entryName(for: head.url), requests.settings(for: head.url)?.headers.isEmpty == false {
+            sources.append("the config's hosts entry '\(entry)'")
+        } else {
+            sources.append("no config hosts entry for \(hostPort)")
+        }
+        if sentJobHeaders { sources.append("the job's own") }
+        var note = "; headers from " + sources.joined(separator: " and ")
+        let quoted = Self.printable(body.prefix(Self.quotedBodyBytes))
+        if !quoted.isEmpty { note += "; the answer began: " + quoted + (body.count > Self.quotedBodyBytes ? "…" : "") }
+        return note
+    }
+
+    /// Bytes as text for a message: UTF-8 (a cut character shows as �), every control character
+    /// a space, and spaces at either end dropped.
+    static func printable(_ bytes: some Collection<UInt8>) -> String {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let scalars = text.unicodeScalars.map { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) ? " " : Character($0) }
+        return String(scalars).trimmingCharacters(in: .whitespaces)
+    }
 
     /// How a response status ends the job, or nil for a body to check (2xx) or a 304.
     static func failure(forStatus head: HTTPResponseHead) -> JobFailure? {

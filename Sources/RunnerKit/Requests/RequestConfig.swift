@@ -34,9 +34,13 @@ public struct RequestConfig: Sendable {
     /// port over one without a port (which covers every port). With no `port`, only entries
     /// without one (what counts per host: `rate`, `perHost`).
     public func settings(forHost host: String, port: Int? = nil) -> HostSettings? {
+        entryIndex(forHost: host, port: port).map { hosts[$0].settings }
+    }
+
+    private func entryIndex(forHost host: String, port: Int?) -> Int? {
         guard !hosts.isEmpty else { return nil }
-        var best: (settings: HostSettings, rank: Int)?
-        for (pattern, settings) in hosts where pattern.matches(host: host, address: nil) {
+        var best: (index: Int, rank: Int)?
+        for (index, (pattern, settings)) in hosts.enumerated() where pattern.matches(host: host, address: nil) {
             if let bound = settings.port, bound != port { continue }
             let rank: Int
             switch pattern {
@@ -45,9 +49,16 @@ public struct RequestConfig: Sendable {
             case .network(_, let length): rank = 1000 + length
             }
             let ranked = rank * 2 + (settings.port == nil ? 0 : 1)
-            if best == nil || ranked > best!.rank { best = (settings, ranked) }
+            if best == nil || ranked > best!.rank { best = (index, ranked) }
         }
-        return best?.settings
+        return best?.index
+    }
+
+    /// The entry of `hosts` a request to `url` takes its settings from, as the config writes it.
+    public func entryName(for url: URL) -> String? {
+        let origin = Origin(url)
+        guard let index = entryIndex(forHost: origin.host, port: origin.port) else { return nil }
+        return Self.written(hosts[index].pattern, port: hosts[index].settings.port)
     }
 
     /// The settings for a request to `url` (its host and port, the scheme's default if none).
@@ -62,13 +73,20 @@ public struct RequestConfig: Sendable {
     public func entries(namingNoneOf contacted: some Sequence<String>) -> [String] {
         let contacted = Array(contacted)
         return hosts.filter { entry in !contacted.contains { entry.pattern.matches(host: $0, address: nil) } }
-            .map { entry in entry.settings.port.map { Self.written(entry.pattern, port: $0) } ?? entry.pattern.description }
+            .map { Self.written($0.pattern, port: $0.settings.port) }
     }
 
-    /// `pattern:port` as a config writes it (an IPv6 address in brackets).
-    static func written(_ pattern: HostPattern, port: Int) -> String {
-        if case .network(let address, _) = pattern, !address.isIPv4 { return "[\(address)]:\(port)" }
-        return "\(pattern):\(port)"
+    /// An entry as a config writes it: a single address without `/32`, an IPv6 address with a
+    /// port in brackets.
+    static func written(_ pattern: HostPattern, port: Int?) -> String {
+        var text = pattern.description
+        var isIPv6 = false
+        if case .network(let address, let length) = pattern, length == (address.isIPv4 ? 32 : 128) {
+            text = "\(address)"
+            isIPv6 = !address.isIPv4
+        }
+        guard let port else { return text }
+        return isIPv6 ? "[\(text)]:\(port)" : "\(text):\(port)"
     }
 
     /// Requests per second to `host`: its own `rate`, else `--rate`; nil when unpaced.
