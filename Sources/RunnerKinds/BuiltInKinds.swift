@@ -7,6 +7,7 @@ public enum BuiltInKinds {
         KindDefinition(EntryKind.self),
         KindDefinition(TreeKind.self),
         KindDefinition(ImageListKind.self),
+        KindDefinition(JSONKind.self),
     ]
 
     /// A registry holding the built-in kinds.

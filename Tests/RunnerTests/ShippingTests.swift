@@ -64,7 +64,7 @@ struct ShippingTests {
         #expect(try complete("runner r") == ["run"])
         #expect(try complete("runner run --res") == ["--resume"])
         #expect(try complete("runner run --http ") == ["curl", "urlsession"])
-        #expect(try complete("runner kinds ") == ["image", "entry", "tree", "image-list"])
+        #expect(try complete("runner kinds ") == ["image", "entry", "tree", "image-list", "json"])
     }
 
     /// Types a line and a tab into an interactive zsh (through zsh/zpty) whose fpath holds the
