@@ -13,9 +13,9 @@ import Synchronization
 ///
 /// ```
 /// out/
-///   images/ trees/ entries/ lists/   payloads
-///   results/<name>.json              the last result of each key
-///   runs/<run-id>.jsonl              one line per finished job of one run
+///   images/ trees/ entries/ lists/ json/   payloads (a kind's folder)
+///   results/<name>.json                    the last result of each key
+///   runs/<run-id>.jsonl                    one line per finished job of one run
 /// ```
 public final class OutputStore: Sendable {
     /// A write that failed, in words a user can act on.
