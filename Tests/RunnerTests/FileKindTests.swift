@@ -68,6 +68,13 @@ struct FileKindTests {
             ("e.json", #"{"kind": "e", "details": {"x": "no-slash"}}"#, "field 'details.x'"),
             ("f.json", #"{"kind": "f", "colour": 1}"#, "field 'colour'"),
             ("entry.json", #"{"kind": "entry"}"#, "built-in"),
+            // Children that could never be made: refused when kinds load, not element by element.
+            ("g.json", #"{"kind": "g", "payload": {"json": "array"}, "children": {"each": "", "job": {"kind": "entyr", "url": "http://h/{/id}"}}}"#,
+             "field 'children.job.kind' names the kind 'entyr', which is not a kind"),
+            ("h.json", #"{"kind": "h", "payload": {"json": "array"}, "children": {"each": "", "job": {"kind": "entry", "ids": "{/id}", "url": "http://h/{/id}"}}}"#,
+             "field 'children.job.ids' is neither a job field nor a parameter of the kind 'entry' (its parameters: id)"),
+            ("i.json", #"{"kind": "i", "payload": {"json": "array"}, "children": {"each": "", "job": {"kind": "entry", "id": "{/id}", "url": "http://h/{ws}/{/id}"}}}"#,
+             "field 'children.job.url' uses {ws}, which is not a parameter of the kind"),
         ]
         for (file, text, says) in cases {
             let path = w.write("k/\(file)", text)
@@ -137,6 +144,25 @@ struct FileKindTests {
         #expect(details["children"]?["invalid"] == .number(1))
         #expect(details["invalidChild"]?.stringValue?.contains("/id") == true, "\(JSONWriter.string(details))")
         #expect(try w.status("entry:B/x y-imgly.B.1") == "succeeded")
+    }
+
+    @Test func aParentNoneOfWhoseChildrenCouldBeMadeFails() async throws {
+        let w = try Workspace()
+        try FileManager.default.createDirectory(atPath: "\(w.root)/k", withIntermediateDirectories: true)
+        // The image list's elements have an `id` and an `imageUrl`, not a `name`.
+        w.write("k/named.json", """
+            {"kind": "named", "payload": {"json": "array"},
+             "children": {"each": "", "job": {"kind": "entry", "id": "{/name}", "url": "\(w.base)/entries/{{id}}.json"}}}
+            """)
+        w.write("job.json", #"{"kind": "named", "key": "named", "url": "\#(w.base)/images.json"}"#)
+        let result = try await w.run(["run", "job.json", "--kinds", "k"])
+        #expect(result.status == 1, "\(result.stderr)")
+        let record = try w.record("named")
+        #expect(record["status"] == .string("failed"))
+        let error = try #require(record["error"]?.stringValue)
+        #expect(error.hasPrefix("none of its "), "\(error)")
+        #expect(error.contains("children could be made into jobs; the first: child 1: element 1: {/name} names nothing"), "\(error)")
+        #expect(record["details"]?["children"]?["invalid"] != nil)
     }
 
     @Test func payloadChecksFailWithAMessageSayingWhatArrived() async throws {

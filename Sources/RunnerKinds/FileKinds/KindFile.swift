@@ -32,6 +32,22 @@ public struct KindFile: Sendable {
         case value(JSONValue)
         case object([(key: String, value: JobTemplate)])
         case array([JobTemplate])
+
+        /// The `{name}` parameters of every template inside.
+        var parameterNames: [String] {
+            switch self {
+            case .template(let template): return template.parameterNames
+            case .value: return []
+            case .object(let members): return members.flatMap(\.value.parameterNames)
+            case .array(let items): return items.flatMap(\.parameterNames)
+            }
+        }
+
+        /// The text of a template without placeholders (a kind written as is); nil otherwise.
+        var literal: String? {
+            guard case .template(let template) = self, template.parameterNames.isEmpty, !template.hasPointers else { return nil }
+            return template.segments.map { if case .literal(let text) = $0 { text } else { "" } }.joined()
+        }
     }
 
     public var name: String
@@ -166,6 +182,13 @@ public struct KindFile: Sendable {
 
         let details = try decodeDetails(document["details"])
         let children = try decodeChildren(document["children"])
+        if let children {
+            for (key, template) in children.job {
+                for parameter in template.parameterNames where !names.contains(parameter) {
+                    throw JobSpecError(field: "children.job.\(key)", "uses {\(parameter)}, which is not a parameter of the kind")
+                }
+            }
+        }
         if exec != nil && (!details.isEmpty || children != nil) {
             throw JobSpecError(field: details.isEmpty ? "children" : "details", "belongs to declarative kinds; an executable kind's program answers them")
         }
@@ -414,3 +437,25 @@ public struct KindFile: Sendable {
         }
     }
 }
+
+extension KindFile {
+    /// What can be judged only once every kind is known: a child job's `kind`, when written as
+    /// is, names a kind, and each field of the child job is a job field or one of that kind's
+    /// parameters. Throws naming the field, so a typo fails when kinds load, not silently at
+    /// run time in every element.
+    public func checkChildren(against registry: KindRegistry) throws(JobSpecError) {
+        guard let children else { return }
+        guard let kindName = children.job.first(where: { $0.key == "kind" })?.value.literal else { return }
+        guard let child = registry.definition(named: kindName) else {
+            throw JobSpecError(field: "children.job.kind", "names the kind '\(kindName)', which is not a kind (kinds: \(registry.names.joined(separator: ", ")))")
+        }
+        let known = Set(JobDescriptor.commonFields + child.parameters.map(\.name))
+        for (key, _) in children.job where !known.contains(key) {
+            let own = child.parameters.map(\.name)
+            throw JobSpecError(
+                field: "children.job.\(key)",
+                "is neither a job field nor a parameter of the kind '\(kindName)' (its parameters: \(own.isEmpty ? "none" : own.joined(separator: ", ")))")
+        }
+    }
+}
+

@@ -18,6 +18,7 @@ public enum KindFolders {
     /// field, or both sources of a name defined twice.
     public static func registry(folders: [String]) -> Result<KindRegistry, JobFileError> {
         var registry = BuiltInKinds.registry()
+        var files: [KindFile] = []
         for folder in folders {
             let names: [String]
             do {
@@ -30,6 +31,7 @@ public enum KindFolders {
                 do {
                     let file = try KindFile.read(path: path)
                     try registry.register(file.definition())
+                    files.append(file)
                 } catch let error as JobFileError {
                     return .failure(error)
                 } catch let error as KindRegistry.DuplicateKind {
@@ -37,6 +39,14 @@ public enum KindFolders {
                 } catch {
                     return .failure(JobFileError(file: path, "\(error)"))
                 }
+            }
+        }
+        // Children may name kinds of files read later: judged once every kind is known.
+        for file in files {
+            do {
+                try file.checkChildren(against: registry)
+            } catch {
+                return .failure(JobFileError(file: file.path, location: .file, problem: error))
             }
         }
         return .success(registry)

@@ -61,6 +61,11 @@ enum ResultAssembly {
         result.details.append(("children", .object(members)))
         if let reason = counts.firstInvalid { result.details.append(("invalidChild", .string(reason))) }
         guard result.status.isSuccess else { return }
+        if total > 0, counts.invalid == total {
+            result.status = .failed
+            result.error = "none of its \(total) children could be made into jobs; the first: \(counts.firstInvalid ?? "?")"
+            return
+        }
         if cancelled {
             result.status = .cancelled
             result.error = "cancelled while its child jobs ran"
