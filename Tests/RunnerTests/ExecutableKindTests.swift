@@ -1,3 +1,4 @@
+import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
@@ -60,6 +61,48 @@ struct ExecutableKindTests {
         #expect(try w.status("image:child") == "succeeded")
     }
 
+    @Test func theProgramGetsTheHeadersTheRunnerWouldSendSecretsExpanded() async throws {
+        let w = try Self.workspace(program: """
+            open(os.path.join(request["workdir"], "x"), "w").write(json.dumps(request["headers"]))
+            print(json.dumps({"status": "succeeded", "payload": "x"}))
+            """, fetch: false, extra: #", "accept": "text/csv""#)
+        w.write("config.json", #"{"userAgent": "acme/1", "hosts": {"127.0.0.1": {"headers": {"x-api-key": "{env:RUNNER_TEST_KEY}", "x-both": "config"}}}}"#)
+        w.write("job.json", #"{"kind": "prog", "name": "h", "url": "\#(w.base)/x", "headers": {"x-both": "job", "Authorization": "Bearer {env:RUNNER_TEST_TOKEN}"}}"#)
+        let result = try await RunnerBinary.runExecutable(
+            RunnerBinary.path, ["run", "job.json", "--kinds", "k", "--config", "config.json"], in: w.root,
+            environment: ["RUNNER_TEST_KEY": "k1", "RUNNER_TEST_TOKEN": "t1"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let headers = try JSONParser.parse(try #require(w.payload("progs/h.txt")))
+        #expect(headers == .object([
+            ("User-Agent", .string("acme/1")), ("Accept", .string("text/csv")), ("x-api-key", .string("k1")),
+            ("x-both", .string("job")), ("Authorization", .string("Bearer t1")),
+        ]), "\(JSONWriter.string(headers))")
+    }
+
+    @Test func aProgramThatCannotBeRunIsRefusedWhenKindsLoad() async throws {
+        let w = try Workspace()
+        try FileManager.default.createDirectory(atPath: "\(w.root)/k", withIntermediateDirectories: true)
+        w.write("k/plain.sh", "#!/bin/sh\necho '{}'\n")  // not executable
+        w.write("job.json", #"{"kind": "entry", "id": "1", "url": "\#(w.base)/entries/{id}.json"}"#)
+        let cases: [(exec: String, says: String)] = [
+            (#"["pyhton3", "x.py"]"#, "names the program pyhton3, which is not an executable file in any folder of PATH"),
+            (#"["./missing.sh"]"#, "names the program ./missing.sh, which does not exist"),
+            (#"["./plain.sh"]"#, "names the program ./plain.sh, which is not executable (chmod +x)"),
+        ]
+        for (exec, says) in cases {
+            w.write("k/bad.json", #"{"kind": "bad", "exec": \#(exec)}"#)
+            for command in [["kinds"], ["validate", "job.json"], ["run", "job.json"]] {
+                let result = try await w.run(command + ["--kinds", "k"])
+                #expect(result.status == 2, "\(exec) \(command[0])")
+                #expect(result.stderr.contains("k/bad.json: field 'exec' \(says)"), "\(exec) \(command[0]): \(result.stderr)")
+            }
+        }
+        chmod("\(w.root)/k/plain.sh", 0o755)
+        let runnable = try await w.run(["kinds", "--kinds", "k"])
+        #expect(runnable.status == 0, "\(runnable.stderr)")
+        #expect(w.server.totalRequests == 0)
+    }
+
     @Test func exitStatusesAndBadAnswersEndTheJobAsDesigned() async throws {
         let w = try Self.workspace(program: """
             name = request["job"]["name"]
@@ -67,6 +110,8 @@ struct ExecutableKindTests {
                 if request["attempt"] == 1:
                     sys.stderr.write("busy, try later\\n"); sys.exit(75)
                 print(json.dumps({"status": "succeeded"}))
+            elif name == "always-busy":
+                sys.stderr.write("busy, try later\\n"); sys.exit(75)
             elif name == "exit3":
                 sys.stderr.write("first line\\nthe last line\\n"); sys.exit(3)
             elif name == "notjson":
@@ -86,7 +131,7 @@ struct ExecutableKindTests {
                 print(json.dumps({"status": "succeeded"}))
             """)
         var jobs: [String] = []
-        for name in ["temp", "exit3", "notjson", "two", "huge", "said-failed", "said-notfound", "flood"] {
+        for name in ["temp", "always-busy", "exit3", "notjson", "two", "huge", "said-failed", "said-notfound", "flood"] {
             jobs.append(#"{"kind": "prog", "name": "\#(name)", "retries": 1, "timeout": 20, "url": "\#(w.base)/bytes/10"}"#)
         }
         w.write("jobs.jsonl", jobs.joined(separator: "\n"))
@@ -95,8 +140,10 @@ struct ExecutableKindTests {
         #expect(try w.status("prog:temp") == "succeeded")
         #expect(try w.record("prog:temp")["attempts"] == .number(2))
         #expect(try w.status("prog:exit3") == "failed")
-        #expect(try w.record("prog:exit3")["error"] == .string("the last line"))
+        #expect(try w.record("prog:exit3")["error"] == .string("the program python3 exited 3: the last line"))
         #expect(try w.record("prog:exit3")["attempts"] == .number(1), "exit 3 is not retried")
+        #expect(try w.record("prog:always-busy")["error"] == .string(
+            "still failing after 2 attempts: the program python3 reported a temporary failure (exit 75): busy, try later"))
         #expect(try w.record("prog:notjson")["error"]?.stringValue?.contains("not one JSON object") == true)
         #expect(try w.record("prog:two")["error"]?.stringValue?.contains("not one JSON object") == true)
         #expect(try w.record("prog:huge")["error"] == .string("the program's answer is larger than 16 MiB"))
@@ -124,6 +171,7 @@ struct ExecutableKindTests {
         #expect(w.payload("progs/mine.txt") == Array("made by mine".utf8))
         #expect(try w.record("prog:mine")["details"]?["fetched"] == .bool(false))
         #expect(try w.record("prog:mine")["sha256"] == .string(SHA256.hex(Array("made by mine".utf8))))
+        #expect(try w.record("prog:mine")["httpStatus"] == .null, "no HTTP response: the program did the work")
         #expect(try w.record("prog:escape")["error"]?.stringValue?.contains("not inside its work folder") == true)
         #expect(try w.record("prog:none")["error"]?.stringValue?.contains("named no payload") == true)
         #expect(w.leftovers().isEmpty)
@@ -142,7 +190,7 @@ struct ExecutableKindTests {
         w.write("jobs.jsonl", jobs.joined(separator: "\n"))
         let result = try await w.run(["run", "jobs.jsonl", "--kinds", "k"])
         #expect(result.status == 1, "the runner itself survives: \(result.status) \(result.stderr.suffix(300))")
-        for i in 0..<20 { #expect(try w.record("deaf:\(i)")["error"] == .string("nothing read")) }
+        for i in 0..<20 { #expect(try w.record("deaf:\(i)")["error"] == .string("the program sh exited 4: nothing read")) }
     }
 
     /// The program ignores SIGTERM and starts a grandchild; both are gone when the job ends.
@@ -166,6 +214,7 @@ struct ExecutableKindTests {
         let took = started.duration(to: .now)
         #expect(result.status == 1, "\(result.stderr)")
         #expect(try w.status("prog:slow") == "timedOut")
+        #expect(try w.record("prog:slow")["error"] == .string("the program python3 did not answer within the deadline of 1.5 s"))
         #expect(took < .seconds(10), "took \(took)")
         let pids = Self.pids(w, "slow")
         #expect(pids.count == 2, "the program wrote its pids")

@@ -51,10 +51,12 @@ struct ExecutableKind: JobParameters {
         let workdir = try Self.makeWorkdir()
         defer { try? FileManager.default.removeItem(atPath: workdir) }
 
+        let headers = try context.requestHeaders().map { ($0.name, JSONValue.string($0.value)) }
         var request: [(key: String, value: JSONValue)] = [
             ("job", .object(jobObject(job))),
             ("key", .string(job.key)),
             ("url", .string(job.url.absoluteString)),
+            ("headers", .object(headers)),
             ("attempt", JSONValue(attempt)),
             ("deadline", .string(Timestamp.iso8601(deadline))),
         ]
@@ -76,10 +78,12 @@ struct ExecutableKind: JobParameters {
             throw JobFailure.failed("the kind '\(file.name)' could not run its program: \(error.description)")
         }
         let key = job.key
+        context.waiting(for: "the program \(file.exec![0]) did not answer")
         let outcome = await process.run(input: JSONWriter.data(.object(request))) { line in
             FileHandle.standardError.write(Data("\(key): \(line)\n".utf8))
         }
         if outcome.cancelled || Task.isCancelled { throw CancellationError() }
+        context.waiting(for: nil)
         return try answer(outcome, response: response, workdir: workdir, job: job)
     }
 
@@ -104,9 +108,11 @@ struct ExecutableKind: JobParameters {
         case .signalled(let signal):
             throw JobFailure.failed("the program \(program) was killed by signal \(signal)" + (outcome.lastErrorLine.map { ": \($0)" } ?? ""))
         case .exited(Self.temporaryFailure):
-            throw JobFailure(.failed, outcome.lastErrorLine ?? "the program \(program) reported a temporary failure (exit 75)", isTransient: true)
+            throw JobFailure(
+                .failed, "the program \(program) reported a temporary failure (exit 75)" + (outcome.lastErrorLine.map { ": \($0)" } ?? ""),
+                isTransient: true)
         case .exited(let code) where code != 0:
-            throw JobFailure.failed(outcome.lastErrorLine ?? "the program \(program) exited with status \(code)")
+            throw JobFailure.failed("the program \(program) exited \(code)" + (outcome.lastErrorLine.map { ": \($0)" } ?? ""))
         case .exited:
             break
         }
@@ -145,7 +151,7 @@ struct ExecutableKind: JobParameters {
             }
         case let other?: throw JobFailure.failed("the program's answer has children that are \(other.typeDescription), not a list")
         }
-        let status = response?.head.status ?? 200
+        let status = response?.head.status
         let stored: KindOutcome.Stored
         if let name = answer["payload"]?.stringValue {
             stored = .bytes(try Self.readPayload(name, workdir: workdir, maxBytes: job.maxBytes), httpStatus: status)

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import RunnerKit
 
 /// A kind read from a file: declarative (what to fetch, check, record and fan out
@@ -456,6 +457,35 @@ extension KindFile {
                 field: "children.job.\(key)",
                 "is neither a job field nor a parameter of the kind '\(kindName)' (its parameters: \(own.isEmpty ? "none" : own.joined(separator: ", ")))")
         }
+    }
+}
+
+extension KindFile {
+    /// An executable kind's program must exist and be executable: a name with a `/` in the kind
+    /// file's folder (where the program runs), a bare name on `PATH`. Judged when kinds load, so
+    /// a typo fails `kinds`, `validate` and `run` at once instead of every job at run time.
+    public func checkProgram(environment: [String: String] = ProcessInfo.processInfo.environment) throws(JobSpecError) {
+        guard let program = exec?.first else { return }
+        if program.contains("/") {
+            let path = program.hasPrefix("/") || directory.isEmpty ? program : "\(directory)/\(program)"
+            if let problem = Self.runProblem(path) {
+                throw JobSpecError(field: "exec", "names the program \(program), which \(problem) (a path with '/' is taken from the kind file's folder)")
+            }
+            return
+        }
+        let folders = (environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin").split(separator: ":").map(String.init)
+        guard folders.contains(where: { Self.runProblem("\($0.isEmpty ? "." : $0)/\(program)") == nil }) else {
+            throw JobSpecError(field: "exec", "names the program \(program), which is not an executable file in any folder of PATH")
+        }
+    }
+
+    /// Why the file at `path` cannot be run, or nil.
+    private static func runProblem(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return "does not exist" }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { return "is not a regular file" }
+        guard access(path, X_OK) == 0 else { return "is not executable (chmod +x)" }
+        return nil
     }
 }
 

@@ -41,10 +41,12 @@ public enum KindFolders {
                 }
             }
         }
-        // Children may name kinds of files read later: judged once every kind is known.
+        // Children may name kinds of files read later: judged once every kind is known; then
+        // each program is looked for.
         for file in files {
             do {
                 try file.checkChildren(against: registry)
+                try file.checkProgram()
             } catch {
                 return .failure(JobFileError(file: file.path, location: .file, problem: error))
             }

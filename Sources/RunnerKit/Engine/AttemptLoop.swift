@@ -71,14 +71,21 @@ struct AttemptLoop: Sendable {
             case .offline:
                 report.failure = JobFailure(.offline, "no network connection to \(host) within the deadline of \(Self.seconds(job.timeout))", isTransient: true)
             case .timedOut:
-                report.failure = JobFailure(.timedOut, "the fetch did not finish within the deadline of \(Self.seconds(job.timeout))", isTransient: true)
+                report.failure = JobFailure(.timedOut, "\(context.unfinished) within the deadline of \(Self.seconds(job.timeout))", isTransient: true)
             case .cancelled:
                 report.failure = JobFailure(.cancelled, "cancelled")
             }
             if let failure = report.failure, let retryAfter = failure.retryAfter, failure.httpStatus == 429 || failure.httpStatus == 503 {
                 pacer.pause(host: host, for: retryAfter)
             }
-            guard let failure = report.failure, failure.isTransient, report.attempts <= job.retries, !Task.isCancelled else { break }
+            guard let failure = report.failure, failure.isTransient, !Task.isCancelled else { break }
+            guard report.attempts <= job.retries else {
+                // Retried out: the message says so, not only how the last attempt ended.
+                if report.attempts > 1 {
+                    report.failure?.message = "still failing after \(report.attempts) attempts: \(failure.message)"
+                }
+                break
+            }
             let delay = backoff.delay(afterAttempt: report.attempts, retryAfter: failure.retryAfter)
             observer.jobRetrying(job, attempt: report.attempts + 1, after: delay, reason: failure.message)
             do {

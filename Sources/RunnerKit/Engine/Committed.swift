@@ -6,7 +6,7 @@ struct Committed: Sendable {
     var output: String?
     var bytes: Int?
     var sha256: String?
-    var httpStatus: Int
+    var httpStatus: Int?
     var details: [(key: String, value: JSONValue)]
     var children: ChildJobs
 }

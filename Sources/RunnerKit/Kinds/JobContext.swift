@@ -15,6 +15,8 @@ public final class JobContext: Sendable {
     let requests: RequestConfig
     private let accept: String?
     private let payloads = Mutex<[Payload]>([])
+    /// What the attempt waits for now, as a deadline's message names it (nil: the fetch).
+    private let waitingFor = Mutex<String?>(nil)
     private let received = Mutex<Validators?>(nil)
 
     init(
@@ -27,6 +29,37 @@ public final class JobContext: Sendable {
         self.requests = requests
         self.previous = previous
         self.accept = accept
+    }
+
+    /// Names what the attempt waits for from now on, for the message if the deadline ends it:
+    /// `"the program did not answer"` becomes "the program did not answer within the deadline
+    /// of 2 s". Nil: the fetch.
+    public func waiting(for what: String?) { waitingFor.withLock { $0 = what } }
+
+    /// What the deadline's message says did not finish.
+    var unfinished: String { waitingFor.withLock { $0 } ?? "the fetch did not finish" }
+
+    /// The headers the runner would send with a request to the job's own URL, secrets
+    /// expanded: the User-Agent, the kind's `Accept`, the config's headers for the URL's host
+    /// and port, and the job's own (each replacing an earlier one of the same name). For a
+    /// program that makes the request itself, or checks what was asked.
+    public func requestHeaders() throws -> [(name: String, value: String)] {
+        var headers: [(name: String, value: String)] = [("User-Agent", requests.userAgent ?? RunnerVersion.userAgent)]
+        if let accept { headers.append(("Accept", accept)) }
+        var originHeaders: [(name: String, value: String)] = []
+        if let jobHeaders = job.headers {
+            do {
+                originHeaders = try jobHeaders.expanded(for: job.url)
+            } catch {
+                throw JobFailure(.failed, "field 'headers' \(error)")
+            }
+        }
+        let request = HTTPRequest(url: job.url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes)
+        do {
+            return try requests.headers(of: request, hop: job.url, settings: requests.settings(for: job.url))
+        } catch {
+            throw JobFailure(.failed, "\(error)")
+        }
     }
 
     /// The validators of the job's own URL as the server sent them in this attempt.

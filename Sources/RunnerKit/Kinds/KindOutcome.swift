@@ -10,8 +10,9 @@ public struct KindOutcome: Sendable {
     public enum Stored: Sendable {
         /// The fetched body, as it arrived.
         case body(JobContext.Response)
-        /// Bytes the kind made (a normalized document), from a response with this status.
-        case bytes([UInt8], httpStatus: Int)
+        /// Bytes the kind made (a normalized document), from a response with this status (nil:
+        /// no HTTP response, as when a program did the network operation itself).
+        case bytes([UInt8], httpStatus: Int?)
         /// The server said 304: the payload on disk is current and its record carries forward.
         case notModified
     }
