@@ -266,14 +266,16 @@ struct EngineTests {
     }
 
     /// The operator's caps hold for children too: a child that would ask more (here, the retries
-    /// it inherits) is not run; it is counted invalid, and its parent does not fail for it.
+    /// it inherits) is not run; it is counted invalid, and since no child at all could be made,
+    /// its parent fails saying so.
     @Test func aChildAskingMoreThanTheCapsIsInvalidAndNotRun() async throws {
         let base = "http://host.test/capped"
         http.script(base, .ok("[1]"))
         let engine = try makeEngine(folder, http: http, clock: clock, limits: JobLimits(maxRetries: 1))
 
         let result = await engine.run(job(base, key: "capped", retries: 3, children: ["\(base)/1"]))
-        #expect(result.status == .succeeded)
+        #expect(result.status == .failed)
+        #expect(result.error?.hasPrefix("none of its 1 children could be made into jobs; the first: child 1: ") == true, "\(result.error ?? "")")
         #expect(try record("capped")["details"]?["children"] == .object([("invalid", JSONValue(1))]))
         #expect(try record("capped")["details"]?["invalidChild"]?.stringValue?.contains("retries") == true)
         #expect(http.requests(to: "\(base)/1").isEmpty, "the child was never fetched")

@@ -6,7 +6,7 @@ import Testing
 @Suite(.timeLimit(.minutes(2)))
 struct RunAndWatchTests {
     /// The members of a record that depend on when it ran.
-    static let timings: Set<String> = ["startedAt", "finishedAt", "durationMs", "waitedForNetworkMs"]
+    static let timings: Set<String> = ["startedAt", "finishedAt", "durationMs", "waitedForNetworkMs", "waitedForHostMs"]
 
     static func records(in out: String) throws -> [String: JSONValue] {
         var records: [String: JSONValue] = [:]

@@ -35,21 +35,19 @@ struct AttemptLoop: Sendable {
             report.attempts += 1
             // The slot, then the token, both before the deadline starts: waiting for either
             // costs the job none of its timeout.
-            let waitStarted = ContinuousClock.now
             do {
-                try await hostSlots.acquire()
+                report.waitedForHost += try await hostSlots.acquire()
             } catch {
                 report.failure = JobFailure(.cancelled, "cancelled")
                 break
             }
             do {
-                try await pacer.acquire(host: host)
+                report.waitedForHost += try await pacer.acquire(host: host)
             } catch {
                 hostSlots.release()
                 report.failure = JobFailure(.cancelled, "cancelled")
                 break
             }
-            report.waitedForHost += waitStarted.duration(to: .now)
             let context = makeContext()
             let attempt = await policy.attempt(
                 host: host, timeout: job.timeout, noticeAfter: job.noticeAfter,

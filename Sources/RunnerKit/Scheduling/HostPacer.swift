@@ -80,8 +80,10 @@ public final class HostPacer: Sendable {
 
     /// Waits for `host`'s token (and for a pause of the host to end), and takes it. Throws
     /// `CancellationError` when the caller is cancelled first; then no token is taken.
-    public func acquire(host: String) async throws {
-        guard engaged.load(ordering: .acquiring) else { return }
+    /// Returns how long the caller waited (zero when the token was there).
+    @discardableResult
+    public func acquire(host: String) async throws -> Duration {
+        guard engaged.load(ordering: .acquiring) else { return .zero }
         let name = host.lowercased()
         let began = timeline.now
         // Joins the line, or takes the token at once when nobody waits and it is there.
@@ -96,7 +98,7 @@ public final class HostPacer: Sendable {
             entry.line.append(Waiter(id: state.nextID, continuation: nil, promoted: entry.line.isEmpty))
             return state.nextID
         }
-        guard let id else { return }
+        guard let id else { return .zero }
         do {
             try await waitInLine(id: id, host: name)
         } catch {
@@ -105,6 +107,7 @@ public final class HostPacer: Sendable {
         }
         let waited = timeline.now - began
         state.withLock { $0.hosts[name]?.waited += waited }
+        return waited
     }
 
     private func makeHost(_ name: String) -> Host {

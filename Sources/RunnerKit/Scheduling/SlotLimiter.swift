@@ -36,7 +36,9 @@ public final class SlotLimiter: Sendable {
     }
 
     /// Waits for a slot. Throws `CancellationError` if the caller is cancelled while waiting.
-    public func acquire() async throws {
+    /// Returns how long the caller waited in line (zero when a slot was free).
+    @discardableResult
+    public func acquire() async throws -> Duration {
         let limit = self.limit
         let id = state.withLock { state -> UInt64? in
             if state.available > 0 {
@@ -47,7 +49,7 @@ public final class SlotLimiter: Sendable {
             state.nextID += 1
             return state.nextID
         }
-        guard let id else { return }
+        guard let id else { return .zero }
         let began = ContinuousClock.now
         defer {
             let waited = began.duration(to: .now)
@@ -80,6 +82,7 @@ public final class SlotLimiter: Sendable {
             }
             continuation?.resume(throwing: CancellationError())
         }
+        return began.duration(to: .now)
     }
 
     private enum Joining { case waiting, tookFreeSlot, cancelled }
