@@ -20,9 +20,31 @@ extension ImageHeader {
         }
     }
 
-    static func parseJXLCodestream(_ bytes: ImageByteReader, from start: Int, format: ImageFormat) throws(Error) -> ImageHeader {
-        guard let head = bytes.slice(start, min(64, max(0, bytes.count - start))) else { throw .truncated(.jxl) }
-        return try parseJXLSizeHeader(head)
+    /// A bare codestream at `start` (its FF 0A). With `total` (the whole body's length), the
+    /// codestream must also end within the body: its frames' tables of contents say where
+    /// (`jxlCodestreamEnd`); a body that ends before is `cutShort`. Bytes after the end are
+    /// passed over, as decoders pass them over. Without `total`, only the size is read.
+    static func parseJXLCodestream(_ bytes: ImageByteReader, from start: Int, total: Int?) throws(Error) -> ImageHeader {
+        guard let head = bytes.slice(start + 2, min(64, max(0, bytes.count - start - 2))) else { throw .truncated(.jxl) }
+        let sized = try parseJXLSizeHeader(head)
+        guard let total else { return sized }
+        let end: Int
+        var header = sized
+        do {
+            (end, header.frames) = try jxlCodestreamEnd(bytes.bytes, from: start)
+        } catch {
+            switch error {
+            case .ended:
+                // Past the bytes given: the body is cut, or (given only its first bytes) the
+                // rest must be read.
+                throw .cutShort(.jxl)
+            case .unknown:
+                // An ICC profile, a permuted TOC or a preview frame: the end is not followed.
+                return header
+            }
+        }
+        if end > total { throw .cutShort(.jxl) }
+        return header
     }
 
     /// The SizeHeader and the orientation of a codestream whose first bytes (after FF 0A) are `head`.

@@ -123,7 +123,7 @@ public struct ImageHeader: Equatable, Sendable {
             return try parseIcon(reader, total: total)
         }
         if reader.starts(with: Signature.jxlCodestream) {
-            return try parseJXLCodestream(reader, from: 2, format: .jxl)
+            return try parseJXLCodestream(reader, from: 0, total: total)
         }
         if reader.starts(with: Signature.jxlContainer) {
             return try parseJXLContainer(reader, total: total)
@@ -167,6 +167,10 @@ public struct ImageHeader: Equatable, Sendable {
         if reader.starts(with: Signature.gif) {
             guard let width = reader.uint16LE(6), let height = reader.uint16LE(8) else { throw .truncated(.gif) }
             return try checked(.gif, width: Int(width), height: Int(height))
+        }
+        if reader.starts(with: Signature.jxlCodestream) {
+            // Where the codestream ends is the whole body's question.
+            return try parseJXLCodestream(reader, from: 0, total: nil)
         }
         return try parse(prefix, totalLength: .max)
     }

@@ -7,8 +7,8 @@
 # one `runner run --json` over them, and compares each result record with what identify reports:
 # format, width and height (for a GIF the logical screen, for an ICO or CUR the largest image
 # inside), frames where identify counts them (GIF, WebP), and EXIF orientation. JPEG XL sizes
-# come from jxlinfo (this ImageMagick has no JPEG XL coder); APNG and AVIF sequence frame counts
-# from the number of frames encoded (identify reads one frame of each).
+# and animation frames come from jxlinfo (this ImageMagick has no JPEG XL coder); APNG and AVIF
+# sequence frame counts from the number of frames encoded (identify reads one frame of each).
 #
 # Also: a GIF without its trailer byte succeeds, one cut inside a frame fails, a PNG header
 # declaring 100000x100000 fails as a decompression bomb and leaves no payload, SVG fails naming
@@ -106,6 +106,11 @@ cjxl big.png jxl-codestream.jxl >/dev/null 2>&1
 cjxl --container=1 big.png jxl-container.jxl >/dev/null 2>&1
 cjxl -d 0 frame1.png jxl-lossless.jxl >/dev/null 2>&1
 cjxl jpeg-baseline.jpg jxl-from-jpeg.jxl >/dev/null 2>&1   # lossless JPEG recompression: a container
+# Bare codestreams whose end only their frames' tables of contents tell: several frames, an LF
+# frame (progressive DC), progressive passes.
+cjxl gif-animated.gif jxl-animated.jxl >/dev/null 2>&1
+cjxl --progressive_dc=1 large-gradient.png jxl-lf-frame.jxl >/dev/null 2>&1
+cjxl -p large-gradient.png jxl-progressive.jxl >/dev/null 2>&1
 # EXIF orientation in a JPEG: an APP1 segment after SOI (ImageMagick keeps none when asked).
 python3 - jpeg-baseline.jpg <<'PY'
 import struct, sys
@@ -155,6 +160,10 @@ generated=$(ls | wc -l)
 # Cases that must fail.
 mkdir -p "$work/bad"
 head -c -40 gif-animated.gif > "$work/bad/gif-cut-in-frame.gif"
+# A bare JPEG XL codestream has no end marker: cut right after its size header, or inside its
+# last frame, it must still fail.
+head -c 24 jxl-codestream.jxl > "$work/bad/jxl-cut-after-header.jxl"
+head -c -10 jxl-animated.jxl > "$work/bad/jxl-cut-in-last-frame.jxl"
 python3 - "$work/bad/png-bomb.png" <<'PY'
 import struct, sys, zlib
 def chunk(kind, data):
@@ -254,10 +263,13 @@ for name in sorted(os.listdir(os.path.join(work, 'files'))):
     frames = 1
     if name.endswith('.jxl'):
         info = subprocess.run(['jxlinfo', path], capture_output=True, text=True).stdout
-        match = re.search(r'JPEG XL image, (\d+)x(\d+)', info)
+        match = re.search(r'JPEG XL (?:image|animation), (\d+)x(\d+)', info)
         if not match:
             failures.append('%s: jxlinfo reads no size' % name); continue
         expected = ({'jxl'}, int(match.group(1)), int(match.group(2)), None)
+        # An animation's shown frames ("layer:" lines are blended into the next frame).
+        if 'JPEG XL animation' in info:
+            frames = sum(1 for line in info.splitlines() if line.startswith('frame:'))
     else:
         lines = identify(path)
         if not lines:
@@ -300,6 +312,8 @@ for name in sorted(os.listdir(os.path.join(work, 'files'))):
 
 bad = {
     'gif-cut-in-frame.gif': 'truncated',
+    'jxl-cut-after-header.jxl': 'truncated',
+    'jxl-cut-in-last-frame.jxl': 'truncated',
     'png-bomb.png': 'decompression bomb',
     'vector.svg': 'SVG',
     'gif-not-listed.gif': 'expected an image in PNG or JPEG, but a GIF image',

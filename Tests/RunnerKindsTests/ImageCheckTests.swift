@@ -1,3 +1,4 @@
+import Foundation
 import FixtureServer
 import RunnerKinds
 import RunnerKit
@@ -130,7 +131,7 @@ struct ImageCheckTests {
     }
 
     @Test func aBodyCutShortFailsAsTruncated() throws {
-        for name in ["png.png", "gif-animated.gif", "tiff-little.tif", "heic.heic", "avif.avif", "ico.ico", "jxl-container.jxl"] {
+        for name in ["png.png", "gif-animated.gif", "tiff-little.tif", "heic.heic", "avif.avif", "ico.ico", "jxl-container.jxl", "jxl-codestream.jxl"] {
             let image = try Self.image(name)
             let cut = Array(image.bytes.dropLast(5))
             do {
@@ -140,6 +141,34 @@ struct ImageCheckTests {
                 #expect(error.description.hasSuffix("image is truncated: only \(cut.count) bytes arrived"), "\(name): \(error)")
             }
         }
+    }
+
+    /// A bare JPEG XL codestream has no end marker: its frames' tables of contents say where it
+    /// ends. Cut anywhere, even right after its size header, it fails as truncated.
+    @Test func aJPEGXLCodestreamCutAnywhereFailsAsTruncated() throws {
+        let image = try Self.image("jxl-codestream.jxl")
+        #expect(try check(ImageCheck(), image.bytes).width == image.width)
+        #expect(try check(ImageCheck(), image.bytes + [0, 0, 0]).width == image.width, "bytes after its end are passed over")
+        for cut in 2..<image.bytes.count {
+            let bytes = Array(image.bytes.prefix(cut))
+            do {
+                _ = try check(ImageCheck(), bytes)
+                Issue.record("cut at \(cut) of \(image.bytes.count) passed")
+            } catch {
+                #expect(error.description.contains("truncated"), "cut at \(cut): \(error)")
+            }
+        }
+        // An animation (cjxl from a GIF of two frames): each frame's TOC leads to the next.
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fuzz/corpus/imageheader/seed-jxl-animated").path
+        let animation = [UInt8](try #require(FileManager.default.contents(atPath: corpus)))
+        #expect(try check(ImageCheck(), animation).frames == 2)
+        for cut in 2..<animation.count {
+            #expect(throws: ImageCheck.Failure.self, "cut at \(cut)") { try check(ImageCheck(), Array(animation.prefix(cut))) }
+        }
+        // Judged from its first bytes (a prefix shorter than the body), it asks for the rest.
+        let whole = image.bytes
+        #expect(try ImageCheck().check(prefix: Array(whole.prefix(20)), suffix: Array(whole.suffix(64)), count: whole.count) { whole }.height == image.height)
     }
 
     @Test func aGIFWithoutTrailerPassesButOneCutInsideAFrameFails() throws {

@@ -171,15 +171,28 @@ struct ImageFormatsTests {
 
     @Test func jxlSizeHeaderForms() throws {
         // small: (7 + 1) * 8 = 64 high, ratio 1 (1:1); image metadata: not all default, extra fields, orientation 6.
+        // (Headers alone: the size is read from them, and a body that ends there is cut short.)
         let small = [0xFF, 0x0A] + bits([(1, 1), (7, 5), (1, 3), (0, 1), (1, 1), (5, 3)])
-        #expect(try ImageHeader.parse(small) == ImageHeader(format: .jxl, width: 64, height: 64, orientation: 6))
+        #expect(try ImageHeader.declaredSize(small) == ImageHeader(format: .jxl, width: 64, height: 64, orientation: 6))
         // 750 high in 13 bits (selector 1), ratio 3 (4:3): 1000 wide.
         let ratio = [0xFF, 0x0A] + bits([(0, 1), (1, 2), (749, 13), (3, 3), (1, 1)])
-        #expect(try ImageHeader.parse(ratio) == ImageHeader(format: .jxl, width: 1000, height: 750))
+        #expect(try ImageHeader.declaredSize(ratio) == ImageHeader(format: .jxl, width: 1000, height: 750))
         // 30 high in 9 bits, no ratio, 100 000 wide in 18 bits (selector 2).
         let explicit = [0xFF, 0x0A] + bits([(0, 1), (0, 2), (29, 9), (0, 3), (2, 2), (99_999, 18), (1, 1)])
-        #expect(try ImageHeader.parse(explicit) == ImageHeader(format: .jxl, width: 100_000, height: 30))
+        #expect(try ImageHeader.declaredSize(explicit) == ImageHeader(format: .jxl, width: 100_000, height: 30))
         #expect(throws: ImageHeader.Error.truncated(.jxl)) { try ImageHeader.parse(Array(explicit.prefix(4))) }
+        #expect(throws: ImageHeader.Error.cutShort(.jxl)) { try ImageHeader.parse(explicit) }
+        // With a frame: metadata all default, then (from the next byte) a frame header all
+        // default (one group, one pass) and its TOC, not permuted, of one entry: 3 bytes, from
+        // the byte after it.
+        let headers = bits([(1, 1), (7, 5), (1, 3), (1, 1), (1, 1), (0, 5)])
+        let frame = bits([(1, 1), (0, 1), (0, 6), (0, 2), (3, 10)])
+        let framed = [0xFF, 0x0A] + headers + frame + [1, 2, 3]
+        #expect(try ImageHeader.parse(framed) == ImageHeader(format: .jxl, width: 64, height: 64))
+        #expect(try ImageHeader.parse(framed + [0x0A]) == ImageHeader(format: .jxl, width: 64, height: 64), "bytes after the end are passed over")
+        for cut in 2..<framed.count {
+            #expect(throws: ImageHeader.Error.self, "cut at \(cut)") { try ImageHeader.parse(Array(framed.prefix(cut))) }
+        }
         // The same codestream in a container, split into two jxlp parts.
         let signature: [UInt8] = [0, 0, 0, 0x0C, 0x4A, 0x58, 0x4C, 0x20, 0x0D, 0x0A, 0x87, 0x0A]
         let container = signature + box("ftyp", Array("jxl ".utf8) + be32(0) + Array("jxl ".utf8))
