@@ -37,8 +37,18 @@ enum EngineCommandOptions {
             return path
         })
 
+    static let events = CommandOption<String?>.text(
+        "events", "FILE",
+        help: "Append one JSON line per event (queued, started, waiting, attempt, finished) to FILE as it happens; FILE may be a FIFO.")
+
     static let options: [CommandSpec.Option] =
-        KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, http.spec, cacert.spec] + TrustOptions.specs
+        KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, http.spec, cacert.spec, events.spec]
+        + TrustOptions.specs
+
+    /// Ends an event stream, saying on stderr when events were lost.
+    static func finish(_ stream: EventStream?) {
+        if let stream, let lost = stream.finish() { Console.err("runner: --events: \(lost)") }
+    }
 
     /// Sets what the arguments give on `configuration` (a preset: `run`, or the engine of the
     /// `watch` one); the kinds and the config file's requests are the caller's to add

@@ -51,6 +51,7 @@ enum RunCommand {
         var wait: Bool
         var json: Bool
         var metrics: String?
+        var events: String?
         var sync: Bool
         /// `--resume RUNLOG|DIR`: the run log or output directory, and its keys that need no further run.
         var resume: (path: String, settled: Set<String>)?
@@ -72,6 +73,7 @@ enum RunCommand {
             wait = try arguments[RunCommand.wait]
             json = try arguments[RunCommand.json]
             metrics = try arguments[RunCommand.metrics]
+            events = try arguments[EngineCommandOptions.events]
             sync = !(try arguments[noSync])
             kindFolders = try arguments[KindOptions.kinds]
             config = try arguments[KindOptions.config]
@@ -132,9 +134,12 @@ enum RunCommand {
         }
         let reporter = RunReporter(json: options.json, total: validation.total)
         let metrics = options.metrics.map { _ in Metrics() }
+        let events = options.events.map { EventStream(path: $0) }
+        defer { EngineCommandOptions.finish(events) }
+        let observers: [any RunObserver] = [reporter] + (metrics.map { [$0] } ?? []) + (events.map { [$0] } ?? [])
         let engine: JobEngine
         do {
-            engine = try JobEngine(configuration: configuration, observer: metrics.map { ObserverFanout([reporter, $0]) } ?? reporter)
+            engine = try JobEngine(configuration: configuration, observer: observers.count == 1 ? reporter : ObserverFanout(observers))
         } catch {
             Console.error("\(error)")
             return 2

@@ -99,7 +99,9 @@ enum SpoolCommands {
                 feed.settle = try arguments[settle]
                 feed.rescanInterval = try arguments[rescan]
                 guard feed.rescanInterval >= .milliseconds(10) else { throw UsageError("--rescan must be at least 0.01 seconds") }
-                options = WatchOptions(feed: feed, metrics: try arguments[watchMetrics], json: try arguments[watchJSON])
+                options = WatchOptions(
+                    feed: feed, metrics: try arguments[watchMetrics], json: try arguments[watchJSON],
+                    events: try arguments[EngineCommandOptions.events])
             } catch {
                 return Runner.usageError(error, spec: watch)
             }
@@ -115,6 +117,7 @@ enum SpoolCommands {
         var feed: SpoolFeed.Configuration
         var metrics: String?
         var json = false
+        var events: String?
     }
 
     static func runWatch(_ options: WatchOptions) async -> Int32 {
@@ -134,11 +137,13 @@ enum SpoolCommands {
         // Operating as a service: systemd's notify protocol and Prometheus metrics.
         let service = WatchService(notifier: SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment), metricsPath: options.metrics)
         configuration.heartbeatInterval = service.heartbeatInterval
+        let events = options.events.map { EventStream(path: $0) }
+        defer { EngineCommandOptions.finish(events) }
         let feed: SpoolFeed
         do {
             feed = try SpoolFeed(
                 configuration: configuration,
-                observer: ObserverFanout([WatchReporter(json: json), service.metrics]),
+                observer: ObserverFanout([WatchReporter(json: json), service.metrics] + (events.map { [$0] } ?? [])),
                 onEvent: { event in
                     service.handle(event)
                     log(event, spool: spool, out: out)

@@ -14,7 +14,8 @@ import Testing
 /// An engine over `http`, with every wait on `clock`.
 private func makeEngine(
     _ folder: TemporaryFolder, http: RecordingHTTP, clock: TestClock,
-    monitor: any ConnectivityMonitoring = AlwaysReachable(), backoff: Backoff = Backoff(), limits: JobLimits = .none
+    monitor: any ConnectivityMonitoring = AlwaysReachable(), backoff: Backoff = Backoff(), limits: JobLimits = .none,
+    observer: any RunObserver = SilentObserver()
 ) throws -> JobEngine {
     let store = try OutputStore(root: folder.path)
     var registry = KindRegistry()
@@ -25,7 +26,7 @@ private func makeEngine(
         $0.limits = limits
         $0.concurrency = 4
         $0.backoff = backoff
-    })
+    }, observer: observer)
 }
 
 /// A job of the test kind: fetches `url`, writes what arrived as its payload, and starts one
@@ -354,4 +355,127 @@ struct EngineTests {
         #expect(monitor.waiterCount == 0)
         clock.expectNoPendingSleeps()
     }
+
+    // MARK: Events
+
+    /// The lines of an event stream, by key, as (event, line) in the order written.
+    func events(_ path: String) throws -> [String: [(event: String, line: JSONValue)]] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        var byKey: [String: [(event: String, line: JSONValue)]] = [:]
+        for line in text.split(separator: "\n") {
+            let value = try JSONParser.parse(String(line))
+            #expect(value["time"]?.stringValue?.hasSuffix("Z") == true && value["kind"]?.stringValue == "fetch", "\(line)")
+            byKey[try #require(value["key"]?.stringValue), default: []].append((try #require(value["event"]?.stringValue), value))
+        }
+        return byKey
+    }
+
+    @Test func anEventStreamTellsEachJobsStoryInOrder() async throws {
+        let path = folder.path + "/events.jsonl"
+        let stream = EventStream(path: path)
+        let base = "http://host.test"
+        http.script("\(base)/ok", .ok("one"))
+        http.script("\(base)/flaky", .status(503), .ok("two"))
+        http.script("\(base)/parent", .ok("[1]"))
+        http.script("\(base)/child", .ok("c"))
+        let engine = try makeEngine(folder, http: http, clock: clock, backoff: Backoff(base: .seconds(1)), observer: stream)
+        let run = Task {
+            await engine.run([
+                job("\(base)/ok", key: "ok"), job("\(base)/flaky", key: "flaky", retries: 1),
+                job("\(base)/parent", key: "parent", children: ["\(base)/child"]),
+            ])
+        }
+        let delay = try #require(await clock.nextSleep(within: .seconds(30)))
+        clock.advance(by: delay)
+        let summary = await run.value
+        #expect(summary.allSucceeded)
+        #expect(stream.finish() == nil)
+
+        let byKey = try events(path)
+        #expect(byKey["ok"]?.map(\.event) == ["queued", "started", "finished"])
+        #expect(byKey["flaky"]?.map(\.event) == ["queued", "started", "attempt", "finished"])
+        let attempt = try #require(byKey["flaky"]?[2].line)
+        #expect(attempt["attempt"]?.intValue == 1)
+        #expect(attempt["error"]?.stringValue?.contains("503") == true)
+        #expect(attempt["delayMs"]?.intValue == delay.inMilliseconds)
+        let finished = try #require(byKey["flaky"]?.last?.line)
+        #expect(finished["status"]?.stringValue == "succeeded")
+        #expect(finished["record"]?["attempts"]?.intValue == 2, "the whole record")
+        let child = try #require(byKey["fetch:\(base)/child"])
+        #expect(child.map(\.event) == ["queued", "started", "finished"])
+        #expect(child.first?.line["parent"]?.stringValue == "parent")
+        #expect(byKey["parent"]?.map(\.event) == ["queued", "started", "finished"])
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n")
+        let parentEnd = try #require(lines.firstIndex { $0.contains(#""event":"finished","key":"parent""#) })
+        let childEnd = try #require(lines.firstIndex { $0.contains(#""event":"finished","key":"fetch:"#) })
+        #expect(parentEnd > childEnd, "a parent ends after its children")
+    }
+
+    @Test func aJobWaitingForTheNetworkSaysSo() async throws {
+        let path = folder.path + "/events.jsonl"
+        let stream = EventStream(path: path)
+        let monitor = ScriptedMonitor()
+        http.script("http://host.test/later", .ok("here"))
+        let engine = try makeEngine(folder, http: http, clock: clock, monitor: monitor, observer: stream)
+        let run = Task { await engine.run(job("http://host.test/later", key: "later", timeout: .seconds(5))) }
+        await monitor.waitForWaiters(1)
+        monitor.setReachable("host.test", true)
+        #expect(await run.value.status == .succeeded)
+        #expect(stream.finish() == nil)
+        let later = try #require(try events(path)["later"])
+        #expect(later.map(\.event) == ["queued", "started", "waiting", "finished"])
+        #expect(later[2].line["for"]?.stringValue == "network")
+    }
 }
+
+/// The event stream's own promise: a reader that is behind never holds a job; what does not fit
+/// is dropped and counted.
+struct EventStreamTests {
+    private struct Kind: JobKind {
+        static let name = "fetch"
+        static let summary = "A kind for events."
+        static let parameters: [KindParameter] = []
+        init() {}
+        init(fields: inout JobFields) throws(JobSpecError) {}
+        func run(in context: JobContext) async throws -> KindOutcome { throw JobFailure.failed("not run") }
+    }
+
+    @Test func aReaderThatIsBehindLosesEventsButNeverWaitsAndIsToldHowMany() throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]) }
+        // The pipe's write end, by path, as a FIFO is opened; nobody reads it yet.
+        let stream = EventStream(path: "/proc/self/fd/\(fds[1])", capacity: 100)
+        defer { close(fds[1]) }
+        let job = JobDescriptor(Kind(), key: "k", url: URL(string: "http://host.test/")!)
+        let began = ContinuousClock.now
+        for _ in 0..<5000 { stream.jobStarted(job) }
+        #expect(began.duration(to: .now) < .seconds(2), "emitting never waits for the reader")
+        // Now the reader drains the pipe while the stream finishes.
+        let done = Locked(false)
+        DispatchQueue.global().async {
+            _ = stream.finish(timeout: .seconds(10))
+            done.withLock { $0 = true }
+        }
+        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let finished = done.withLock { $0 }
+            let got = read(fds[0], &buffer, buffer.count)
+            if got > 0 {
+                bytes += buffer[..<got]
+            } else if finished {
+                break
+            } else {
+                usleep(1000)
+            }
+        }
+        let lines = String(decoding: bytes, as: UTF8.self).split(separator: "\n").map { try? JSONParser.parse(String($0)) }
+        let started = lines.filter { $0?["event"]?.stringValue == "started" }.count
+        let dropped = lines.compactMap { $0?["event"]?.stringValue == "dropped" ? $0?["count"]?.intValue : nil }.reduce(0, +)
+        #expect(started + dropped == 5000, "every event written or counted: \(started) + \(dropped)")
+        #expect(dropped > 0 && started >= 100)
+    }
+}
+

@@ -36,13 +36,13 @@ struct AttemptLoop: Sendable {
             // The slot, then the token, both before the deadline starts: waiting for either
             // costs the job none of its timeout.
             do {
-                report.waitedForHost += try await hostSlots.acquire()
+                report.waitedForHost += try await hostSlots.acquire { observer.jobWaiting(job, for: .host) }
             } catch {
                 report.failure = JobFailure(.cancelled, "cancelled")
                 break
             }
             do {
-                report.waitedForHost += try await pacer.acquire(host: host)
+                report.waitedForHost += try await pacer.acquire(host: host) { observer.jobWaiting(job, for: .pace) }
             } catch {
                 hostSlots.release()
                 report.failure = JobFailure(.cancelled, "cancelled")
@@ -51,7 +51,8 @@ struct AttemptLoop: Sendable {
             let context = makeContext()
             let attempt = await policy.attempt(
                 host: host, timeout: job.timeout, noticeAfter: job.noticeAfter,
-                onNotice: { observer.jobNotice(job, message: "no network connection") }
+                onNotice: { observer.jobNotice(job, message: "no network connection") },
+                onWaiting: { observer.jobWaiting(job, for: .network) }
             ) {
                 try await operation(context)
             }

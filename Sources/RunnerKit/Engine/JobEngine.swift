@@ -76,6 +76,7 @@ public final class JobEngine: Sendable {
         let summary = Locked(RunSummary())
         await withDiscardingTaskGroup { group in
             while let entry = await feed.next() {
+                observer.jobQueued(entry.job)
                 let slot: Slot
                 do {
                     slot = try await admission.acquireSlot()
@@ -100,6 +101,7 @@ public final class JobEngine: Sendable {
     }
 
     private func run(_ job: JobDescriptor, awaitRecord: Bool) async -> JobResult {
+        observer.jobQueued(job)
         let slot: Slot
         do {
             slot = try await admission.acquireSlot()

@@ -1,7 +1,11 @@
 /// Hears what the engine does, for a command line (progress, `--json`, notices) or a host program.
 public protocol RunObserver: Sendable {
+    /// The engine took a job (from its feed, or a parent's children); it waits for a slot.
+    func jobQueued(_ job: JobDescriptor)
     /// A job is about to make its first attempt.
     func jobStarted(_ job: JobDescriptor)
+    /// A job's attempt waits before its deadline starts (`host`, `pace`) or inside it (`network`).
+    func jobWaiting(_ job: JobDescriptor, for reason: WaitReason)
     /// Something the user should hear about a running job, e.g. "no network connection".
     func jobNotice(_ job: JobDescriptor, message: String)
     /// A job's attempt failed transiently; attempt number `attempt` comes after `delay`.
@@ -12,8 +16,20 @@ public protocol RunObserver: Sendable {
     func problem(_ message: String)
 }
 
+/// What a job waits for.
+public enum WaitReason: String, Sendable {
+    /// A route to its host (the connectivity wait).
+    case network
+    /// A slot at its host (`--per-host`, a host's `perHost`).
+    case host
+    /// Its turn at a paced host (`--rate`, a host's `rate`, a `Retry-After` pause).
+    case pace
+}
+
 extension RunObserver {
+    public func jobQueued(_ job: JobDescriptor) {}
     public func jobStarted(_ job: JobDescriptor) {}
+    public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {}
     public func jobNotice(_ job: JobDescriptor, message: String) {}
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {}
     public func jobFinished(_ result: JobResult) {}

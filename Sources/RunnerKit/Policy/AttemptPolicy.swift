@@ -54,9 +54,12 @@ public struct AttemptPolicy: Sendable {
         timeout: Duration,
         noticeAfter: Duration,
         onNotice: @escaping @Sendable () -> Void = {},
+        onWaiting: () -> Void = {},
         operation: @escaping @Sendable () async throws -> Value
     ) async -> Report<Value> {
-        await attempt(clock: clock, host: host, timeout: timeout, noticeAfter: noticeAfter, onNotice: onNotice, operation: operation)
+        await attempt(
+            clock: clock, host: host, timeout: timeout, noticeAfter: noticeAfter, onNotice: onNotice, onWaiting: onWaiting,
+            operation: operation)
     }
 
     private enum Phase { case waiting, running, ended }
@@ -74,6 +77,7 @@ public struct AttemptPolicy: Sendable {
         timeout: Duration,
         noticeAfter: Duration,
         onNotice: @escaping @Sendable () -> Void,
+        onWaiting: () -> Void,
         operation: @escaping @Sendable () async throws -> Value
     ) async -> Report<Value> where C.Duration == Duration {
         let start = clock.now
@@ -84,6 +88,7 @@ public struct AttemptPolicy: Sendable {
         if reachableNow {
             return await run(clock: clock, deadline: deadline, operation: operation)
         }
+        onWaiting()
 
         let winner: Race<Value> = await withTaskGroup(of: Race<Value>.self) { group in
             group.addTask {

@@ -80,9 +80,10 @@ public final class HostPacer: Sendable {
 
     /// Waits for `host`'s token (and for a pause of the host to end), and takes it. Throws
     /// `CancellationError` when the caller is cancelled first; then no token is taken.
-    /// Returns how long the caller waited (zero when the token was there).
+    /// Returns how long the caller waited (zero when the token was there); `onWait` is called
+    /// when it joins the line.
     @discardableResult
-    public func acquire(host: String) async throws -> Duration {
+    public func acquire(host: String, onWait: () -> Void = {}) async throws -> Duration {
         guard engaged.load(ordering: .acquiring) else { return .zero }
         let name = host.lowercased()
         let began = timeline.now
@@ -99,6 +100,7 @@ public final class HostPacer: Sendable {
             return state.nextID
         }
         guard let id else { return .zero }
+        onWait()
         do {
             try await waitInLine(id: id, host: name)
         } catch {

@@ -36,9 +36,10 @@ public final class SlotLimiter: Sendable {
     }
 
     /// Waits for a slot. Throws `CancellationError` if the caller is cancelled while waiting.
-    /// Returns how long the caller waited in line (zero when a slot was free).
+    /// Returns how long the caller waited in line (zero when a slot was free); `onWait` is
+    /// called when it joins the line.
     @discardableResult
-    public func acquire() async throws -> Duration {
+    public func acquire(onWait: () -> Void = {}) async throws -> Duration {
         let limit = self.limit
         let id = state.withLock { state -> UInt64? in
             if state.available > 0 {
@@ -50,6 +51,7 @@ public final class SlotLimiter: Sendable {
             return state.nextID
         }
         guard let id else { return .zero }
+        onWait()
         let began = ContinuousClock.now
         defer {
             let waited = began.duration(to: .now)

@@ -1,0 +1,163 @@
+import Foundation
+import Glibc
+
+/// `--events FILE`: what the engine does, one JSON object a line, as it happens. Every event has
+/// `time`, `event`, `key` and `kind`: `queued` (the engine took the job), `started` (its first
+/// attempt begins), `waiting` (`for`: `network`, `host` or `pace`), `attempt` (one failed: its
+/// number, `error` and `delayMs` before the next) and `finished` (the whole record under `record`).
+///
+/// Lines are written and flushed by a thread of the stream's own, so a slow reader never slows a
+/// job: events wait in a buffer of `capacity` lines, and past it they are dropped and counted,
+/// and a `{"event": "dropped", "count": N}` line says so once the reader catches up. The file is
+/// opened on that thread too, since opening a FIFO waits for its reader.
+public final class EventStream: RunObserver, @unchecked Sendable {  // state behind `condition`
+    /// Lines held for a reader that is behind.
+    public static let defaultCapacity = 10_000
+
+    public let path: String
+    private let capacity: Int
+    private let condition = NSCondition()
+    private var queue: [[UInt8]] = []
+    private var dropped = 0
+    private var closing = false
+    private var finished = false
+    /// Why the file could not be written (it could not be opened, or its reader went away).
+    private var failure: String?
+
+    /// Starts the writer thread, which opens `path` for appending (creating a regular file).
+    public init(path: String, capacity: Int = defaultCapacity) {
+        self.path = path
+        self.capacity = max(1, capacity)
+        let thread = Thread { [self] in write() }
+        thread.name = "runner events"
+        thread.start()
+    }
+
+    // MARK: - Events
+
+    public func jobQueued(_ job: JobDescriptor) {
+        var fields: [(key: String, value: JSONValue)] = [("url", JSONValue(job.recordURL))]
+        if let parent = job.parent { fields.append(("parent", .string(parent))) }
+        emit("queued", job.key, job.kindName, fields)
+    }
+
+    public func jobStarted(_ job: JobDescriptor) { emit("started", job.key, job.kindName) }
+
+    public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {
+        emit("waiting", job.key, job.kindName, [("for", .string(reason.rawValue))])
+    }
+
+    public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
+        emit("attempt", job.key, job.kindName, [
+            ("attempt", JSONValue(attempt - 1)), ("error", .string(reason)), ("delayMs", JSONValue(delay.inMilliseconds)),
+        ])
+    }
+
+    public func jobFinished(_ result: JobResult) {
+        emit("finished", result.key, result.kind, [("status", .string(result.status.rawValue)), ("record", result.json)])
+    }
+
+    private func emit(_ event: String, _ key: String, _ kind: String, _ fields: [(key: String, value: JSONValue)] = []) {
+        var line: [UInt8] = []
+        let members: [(key: String, value: JSONValue)] =
+            [("time", .string(Timestamp.iso8601(Date()))), ("event", .string(event)), ("key", .string(key)), ("kind", .string(kind))] + fields
+        JSONWriter.write(.object(members), into: &line)
+        line.append(0x0A)
+        condition.lock()
+        if queue.count < capacity && !closing {
+            queue.append(line)
+            condition.signal()
+        } else {
+            dropped += 1
+        }
+        condition.unlock()
+    }
+
+    // MARK: - Writing
+
+    /// Writes what is queued, then waits for more, until `finish`.
+    private func write() {
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        if fd < 0 {
+            let reason = "cannot open \(path): \(String(cString: strerror(errno)))"
+            condition.lock()
+            failure = reason
+            queue.removeAll()
+            finished = true
+            condition.broadcast()
+            condition.unlock()
+            return
+        }
+        defer { close(fd) }
+        while true {
+            condition.lock()
+            while queue.isEmpty && dropped == 0 && !closing { condition.wait() }
+            if queue.isEmpty && dropped == 0 {
+                finished = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+            let batch = queue
+            queue.removeAll(keepingCapacity: true)
+            let lost = dropped
+            dropped = 0
+            condition.unlock()
+
+            var bytes = batch.flatMap { $0 }
+            if lost > 0 {
+                let notice: JSONValue = .object([
+                    ("time", .string(Timestamp.iso8601(Date()))), ("event", .string("dropped")), ("count", JSONValue(lost)),
+                ])
+                JSONWriter.write(notice, into: &bytes)
+                bytes.append(0x0A)
+            }
+            if let problem = Self.writeAll(bytes, to: fd) {
+                condition.lock()
+                failure = "cannot write \(path): \(problem)"
+                queue.removeAll()
+                finished = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+        }
+    }
+
+    /// Writes all of `bytes`; the reason it could not, or nil.
+    private static func writeAll(_ bytes: [UInt8], to fd: Int32) -> String? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                return String(cString: strerror(errno))
+            }
+            offset += written
+        }
+        return nil
+    }
+
+    /// Writes what is queued and stops the thread; waits at most `timeout` for a reader that is
+    /// behind (or a FIFO nobody opened). Returns why events were lost, if they were.
+    @discardableResult
+    public func finish(timeout: Duration = .seconds(2)) -> String? {
+        condition.lock()
+        closing = true
+        condition.broadcast()
+        let deadline = Date().addingTimeInterval(timeout.inSeconds)
+        while !finished {
+            if !condition.wait(until: deadline) { break }
+        }
+        let outcome: String?
+        if let failure {
+            outcome = failure
+        } else if !finished {
+            outcome = "\(path): its reader took no more events; \(queue.count + dropped) were not written"
+        } else {
+            outcome = nil
+        }
+        condition.unlock()
+        return outcome
+    }
+}

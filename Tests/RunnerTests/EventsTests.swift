@@ -1,0 +1,94 @@
+import FixtureServer
+import Foundation
+import Glibc
+import RunnerKit
+import Testing
+
+/// `--events FILE` through the binary: a FIFO read while jobs run, one nobody reads, and a watcher.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct EventsTests {
+    /// Reads a FIFO without blocking until `finished()` holds and nothing more comes.
+    static func drain(_ path: String, until finished: @escaping @Sendable () -> Bool) async -> [JSONValue] {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let ended = finished()
+            let got = read(fd, &buffer, buffer.count)
+            if got > 0 {
+                bytes += buffer[..<got]
+            } else if ended {
+                break
+            } else {
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+    }
+
+    static func byKey(_ events: [JSONValue]) -> [String: [String]] {
+        var byKey: [String: [String]] = [:]
+        for event in events {
+            guard let key = event["key"]?.stringValue, let name = event["event"]?.stringValue else { continue }
+            byKey[key, default: []].append(name)
+        }
+        return byKey
+    }
+
+    @Test func aFIFOReadWhileJobsRunTellsEachJobsStoryInOrder() async throws {
+        let w = try Workspace()
+        let fifo = "\(w.root)/events.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let jobs = (1...4).map { #"{"kind": "image", "key": "slow:\#($0)", "url": "\#(w.base)/images/png.png?delay=150&n=\#($0)"}"# }
+            + [#"{"kind": "entry", "id": "x", "key": "busy", "url": "\#(w.base)/entries/x.json?status=503", "retries": 1}"#]
+        w.write("jobs.jsonl", jobs.joined(separator: "\n"))
+        let done = Locked(false)
+        let reading = Task { await Self.drain(fifo) { done.withLock { $0 } } }
+        let result = try await w.run(["run", "jobs.jsonl", "--events", fifo, "--per-host", "1"])
+        done.withLock { $0 = true }
+        let events = await reading.value
+        #expect(result.status == 1, "busy fails: \(result.stderr)")
+        #expect(!result.stderr.contains("--events"), "nothing lost: \(result.stderr)")
+
+        let byKey = Self.byKey(events)
+        for n in 1...4 {
+            let story = byKey["slow:\(n)"] ?? []
+            #expect(story.first == "queued" && story.last == "finished", "slow:\(n): \(story)")
+            #expect(story.filter { $0 == "started" }.count == 1)
+            #expect(story.firstIndex(of: "started")! < story.firstIndex(of: "finished")!)
+        }
+        #expect(byKey.values.joined().filter { $0 == "waiting" }.count >= 3, "--per-host 1 held jobs back: \(byKey)")
+        #expect(byKey["busy"]?.filter { $0 == "attempt" }.count == 1, "one failed attempt before the last: \(byKey["busy"] ?? [])")
+        let finished = events.filter { $0["event"]?.stringValue == "finished" }
+        #expect(finished.count == 5)
+        #expect(finished.allSatisfy { $0["record"]?["key"] == $0["key"] && $0["time"]?.stringValue != nil })
+    }
+
+    @Test func aFIFONobodyReadsHoldsNoJob() async throws {
+        let w = try Workspace()
+        let fifo = "\(w.root)/nobody.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        w.write("job.json", #"{"kind": "image", "key": "one", "url": "\#(w.base)/images/png.png"}"#)
+        let started = ContinuousClock.now
+        let result = try await w.run(["run", "job.json", "--events", fifo])
+        #expect(started.duration(to: .now) < .seconds(10))
+        #expect(result.status == 0, "the job's status decides the exit code: \(result.stderr)")
+        #expect(try w.status("one") == "succeeded")
+        #expect(result.stderr.contains("runner: --events: \(fifo): its reader took no more events"), "\(result.stderr)")
+    }
+
+    @Test func aWatcherWritesEventsForTheFilesItRuns() async throws {
+        let world = try SpoolWorld()
+        let path = "\(world.w.root)/events.jsonl"
+        let watcher = try world.startWatcher(["--events", path])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        try world.drop("a.jsonl", world.imageJob("image:a"))
+        #expect(await world.wait(upTo: .seconds(20)) { world.names(world.spool.done).contains("a.jsonl") }, "\(world.log())")
+        kill(watcher.processIdentifier, SIGTERM)
+        #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0)
+        let events = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(String($0)) }
+        #expect(Self.byKey(events)["image:a"] == ["queued", "started", "finished"], "\(events)")
+    }
+}
