@@ -23,7 +23,17 @@ enum RunCommand {
         "metrics", "FILE", help: "At the end, write Prometheus metrics to FILE (for node_exporter's textfile collector).")
     static let noSync = CommandOption<Bool>.flag("no-sync", help: "Do not make what the run wrote durable before it exits (for scratch runs).")
 
-    private static let ownOptions: [CommandSpec.Option] = [shard.spec, resume.spec, wait.spec, json.spec, metrics.spec, noSync.spec]
+    static let onFinish = CommandOption<String?>.text(
+        "on-finish", "COMMAND",
+        help: "Run COMMAND with /bin/sh -c for each finished job once its record is durable: the record on stdin, RUNNER_KEY, RUNNER_KIND, RUNNER_STATUS, RUNNER_URL and RUNNER_OUTPUT in the environment.")
+    static let hookConcurrency = CommandOption<Int>.int(
+        "hook-concurrency", default: OnFinishHooks.defaultConcurrency, range: 1...64, help: "--on-finish commands running at once.")
+    static let hookTimeout = CommandOption<Duration>.seconds(
+        "hook-timeout", default: OnFinishHooks.defaultTimeout, help: "How long an --on-finish command may run before its process group is killed.")
+
+    private static let ownOptions: [CommandSpec.Option] = [
+        shard.spec, resume.spec, wait.spec, json.spec, metrics.spec, noSync.spec, onFinish.spec, hookConcurrency.spec, hookTimeout.spec,
+    ]
 
     static let spec: CommandSpec = CommandSpec(
         name: "run",
@@ -52,6 +62,8 @@ enum RunCommand {
         var json: Bool
         var metrics: String?
         var events: String?
+        /// `--on-finish`, `--hook-concurrency`, `--hook-timeout`.
+        var hook: (command: String, concurrency: Int, timeout: Duration)?
         var sync: Bool
         /// `--resume RUNLOG|DIR`: the run log or output directory, and its keys that need no further run.
         var resume: (path: String, settled: Set<String>)?
@@ -74,6 +86,9 @@ enum RunCommand {
             json = try arguments[RunCommand.json]
             metrics = try arguments[RunCommand.metrics]
             events = try arguments[EngineCommandOptions.events]
+            if let command = try arguments[RunCommand.onFinish] {
+                hook = (command, try arguments[RunCommand.hookConcurrency], try arguments[RunCommand.hookTimeout])
+            }
             sync = !(try arguments[noSync])
             kindFolders = try arguments[KindOptions.kinds]
             config = try arguments[KindOptions.config]
@@ -136,7 +151,13 @@ enum RunCommand {
         let metrics = options.metrics.map { _ in Metrics() }
         let events = options.events.map { EventStream(path: $0) }
         defer { EngineCommandOptions.finish(events) }
-        let observers: [any RunObserver] = [reporter] + (metrics.map { [$0] } ?? []) + (events.map { [$0] } ?? [])
+        let hooks = options.hook.map { hook in
+            OnFinishHooks(
+                command: hook.command, store: store, concurrency: hook.concurrency, timeout: hook.timeout, sync: options.sync,
+                report: { Console.err($0) })
+        }
+        let observers: [any RunObserver] =
+            [reporter] + (metrics.map { [$0] } ?? []) + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])
         let engine: JobEngine
         do {
             engine = try JobEngine(configuration: configuration, observer: observers.count == 1 ? reporter : ObserverFanout(observers))
@@ -173,6 +194,13 @@ enum RunCommand {
         if let first = changes.first {
             show(first)
             Console.err("runner: \(changes.count) line(s) changed after the files were validated and were not run; write job files elsewhere and rename them in place")
+        }
+        // Every job's hook has ended before the run does (each bounded by --hook-timeout).
+        if let hooks {
+            await hooks.finish()
+            if hooks.failures > 0 {
+                Console.err("runner: \(hooks.failures) --on-finish hook\(hooks.failures == 1 ? "" : "s") failed (above); the jobs' statuses stand")
+            }
         }
         // What the run wrote is on disk before the lock is let go (--no-sync: not).
         var durable = true

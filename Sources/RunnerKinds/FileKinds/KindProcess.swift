@@ -73,8 +73,8 @@ final class KindProcess: Sendable {
     /// Process ids of running programs, for tests that check nothing outlives its job.
     static let running = Mutex<Set<pid_t>>([])
 
-    /// Starts `command` in `directory`; the program's stdin will be `input`.
-    init(command: [String], directory: String) throws(SpawnError) {
+    /// Starts `command` in `directory`, with the runner's environment and `environment` over it.
+    init(command: [String], directory: String, environment: [String: String] = [:]) throws(SpawnError) {
         _ = Self.ignoreBrokenPipes
         var pipes: [Int32] = []
         func pipePair() throws(SpawnError) -> (Int32, Int32) {
@@ -120,8 +120,18 @@ final class KindProcess: Sendable {
         var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
         argv.append(nil)
         defer { for arg in argv { free(arg) } }
+        var envp: [UnsafeMutablePointer<CChar>?] = []
+        if !environment.isEmpty {
+            var merged = ProcessInfo.processInfo.environment
+            merged.merge(environment) { $1 }
+            envp = merged.map { strdup("\($0.key)=\($0.value)") }
+            envp.append(nil)
+        }
+        defer { for entry in envp { free(entry) } }
         var child: pid_t = 0
-        let status = posix_spawnp(&child, command[0], &actions, &attributes, argv, environ)
+        let status = envp.isEmpty
+            ? posix_spawnp(&child, command[0], &actions, &attributes, argv, environ)
+            : posix_spawnp(&child, command[0], &actions, &attributes, argv, envp)
         close(input.0)
         close(output.1)
         close(errors.1)

@@ -1,0 +1,150 @@
+import Foundation
+import RunnerKit
+import Synchronization
+
+/// `--on-finish COMMAND`: a command run with `/bin/sh -c` for each finished job (children
+/// included) once its record is durable. The record is on its stdin, one line of JSON;
+/// `RUNNER_KEY`, `RUNNER_KIND`, `RUNNER_STATUS`, `RUNNER_URL` and `RUNNER_OUTPUT` (the payload's
+/// absolute path, empty without one) are in its environment. At most `concurrency` hooks run at
+/// once, each in a process group of its own that is killed after `timeout`. A hook that fails or
+/// times out is reported and changes neither the job's status nor the exit code; its stderr is
+/// passed on as `<key>: on-finish: <line>`, its stdout discarded.
+///
+/// Records become durable in batches: before a hook starts, one `syncfs` covers every record
+/// written so far (and none when an earlier one already did), unless the run does not sync.
+public final class OnFinishHooks: RunObserver, Sendable {
+    public static let defaultConcurrency = 2
+    public static let defaultTimeout: Duration = .seconds(60)
+
+    public let command: String
+    private let timeout: Duration
+    private let slots: SlotLimiter
+    private let store: OutputStore
+    private let sync: Bool
+    private let report: @Sendable (String) -> Void
+    private let directory = FileManager.default.currentDirectoryPath
+
+    private struct State {
+        var running: [UInt64: Task<Void, Never>] = [:]
+        var nextID: UInt64 = 0
+        /// Records finished so far, and how many of them a syncfs has covered.
+        var finished: UInt64 = 0
+        var synced: UInt64 = 0
+        var failed = 0
+    }
+    private let state = Mutex(State())
+    /// One syncfs at a time; a hook whose record an earlier one covered runs without its own.
+    private let syncing = Mutex(())
+
+    public init(
+        command: String, store: OutputStore, concurrency: Int = defaultConcurrency, timeout: Duration = defaultTimeout,
+        sync: Bool = true, report: @escaping @Sendable (String) -> Void
+    ) {
+        self.command = command
+        self.store = store
+        self.timeout = timeout
+        self.slots = SlotLimiter(limit: max(1, concurrency))
+        self.sync = sync
+        self.report = report
+    }
+
+    /// Hooks that failed or timed out so far.
+    public var failures: Int { state.withLock { $0.failed } }
+
+    public func jobFinished(_ result: JobResult) {
+        state.withLock { state in
+            state.finished += 1
+            let generation = state.finished
+            let id = state.nextID
+            state.nextID += 1
+            state.running[id] = Task {
+                await self.run(result, generation: generation)
+                _ = self.state.withLock { $0.running.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    /// Waits for every hook started so far (and those they are waiting behind) to end.
+    public func finish() async {
+        while let task = state.withLock({ $0.running.values.first }) {
+            await task.value
+        }
+    }
+
+    private func run(_ result: JobResult, generation: UInt64) async {
+        do {
+            try await slots.acquire()
+        } catch {
+            return
+        }
+        defer { slots.release() }
+        if sync, let problem = await makeDurable(upTo: generation) {
+            fail("the --on-finish hook for \(result.key) did not run: \(problem)")
+            return
+        }
+        let environment = [
+            "RUNNER_KEY": result.key, "RUNNER_KIND": result.kind, "RUNNER_STATUS": result.status.rawValue,
+            "RUNNER_URL": result.url ?? "", "RUNNER_OUTPUT": result.output.map { store.absolute($0) } ?? "",
+        ]
+        let process: KindProcess
+        do {
+            process = try KindProcess(command: ["/bin/sh", "-c", command], directory: directory, environment: environment)
+        } catch {
+            fail("the --on-finish hook for \(result.key) could not start: \(error.description)")
+            return
+        }
+        let line = Array(result.jsonLine.utf8) + [0x0A]
+        let key = result.key
+        let report = self.report
+        let timeout = self.timeout
+        // The hook races its timeout; the loser is cancelled (a cancelled hook's group is killed).
+        let outcome: KindProcess.Outcome? = await withTaskGroup(of: KindProcess.Outcome?.self) { group in
+            group.addTask { await process.run(input: line) { report("\(key): on-finish: \($0)") } }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            if first == nil { _ = await group.next() }
+            return first
+        }
+        guard let outcome else {
+            fail("the --on-finish hook for \(key) did not end within \(String(format: "%g", timeout.inSeconds)) s; its process group was killed")
+            return
+        }
+        switch outcome.ending {
+        case .exited(0):
+            break
+        case .exited(let code):
+            fail("the --on-finish hook for \(key) exited \(code)" + (outcome.lastErrorLine.map { ": \($0)" } ?? ""))
+        case .signalled(let signal):
+            fail("the --on-finish hook for \(key) was killed by signal \(signal)")
+        }
+    }
+
+    private func fail(_ message: String) {
+        state.withLock { $0.failed += 1 }
+        report("runner: \(message)")
+    }
+
+    /// One syncfs covering every record finished so far, unless one already covered `generation`.
+    private func makeDurable(upTo generation: UInt64) async -> String? {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { [self] in
+                let problem: String? = syncing.withLock { _ in
+                    let target = state.withLock { state -> UInt64? in state.synced >= generation ? nil : state.finished }
+                    guard let target else { return nil }
+                    do {
+                        try store.synchronize()
+                    } catch {
+                        return "\(error)"
+                    }
+                    state.withLock { $0.synced = max($0.synced, target) }
+                    return nil
+                }
+                continuation.resume(returning: problem)
+            }
+        }
+    }
+}

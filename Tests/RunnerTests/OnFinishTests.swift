@@ -1,0 +1,76 @@
+import FixtureServer
+import Foundation
+import Glibc
+import RunnerKit
+import Testing
+
+/// `runner run --on-finish COMMAND`: a command per finished job, after its record is durable.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct OnFinishTests {
+    @Test func eachFinishedJobsHookGetsItsRecordAndEnvironment() async throws {
+        let w = try Workspace()
+        try FileManager.default.createDirectory(atPath: "\(w.root)/hooks", withIntermediateDirectories: true)
+        w.write("jobs.jsonl", """
+            {"kind": "image", "key": "image-a", "url": "\(w.base)/images/png.png"}
+            {"kind": "entry", "id": "missing", "key": "entry-gone", "url": "\(w.base)/entries/{id}.json"}
+            """)
+        let hook = #"cat > "hooks/$RUNNER_KEY.json"; printf '%s|%s|%s|%s\n' "$RUNNER_KIND" "$RUNNER_STATUS" "$RUNNER_URL" "$RUNNER_OUTPUT" > "hooks/$RUNNER_KEY.env""#
+        let result = try await w.run(["run", "jobs.jsonl", "--on-finish", hook])
+        #expect(result.status == 1, "a 404 among the jobs: \(result.stderr)")
+        for key in ["image-a", "entry-gone"] {
+            let record = try JSONParser.parse(try String(contentsOfFile: "\(w.root)/hooks/\(key).json", encoding: .utf8))
+            #expect(record == (try w.record(key)), "\(key): the record on stdin")
+        }
+        let image = try String(contentsOfFile: "\(w.root)/hooks/image-a.env", encoding: .utf8)
+        let output = try #require(try w.record("image-a")["output"]?.stringValue)
+        #expect(image == "image|succeeded|\(w.base)/images/png.png|\(w.root)/out/\(output)\n")
+        let gone = try String(contentsOfFile: "\(w.root)/hooks/entry-gone.env", encoding: .utf8)
+        #expect(gone == "entry|notFound|\(w.base)/entries/missing.json|\n", "no payload: RUNNER_OUTPUT empty")
+    }
+
+    @Test func aFailingOrHangingHookIsReportedAndChangesNoStatusAndNoExitCode() async throws {
+        let w = try Workspace()
+        w.write("jobs.jsonl", """
+            {"kind": "image", "key": "fails", "url": "\(w.base)/images/png.png?n=1"}
+            {"kind": "image", "key": "hangs", "url": "\(w.base)/images/png.png?n=2"}
+            """)
+        let hook = #"if [ "$RUNNER_KEY" = fails ]; then echo "no thumbnail" >&2; exit 3; fi; sleep 300 & echo $! > hang.pid; wait"#
+        let started = ContinuousClock.now
+        let result = try await w.run(["run", "jobs.jsonl", "--on-finish", hook, "--hook-timeout", "1"])
+        #expect(started.duration(to: .now) < .seconds(20))
+        #expect(result.status == 0, "the jobs succeeded: \(result.stderr)")
+        #expect(try w.status("fails") == "succeeded" && w.status("hangs") == "succeeded")
+        #expect(result.stderr.contains("fails: on-finish: no thumbnail"), "\(result.stderr)")
+        #expect(result.stderr.contains("runner: the --on-finish hook for fails exited 3: no thumbnail"), "\(result.stderr)")
+        #expect(result.stderr.contains("runner: the --on-finish hook for hangs did not end within 1 s; its process group was killed"))
+        #expect(result.stderr.contains("runner: 2 --on-finish hooks failed"))
+        let pid = try #require(pid_t(try String(contentsOfFile: "\(w.root)/hang.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        var alive = ExecutableKindTests.alive(pid)
+        for _ in 0..<100 where alive {
+            try await Task.sleep(for: .milliseconds(20))
+            alive = ExecutableKindTests.alive(pid)
+        }
+        #expect(!alive, "what the hook started was killed with its group")
+    }
+
+    @Test func noMoreHooksRunAtOnceThanAsked() async throws {
+        let w = try Workspace()
+        let jobs = (1...6).map { #"{"kind": "image", "key": "k\#($0)", "url": "\#(w.base)/images/png.png?n=\#($0)"}"# }
+        w.write("jobs.jsonl", jobs.joined(separator: "\n"))
+        // Each hook notes when it starts and ends, in nanoseconds.
+        let hook = #"echo "start $(date +%s%N)" >> spans.log; sleep 0.3; echo "end $(date +%s%N)" >> spans.log"#
+        let result = try await w.run(["run", "jobs.jsonl", "--on-finish", hook, "--hook-concurrency", "2"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let marks = try String(contentsOfFile: "\(w.root)/spans.log", encoding: .utf8).split(separator: "\n").map { line in
+            let parts = line.split(separator: " ")
+            return (start: parts[0] == "start", at: Int(parts[1]) ?? 0)
+        }.sorted { $0.at < $1.at }
+        #expect(marks.count == 12, "six hooks, each started and ended")
+        var running = 0, most = 0
+        for mark in marks {
+            running += mark.start ? 1 : -1
+            most = max(most, running)
+        }
+        #expect(most == 2, "at most --hook-concurrency at once, and that many used: \(most)")
+    }
+}
