@@ -64,11 +64,18 @@ public final class OnFinishHooks: RunObserver, Sendable {
         }
     }
 
-    /// Waits for every hook started so far (and those they are waiting behind) to end.
+    /// Waits for every hook to end, those that start meanwhile included.
     public func finish() async {
         while let task = state.withLock({ $0.running.values.first }) {
             await task.value
         }
+    }
+
+    /// Waits for the hooks of every job finished so far to end (not for those of jobs that
+    /// finish meanwhile): what a spool file waits for before it moves on.
+    public func settle() async {
+        let tasks = state.withLock { Array($0.running.values) }
+        for task in tasks { await task.value }
     }
 
     private func run(_ result: JobResult, generation: UInt64) async {

@@ -1,4 +1,5 @@
 import Foundation
+import RunnerKinds
 import RunnerKit
 
 /// The engine options `runner run` and `runner watch` share: declared once, read into one
@@ -41,9 +42,23 @@ enum EngineCommandOptions {
         "events", "FILE",
         help: "Append one JSON line per event (queued, started, waiting, attempt, finished) to FILE as it happens; FILE may be a FIFO.")
 
+    static let onFinish = CommandOption<String?>.text(
+        "on-finish", "COMMAND",
+        help: "Run COMMAND with /bin/sh -c for each finished job once its record is durable: the record on stdin, RUNNER_KEY, RUNNER_KIND, RUNNER_STATUS, RUNNER_URL and RUNNER_OUTPUT in the environment.")
+    static let hookConcurrency = CommandOption<Int>.int(
+        "hook-concurrency", default: OnFinishHooks.defaultConcurrency, range: 1...64, help: "--on-finish commands running at once.")
+    static let hookTimeout = CommandOption<Duration>.seconds(
+        "hook-timeout", default: OnFinishHooks.defaultTimeout, help: "How long an --on-finish command may run before its process group is killed.")
+
     static let options: [CommandSpec.Option] =
         KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, http.spec, cacert.spec, events.spec]
-        + TrustOptions.specs
+        + [onFinish.spec, hookConcurrency.spec, hookTimeout.spec] + TrustOptions.specs
+
+    /// `--on-finish`, `--hook-concurrency` and `--hook-timeout`, or nil without a command.
+    static func hook(_ arguments: ParsedArguments) throws(UsageError) -> (command: String, concurrency: Int, timeout: Duration)? {
+        guard let command = try arguments[onFinish] else { return nil }
+        return (command, try arguments[hookConcurrency], try arguments[hookTimeout])
+    }
 
     /// Ends an event stream, saying on stderr when events were lost.
     static func finish(_ stream: EventStream?) {

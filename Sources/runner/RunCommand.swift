@@ -23,17 +23,7 @@ enum RunCommand {
         "metrics", "FILE", help: "At the end, write Prometheus metrics to FILE (for node_exporter's textfile collector).")
     static let noSync = CommandOption<Bool>.flag("no-sync", help: "Do not make what the run wrote durable before it exits (for scratch runs).")
 
-    static let onFinish = CommandOption<String?>.text(
-        "on-finish", "COMMAND",
-        help: "Run COMMAND with /bin/sh -c for each finished job once its record is durable: the record on stdin, RUNNER_KEY, RUNNER_KIND, RUNNER_STATUS, RUNNER_URL and RUNNER_OUTPUT in the environment.")
-    static let hookConcurrency = CommandOption<Int>.int(
-        "hook-concurrency", default: OnFinishHooks.defaultConcurrency, range: 1...64, help: "--on-finish commands running at once.")
-    static let hookTimeout = CommandOption<Duration>.seconds(
-        "hook-timeout", default: OnFinishHooks.defaultTimeout, help: "How long an --on-finish command may run before its process group is killed.")
-
-    private static let ownOptions: [CommandSpec.Option] = [
-        shard.spec, resume.spec, wait.spec, json.spec, metrics.spec, noSync.spec, onFinish.spec, hookConcurrency.spec, hookTimeout.spec,
-    ]
+    private static let ownOptions: [CommandSpec.Option] = [shard.spec, resume.spec, wait.spec, json.spec, metrics.spec, noSync.spec]
 
     static let spec: CommandSpec = CommandSpec(
         name: "run",
@@ -86,9 +76,7 @@ enum RunCommand {
             json = try arguments[RunCommand.json]
             metrics = try arguments[RunCommand.metrics]
             events = try arguments[EngineCommandOptions.events]
-            if let command = try arguments[RunCommand.onFinish] {
-                hook = (command, try arguments[RunCommand.hookConcurrency], try arguments[RunCommand.hookTimeout])
-            }
+            hook = try EngineCommandOptions.hook(arguments)
             sync = !(try arguments[noSync])
             kindFolders = try arguments[KindOptions.kinds]
             config = try arguments[KindOptions.config]

@@ -101,7 +101,7 @@ enum SpoolCommands {
                 guard feed.rescanInterval >= .milliseconds(10) else { throw UsageError("--rescan must be at least 0.01 seconds") }
                 options = WatchOptions(
                     feed: feed, metrics: try arguments[watchMetrics], json: try arguments[watchJSON],
-                    events: try arguments[EngineCommandOptions.events])
+                    events: try arguments[EngineCommandOptions.events], hook: try EngineCommandOptions.hook(arguments))
             } catch {
                 return Runner.usageError(error, spec: watch)
             }
@@ -118,6 +118,7 @@ enum SpoolCommands {
         var metrics: String?
         var json = false
         var events: String?
+        var hook: (command: String, concurrency: Int, timeout: Duration)?
     }
 
     static func runWatch(_ options: WatchOptions) async -> Int32 {
@@ -139,11 +140,19 @@ enum SpoolCommands {
         configuration.heartbeatInterval = service.heartbeatInterval
         let events = options.events.map { EventStream(path: $0) }
         defer { EngineCommandOptions.finish(events) }
+        // Hooks: a file moves on only once the hooks of its jobs ended.
+        let hooks = options.hook.map { hook in
+            OnFinishHooks(
+                command: hook.command, store: configuration.engine.store!, concurrency: hook.concurrency, timeout: hook.timeout,
+                sync: configuration.durable, report: { Console.err($0) })
+        }
+        if let hooks { configuration.beforeMove = { await hooks.settle() } }
         let feed: SpoolFeed
         do {
             feed = try SpoolFeed(
                 configuration: configuration,
-                observer: ObserverFanout([WatchReporter(json: json), service.metrics] + (events.map { [$0] } ?? [])),
+                observer: ObserverFanout(
+                    [WatchReporter(json: json), service.metrics] + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])),
                 onEvent: { event in
                     service.handle(event)
                     log(event, spool: spool, out: out)
@@ -167,6 +176,8 @@ enum SpoolCommands {
             return 1
         }
         metricsTask?.cancel()
+        // Hooks of jobs that ended as the watcher stopped (their files went back to inbox/).
+        await hooks?.finish()
         service.stopped(counts: feed.counts)
         Console.err("runner: stopped")
         return 0

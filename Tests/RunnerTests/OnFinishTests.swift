@@ -73,4 +73,49 @@ struct OnFinishTests {
         }
         #expect(most == 2, "at most --hook-concurrency at once, and that many used: \(most)")
     }
+
+    @Test func aWatchersFileMovesOnOnlyAfterItsHooksEnded() async throws {
+        let s = try SpoolWorld()
+        // The hook notes that it began, takes a while, then notes that it ended.
+        let hook = #"echo "$RUNNER_KEY" >> began.log; sleep 0.5; echo "$RUNNER_KEY" >> ended.log"#
+        let watcher = try s.startWatcher(["--on-finish", hook])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        try s.drop("a.jsonl", s.imageJob("image:a"))
+        let ended = "\(s.w.root)/ended.log"
+        var sawDoneBeforeHookEnded = false
+        let done = await s.wait(upTo: .seconds(20)) {
+            let inDone = s.names(s.spool.done).contains("a.jsonl")
+            if inDone && !FileManager.default.fileExists(atPath: ended) { sawDoneBeforeHookEnded = true }
+            return inDone
+        }
+        #expect(done, "\(s.log())")
+        #expect(!sawDoneBeforeHookEnded, "the file reached done/ while its hook ran")
+        #expect((try? String(contentsOfFile: ended, encoding: .utf8)) == "image:a\n")
+        kill(watcher.processIdentifier, SIGTERM)
+        #expect(await s.exit(of: watcher, upTo: .seconds(20)) == 0)
+    }
+
+    @Test func aHookAWatcherKilledBeforeItRanRunsAfterRestart() async throws {
+        let s = try SpoolWorld()
+        // The first watcher's hook never ends (it notes its pid); the watcher is killed meanwhile.
+        let stuck = try s.startWatcher(["--on-finish", #"echo $$ > stuck.pid; exec sleep 300"#], name: "first")
+        try s.drop("a.jsonl", s.imageJob("image:a"))
+        let pidFile = "\(s.w.root)/stuck.pid"
+        #expect(await s.wait(upTo: .seconds(20)) { FileManager.default.fileExists(atPath: pidFile) }, "\(s.log("first"))")
+        kill(stuck.processIdentifier, SIGKILL)
+        _ = await s.exit(of: stuck, upTo: .seconds(5))
+        if let text = try? String(contentsOfFile: pidFile, encoding: .utf8), let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            kill(pid, SIGKILL)  // the orphaned hook of the killed watcher
+        }
+        #expect(!s.names(s.spool.done).contains("a.jsonl"), "not done while its hook had not ended")
+
+        let second = try s.startWatcher(["--on-finish", #"echo "$RUNNER_KEY $RUNNER_STATUS" >> ran.log"#], name: "second")
+        defer { if second.isRunning { second.terminate() } }
+        #expect(await s.wait(upTo: .seconds(20)) { s.names(s.spool.done).contains("a.jsonl") }, "\(s.log("second"))")
+        let ran = (try? String(contentsOfFile: "\(s.w.root)/ran.log", encoding: .utf8)) ?? ""
+        #expect(ran.hasPrefix("image:a "), "the hook ran after the restart: \(ran)")
+        kill(second.processIdentifier, SIGTERM)
+        #expect(await s.exit(of: second, upTo: .seconds(20)) == 0)
+    }
 }
+

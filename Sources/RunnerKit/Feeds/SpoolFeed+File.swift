@@ -158,6 +158,7 @@ extension SpoolFeed {
             unlink(file.resultsPath)
             return await finish(file, outcome: .returned, counts: tally.counts, reason: nil, results: nil)
         }
+        await configuration.beforeMove?()
         let jobCount = tally.taken
         if let first = tally.feed?.changes.first {
             let reason = "\(name) changed while it was being read, after it had been validated (\(first)); "

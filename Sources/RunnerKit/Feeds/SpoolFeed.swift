@@ -51,6 +51,10 @@ public final class SpoolFeed: JobFeed {
         /// Watches inbox/ and cancel/ with inotify; off (or where inotify cannot be used), they
         /// are read every `rescanInterval`, at most 250 ms apart.
         public var inotify = true
+        /// Awaited once a file's jobs ended and its records are durable, before it moves to
+        /// done/ or failed/ (`--on-finish`: the hooks of every job finished so far), so a crash
+        /// before then runs the file, and its hooks, again.
+        public var beforeMove: (@Sendable () async -> Void)?
 
         public init(spool: Spool, engine: JobEngine.Configuration) {
             self.spool = spool
