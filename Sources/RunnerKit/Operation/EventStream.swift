@@ -66,7 +66,8 @@ public final class EventStream: RunObserver, @unchecked Sendable {  // state beh
         condition.lock()
         if queue.count < capacity && !closing {
             queue.append(line)
-            condition.signal()
+            // The writer waits only on an empty queue: wake it for the first line, not each.
+            if queue.count == 1 { condition.signal() }
         } else {
             dropped += 1
         }
