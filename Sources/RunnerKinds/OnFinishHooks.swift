@@ -22,6 +22,8 @@ public final class OnFinishHooks: RunObserver, Sendable {
     private let store: OutputStore
     private let sync: Bool
     private let report: @Sendable (String) -> Void
+    /// Hears of each hook that failed (the event stream, the metrics).
+    private let observer: any RunObserver
     private let directory = FileManager.default.currentDirectoryPath
 
     private struct State {
@@ -38,8 +40,9 @@ public final class OnFinishHooks: RunObserver, Sendable {
 
     public init(
         command: String, store: OutputStore, concurrency: Int = defaultConcurrency, timeout: Duration = defaultTimeout,
-        sync: Bool = true, report: @escaping @Sendable (String) -> Void
+        sync: Bool = true, observer: any RunObserver = SilentObserver(), report: @escaping @Sendable (String) -> Void
     ) {
+        self.observer = observer
         self.command = command
         self.store = store
         self.timeout = timeout
@@ -86,7 +89,7 @@ public final class OnFinishHooks: RunObserver, Sendable {
         }
         defer { slots.release() }
         if sync, let problem = await makeDurable(upTo: generation) {
-            fail("the --on-finish hook for \(result.key) did not run: \(problem)")
+            fail(result, "the --on-finish hook for \(result.key) did not run: \(problem)")
             return
         }
         let environment = [
@@ -97,7 +100,7 @@ public final class OnFinishHooks: RunObserver, Sendable {
         do {
             process = try KindProcess(command: ["/bin/sh", "-c", command], directory: directory, environment: environment)
         } catch {
-            fail("the --on-finish hook for \(result.key) could not start: \(error.description)")
+            fail(result, "the --on-finish hook for \(result.key) could not start: \(error.description)")
             return
         }
         let line = Array(result.jsonLine.utf8) + [0x0A]
@@ -117,22 +120,23 @@ public final class OnFinishHooks: RunObserver, Sendable {
             return first
         }
         guard let outcome else {
-            fail("the --on-finish hook for \(key) did not end within \(String(format: "%g", timeout.inSeconds)) s; its process group was killed")
+            fail(result, "the --on-finish hook for \(key) did not end within \(String(format: "%g", timeout.inSeconds)) s; its process group was killed")
             return
         }
         switch outcome.ending {
         case .exited(0):
             break
         case .exited(let code):
-            fail("the --on-finish hook for \(key) exited \(code)" + (outcome.lastErrorLine.map { ": \($0)" } ?? ""))
+            fail(result, "the --on-finish hook for \(key) exited \(code)" + (outcome.lastErrorLine.map { ": \($0)" } ?? ""))
         case .signalled(let signal):
-            fail("the --on-finish hook for \(key) was killed by signal \(signal)")
+            fail(result, "the --on-finish hook for \(key) was killed by signal \(signal)")
         }
     }
 
-    private func fail(_ message: String) {
+    private func fail(_ result: JobResult, _ message: String) {
         state.withLock { $0.failed += 1 }
         report("runner: \(message)")
+        observer.hookFailed(result, reason: message)
     }
 
     /// One syncfs covering every record finished so far, unless one already covered `generation`.

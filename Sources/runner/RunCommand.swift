@@ -142,7 +142,7 @@ enum RunCommand {
         let hooks = options.hook.map { hook in
             OnFinishHooks(
                 command: hook.command, store: store, concurrency: hook.concurrency, timeout: hook.timeout, sync: options.sync,
-                report: { Console.err($0) })
+                observer: ObserverFanout((metrics.map { [$0] } ?? []) + (events.map { [$0] } ?? [])), report: { Console.err($0) })
         }
         let observers: [any RunObserver] =
             [reporter] + (metrics.map { [$0] } ?? []) + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])

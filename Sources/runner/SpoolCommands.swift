@@ -144,7 +144,8 @@ enum SpoolCommands {
         let hooks = options.hook.map { hook in
             OnFinishHooks(
                 command: hook.command, store: configuration.engine.store!, concurrency: hook.concurrency, timeout: hook.timeout,
-                sync: configuration.durable, report: { Console.err($0) })
+                sync: configuration.durable, observer: ObserverFanout([service.metrics] + (events.map { [$0] } ?? [])),
+                report: { Console.err($0) })
         }
         if let hooks { configuration.beforeMove = { await hooks.settle() } }
         let feed: SpoolFeed

@@ -118,7 +118,9 @@ started = ms(r["startedAt"])
 
 notices = [line for line in err_lines if line.split(" ", 1)[1] == f"runner: {r['key']}: no network connection"]
 notice_ms = round(int(notices[0].split(" ", 1)[0]) - started) if notices else None
-others = [line for line in err_lines if line not in notices]
+# With --json, the run's closing counts go to stderr too ("runner: 1 job: 1 succeeded. …").
+summaries = [line for line in err_lines if line.split(" ", 1)[1].startswith("runner: 1 job: ")]
+others = [line for line in err_lines if line not in notices and line not in summaries]
 if others:
     problems.append("unexpected stderr: " + " | ".join(others))
 if len(notices) > 1:

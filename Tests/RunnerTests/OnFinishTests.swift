@@ -36,7 +36,9 @@ struct OnFinishTests {
             """)
         let hook = #"if [ "$RUNNER_KEY" = fails ]; then echo "no thumbnail" >&2; exit 3; fi; sleep 300 & echo $! > hang.pid; wait"#
         let started = ContinuousClock.now
-        let result = try await w.run(["run", "jobs.jsonl", "--on-finish", hook, "--hook-timeout", "1"])
+        let result = try await w.run([
+            "run", "jobs.jsonl", "--on-finish", hook, "--hook-timeout", "1", "--events", "events.jsonl", "--metrics", "metrics.prom",
+        ])
         #expect(started.duration(to: .now) < .seconds(20))
         #expect(result.status == 0, "the jobs succeeded: \(result.stderr)")
         #expect(try w.status("fails") == "succeeded" && w.status("hangs") == "succeeded")
@@ -44,6 +46,13 @@ struct OnFinishTests {
         #expect(result.stderr.contains("runner: the --on-finish hook for fails exited 3: no thumbnail"), "\(result.stderr)")
         #expect(result.stderr.contains("runner: the --on-finish hook for hangs did not end within 1 s; its process group was killed"))
         #expect(result.stderr.contains("runner: 2 --on-finish hooks failed"))
+        // Also in the event stream and the metrics.
+        let events = try String(contentsOfFile: "\(w.root)/events.jsonl", encoding: .utf8).split(separator: "\n")
+            .map { try JSONParser.parse(String($0)) }.filter { $0["event"]?.stringValue == "hook" }
+        #expect(Set(events.compactMap { $0["key"]?.stringValue }) == ["fails", "hangs"])
+        #expect(events.allSatisfy { $0["error"]?.stringValue?.hasPrefix("the --on-finish hook for ") == true })
+        let metrics = try String(contentsOfFile: "\(w.root)/metrics.prom", encoding: .utf8)
+        #expect(metrics.contains("\nrunner_hook_failures_total 2\n"), "\(metrics)")
         let pid = try #require(pid_t(try String(contentsOfFile: "\(w.root)/hang.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
         var alive = ExecutableKindTests.alive(pid)
         for _ in 0..<100 where alive {

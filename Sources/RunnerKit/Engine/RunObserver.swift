@@ -14,6 +14,8 @@ public protocol RunObserver: Sendable {
     func jobFinished(_ result: JobResult)
     /// A problem outside any one job's status, e.g. a record that could not be written.
     func problem(_ message: String)
+    /// A job's `--on-finish` hook failed or timed out (the job's status stands).
+    func hookFailed(_ result: JobResult, reason: String)
 }
 
 /// What a job waits for.
@@ -34,6 +36,7 @@ extension RunObserver {
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {}
     public func jobFinished(_ result: JobResult) {}
     public func problem(_ message: String) {}
+    public func hookFailed(_ result: JobResult, reason: String) {}
 }
 
 /// An observer that hears nothing.

@@ -4,7 +4,8 @@ import Glibc
 /// `--events FILE`: what the engine does, one JSON object a line, as it happens. Every event has
 /// `time`, `event`, `key` and `kind`: `queued` (the engine took the job), `started` (its first
 /// attempt begins), `waiting` (`for`: `network`, `host` or `pace`), `attempt` (one failed: its
-/// number, `error` and `delayMs` before the next) and `finished` (the whole record under `record`).
+/// number, `error` and `delayMs` before the next), `finished` (the whole record under `record`)
+/// and `hook` (its `--on-finish` hook failed: `error`).
 ///
 /// Lines are written and flushed by a thread of the stream's own, so a slow reader never slows a
 /// job: events wait in a buffer of `capacity` lines, and past it they are dropped and counted,
@@ -55,6 +56,10 @@ public final class EventStream: RunObserver, @unchecked Sendable {  // state beh
 
     public func jobFinished(_ result: JobResult) {
         emit("finished", result.key, result.kind, [("status", .string(result.status.rawValue)), ("record", result.json)])
+    }
+
+    public func hookFailed(_ result: JobResult, reason: String) {
+        emit("hook", result.key, result.kind, [("error", .string(reason))])
     }
 
     private func emit(_ event: String, _ key: String, _ kind: String, _ fields: [(key: String, value: JSONValue)] = []) {

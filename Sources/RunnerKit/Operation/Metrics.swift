@@ -12,6 +12,7 @@ import Synchronization
 /// runner_job_duration_seconds{kind}             histogram of their durations
 /// runner_payload_bytes_total{kind}              bytes of payloads written
 /// runner_retries_total{kind}                    attempts after the first
+/// runner_hook_failures_total                    --on-finish hooks that failed or timed out
 /// runner_queued_files, runner_active_files,     (watch) the spool now
 /// runner_running_jobs, runner_spool_files_total{outcome}
 /// runner_last_run_end_timestamp_seconds,        (run) when the last run ended, and whether
@@ -34,6 +35,7 @@ public final class Metrics: RunObserver {
         var kinds: [String: PerKind] = [:]
         var spool: SpoolFeed.Counts?
         var lastRun: (end: Date, success: Bool)?
+        var hookFailures = 0
     }
 
     private let state = Mutex(State())
@@ -52,6 +54,10 @@ public final class Metrics: RunObserver {
             kind.retries += max(0, result.attempts - 1)
             state.kinds[result.kind] = kind
         }
+    }
+
+    public func hookFailed(_ result: JobResult, reason: String) {
+        state.withLock { $0.hookFailures += 1 }
     }
 
     /// The spool as the watcher last reported it.
@@ -97,6 +103,11 @@ public final class Metrics: RunObserver {
         family("runner_retries_total", "counter", "Attempts made after a job's first, by kind.", kinds.map { kind in
             "runner_retries_total{kind=\(Self.quoted(kind))} \(state.kinds[kind]!.retries)"
         })
+        if state.hookFailures > 0 {
+            family(
+                "runner_hook_failures_total", "counter", "--on-finish hooks that failed or timed out (the jobs' statuses stand).",
+                ["runner_hook_failures_total \(state.hookFailures)"])
+        }
         if let spool = state.spool {
             family("runner_queued_files", "gauge", "Job files waiting in the spool's inbox, those still being written included.", ["runner_queued_files \(spool.queued)"])
             family("runner_active_files", "gauge", "Job files claimed by this watcher and not through.", ["runner_active_files \(spool.active)"])

@@ -14,4 +14,7 @@ public struct ObserverFanout: RunObserver {
     }
     public func jobFinished(_ result: JobResult) { for observer in observers { observer.jobFinished(result) } }
     public func problem(_ message: String) { for observer in observers { observer.problem(message) } }
+    public func hookFailed(_ result: JobResult, reason: String) {
+        for observer in observers { observer.hookFailed(result, reason: reason) }
+    }
 }
