@@ -70,14 +70,14 @@ final class RunReporter: RunObserver {
     }
 
     /// "  40 of 100 jobs done (+12 children), 1 not ok, 20 jobs/s, about 3 s left". While jobs
-    /// wait to retry, no time is promised: the rate so far says nothing of their backoff.
+    /// are retrying, no time is promised: the rate so far says nothing of their backoff.
     static func progressLine(done: Int, of total: Int, children: Int, failed: Int, retrying: Int, elapsed: Duration) -> String {
         let rate = Double(done) / max(seconds(elapsed), 0.001)
         var line = "  \(done) of \(total) jobs done"
         if children > 0 { line += " (+\(children) children)" }
         line += ", \(failed) not ok, \(String(format: "%.0f", rate)) jobs/s"
         if retrying > 0 {
-            line += ", \(retrying) waiting to retry"
+            line += ", \(retrying) retrying"
         } else if rate > 0, total > done {
             line += ", about \(clock(Double(total - done) / rate)) left"
         }

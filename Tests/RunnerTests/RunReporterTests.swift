@@ -10,7 +10,7 @@ struct RunReporterTests {
         let calm = RunReporter.progressLine(done: 40, of: 100, children: 0, failed: 0, retrying: 0, elapsed: .seconds(2))
         #expect(calm == "  40 of 100 jobs done, 0 not ok, 20 jobs/s, about 3 s left")
         let retrying = RunReporter.progressLine(done: 99, of: 100, children: 3, failed: 0, retrying: 1, elapsed: .seconds(1))
-        #expect(retrying == "  99 of 100 jobs done (+3 children), 0 not ok, 99 jobs/s, 1 waiting to retry")
+        #expect(retrying == "  99 of 100 jobs done (+3 children), 0 not ok, 99 jobs/s, 1 retrying")
     }
 
     static func result(_ key: String, ms: Int, waited: Int = 0, attempts: Int = 1) -> JobResult {
