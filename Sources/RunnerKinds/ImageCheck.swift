@@ -169,6 +169,18 @@ public struct ImageCheck: Sendable, Equatable {
         return true
     }
 
+    /// Checks a fetched response's body as a job's failure: what was served (its size and
+    /// Content-Type) is named when the bytes are no image.
+    public func check(_ response: JobContext.Response) throws(JobFailure) -> ImageHeader {
+        let payload = response.payload
+        do {
+            return try check(payload)
+        } catch {
+            let served = error.unreadable ? " (\(payload.count) bytes, Content-Type \(response.head.headers["content-type"] ?? "none"))" : ""
+            throw JobFailure.failed(error.description + served, httpStatus: response.head.status)
+        }
+    }
+
     /// Checks a fetched payload, reading it back from disk only when the format asks for more than
     /// its first bytes.
     public func check(_ payload: Payload) throws(Failure) -> ImageHeader {

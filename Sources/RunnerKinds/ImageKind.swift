@@ -25,14 +25,7 @@ public struct ImageKind: JobKind {
         guard case .fetched(let response) = fetched else {
             return KindOutcome(.notModified, folder: "images", fileExtension: "img")
         }
-        let payload = response.payload
-        let header: ImageHeader
-        do {
-            header = try check.check(payload)
-        } catch {
-            let served = error.unreadable ? " (\(payload.count) bytes, Content-Type \(response.head.headers["content-type"] ?? "none"))" : ""
-            throw JobFailure.failed(error.description + served, httpStatus: response.head.status)
-        }
+        let header = try check.check(response)
         return KindOutcome(.body(response), folder: "images", fileExtension: header.format.fileExtension, details: ImageCheck.details(header))
     }
 }

@@ -186,4 +186,62 @@ struct FileKindTests {
         #expect(try w.status("raw:bytes") == "succeeded")
         #expect(try w.record("raw:bytes")["bytes"] == .number(1000))
     }
+
+    /// Bits packed least significant first, as JPEG XL writes them.
+    static func bits(_ fields: [(value: Int, count: Int)]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var position = 0
+        for (value, count) in fields {
+            for bit in 0..<count {
+                if position % 8 == 0 { bytes.append(0) }
+                bytes[bytes.count - 1] |= UInt8((value >> bit) & 1) << UInt8(position % 8)
+                position += 1
+            }
+        }
+        return bytes
+    }
+
+    /// An image payload is checked as the image kind checks it: a JPEG XL codestream whose end
+    /// lies past the first 512 KiB is read back whole, not taken for cut short.
+    @Test func anImagePayloadLargerThanItsFirstBytesIsJudgedWhole() async throws {
+        let w = try Workspace()
+        try FileManager.default.createDirectory(atPath: "\(w.root)/k", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: "\(w.root)/www", withIntermediateDirectories: true)
+        w.write("k/pic.json", #"{"kind": "pic", "payload": {"image": ["jxl"]}, "extension": "jxl"}"#)
+        // 64x64, metadata all default; one frame, all default, whose TOC lists one section of
+        // 600 000 bytes (selector 2: 17 408 + 22 bits).
+        let size = 600_000
+        let head = [0xFF, 0x0A] + Self.bits([(1, 1), (7, 5), (1, 3), (1, 1), (1, 1), (0, 5)])
+            + Self.bits([(1, 1), (0, 1), (0, 6), (2, 2), (size - 17_408, 22)])
+        let whole = head + [UInt8](repeating: 0, count: size)
+        try Data(whole).write(to: URL(fileURLWithPath: "\(w.root)/www/big.jxl"))
+        try Data(whole.dropLast()).write(to: URL(fileURLWithPath: "\(w.root)/www/cut.jxl"))
+        let port = Int.random(in: 20_000...29_999)
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = ["python3", "-m", "http.server", "--bind", "127.0.0.1", String(port)]
+        server.currentDirectoryURL = URL(fileURLWithPath: "\(w.root)/www")
+        server.standardOutput = FileHandle.nullDevice
+        server.standardError = FileHandle.nullDevice
+        try server.run()
+        defer { server.terminate() }
+        let base = "http://127.0.0.1:\(port)"
+        var up = false
+        for _ in 0..<100 where !up {
+            up = (try? String(contentsOf: URL(string: "\(base)/")!, encoding: .utf8)) != nil
+            if !up { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(up, "python3's http.server did not answer")
+        w.write("jobs.jsonl", """
+            {"kind": "pic", "key": "big", "url": "\(base)/big.jxl"}
+            {"kind": "pic", "key": "cut", "url": "\(base)/cut.jxl"}
+            """)
+        let result = try await w.run(["run", "jobs.jsonl", "--kinds", "k"])
+        #expect(result.status == 1)
+        let big = try w.record("big")
+        #expect(big["status"]?.stringValue == "succeeded", "\(big)")
+        #expect(big["bytes"]?.intValue == whole.count)
+        #expect(try w.record("cut")["error"]?.stringValue == "the JPEG XL image is truncated: only \(whole.count - 1) bytes arrived")
+    }
 }
+

@@ -76,20 +76,9 @@ struct DeclarativeKind: JobParameters {
             }
             return nil
         case .image(let formats):
-            let header: ImageHeader
-            do {
-                header = try ImageHeader.parse(payload.prefix)
-            } catch {
-                throw JobFailure.failed("\(error.description) (\(payload.count) bytes, Content-Type \(response.head.headers["content-type"] ?? "none"))", httpStatus: status)
-            }
-            guard formats.contains(header.format) else {
-                throw JobFailure.failed(
-                    "expected an image in \(formats.map(\.rawValue).joined(separator: ", ")), but a \(header.format.rawValue.uppercased()) image arrived",
-                    httpStatus: status)
-            }
-            guard ImageHeader.isComplete(header.format, prefix: payload.prefix, suffix: payload.suffix, totalLength: payload.count) else {
-                throw JobFailure.failed("the \(header.format.rawValue.uppercased()) image is truncated: only \(payload.count) bytes arrived", httpStatus: status)
-            }
+            // Checked as the image kind checks (its maxPixels included): from the first bytes,
+            // reading the rest back only when the format keeps what it needs past them.
+            _ = try ImageCheck(formats: formats).check(response)
             return nil
         case .json(let shape, let require):
             let expected = shape == "any" ? "a JSON document" : "a JSON \(shape)"
