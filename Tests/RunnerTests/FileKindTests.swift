@@ -216,7 +216,8 @@ struct FileKindTests {
         let whole = head + [UInt8](repeating: 0, count: size)
         try Data(whole).write(to: URL(fileURLWithPath: "\(w.root)/www/big.jxl"))
         try Data(whole.dropLast()).write(to: URL(fileURLWithPath: "\(w.root)/www/cut.jxl"))
-        let port = Int.random(in: 20_000...29_999)
+        // A port the kernel chose and nobody holds now (python's server binds it right after).
+        let port = try LoopbackPort().port
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         server.arguments = ["python3", "-m", "http.server", "--bind", "127.0.0.1", String(port)]
