@@ -237,8 +237,13 @@ struct EnginePacingTests {
             + (1...3).map { job("http://b.test/\($0)", key: "b\($0)", timeout: .seconds(60)) }
         let run = Task { await engine.run(jobs) }
         await http.waitForRequests(2)
-        // Tokens come at 0.5, 1, 1.5 (a.test) and 1, 2 s (b.test): four instants to move to.
-        for _ in 0..<4 {
+        // Tokens come at 0.5, 1, 1.5 (a.test) and 1, 2 s (b.test): four instants to move to. A
+        // job's sleep for its token begins only once the job before it took its own, so before
+        // each step the token sleeps known to come are waited for (2, 2, 2, then 1): the earliest
+        // sleep pending is then the next instant.
+        for expected in [2, 2, 2, 1] {
+            let pending = await waitUntil { clock.pendingSleeps.filter { $0 <= .seconds(5) }.count >= expected }
+            #expect(pending, "\(expected) token sleeps (pending: \(clock.pendingSleeps))")
             let next = try #require(await clock.nextSleep(within: .seconds(5)))
             clock.advance(by: next)
         }

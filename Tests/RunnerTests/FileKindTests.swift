@@ -187,20 +187,6 @@ struct FileKindTests {
         #expect(try w.record("raw:bytes")["bytes"] == .number(1000))
     }
 
-    /// Bits packed least significant first, as JPEG XL writes them.
-    static func bits(_ fields: [(value: Int, count: Int)]) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var position = 0
-        for (value, count) in fields {
-            for bit in 0..<count {
-                if position % 8 == 0 { bytes.append(0) }
-                bytes[bytes.count - 1] |= UInt8((value >> bit) & 1) << UInt8(position % 8)
-                position += 1
-            }
-        }
-        return bytes
-    }
-
     /// An image payload is checked as the image kind checks it: a JPEG XL codestream whose end
     /// lies past the first 512 KiB is read back whole, not taken for cut short.
     @Test func anImagePayloadLargerThanItsFirstBytesIsJudgedWhole() async throws {
@@ -208,11 +194,12 @@ struct FileKindTests {
         try FileManager.default.createDirectory(atPath: "\(w.root)/k", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: "\(w.root)/www", withIntermediateDirectories: true)
         w.write("k/pic.json", #"{"kind": "pic", "payload": {"image": ["jxl"]}, "extension": "jxl"}"#)
-        // 64x64, metadata all default; one frame, all default, whose TOC lists one section of
-        // 600 000 bytes (selector 2: 17 408 + 22 bits).
+        // A bare codestream, its fields packed least significant bit first: 64x64 (small, 8 x
+        // (7 + 1), ratio 1:1), metadata all default, default_m; from the next byte one frame, all
+        // default, its TOC not permuted and of one section of 600 000 bytes (selector 2: 17 408
+        // plus 22 bits).
         let size = 600_000
-        let head = [0xFF, 0x0A] + Self.bits([(1, 1), (7, 5), (1, 3), (1, 1), (1, 1), (0, 5)])
-            + Self.bits([(1, 1), (0, 1), (0, 6), (2, 2), (size - 17_408, 22)])
+        let head: [UInt8] = [0xFF, 0x0A, 0x4F, 0x06, 0x01, 0x02, 0x8F, 0x23]
         let whole = head + [UInt8](repeating: 0, count: size)
         try Data(whole).write(to: URL(fileURLWithPath: "\(w.root)/www/big.jxl"))
         try Data(whole.dropLast()).write(to: URL(fileURLWithPath: "\(w.root)/www/cut.jxl"))
