@@ -84,7 +84,7 @@ enum SpoolCommands {
 
     private static let watchOptions: [CommandSpec.Option] = [
         grace.spec, settle.spec, rescan.spec, groupOption.spec, watchMetrics.spec, watchJSON.spec,
-    ]
+    ] + LiveOptions.specs
 
     static let watch: CommandSpec = CommandSpec(
         name: "watch",
@@ -101,7 +101,8 @@ enum SpoolCommands {
                 guard feed.rescanInterval >= .milliseconds(10) else { throw UsageError("--rescan must be at least 0.01 seconds") }
                 options = WatchOptions(
                     feed: feed, metrics: try arguments[watchMetrics], json: try arguments[watchJSON],
-                    events: try arguments[EngineCommandOptions.events], hook: try EngineCommandOptions.hook(arguments))
+                    events: try arguments[EngineCommandOptions.events], hook: try EngineCommandOptions.hook(arguments),
+                    live: try LiveOptions.settings(arguments))
             } catch {
                 return Runner.usageError(error, spec: watch)
             }
@@ -119,6 +120,7 @@ enum SpoolCommands {
         var json = false
         var events: String?
         var hook: (command: String, concurrency: Int, timeout: Duration)?
+        var live: LiveOptions.Settings?
     }
 
     static func runWatch(_ options: WatchOptions) async -> Int32 {
@@ -148,12 +150,22 @@ enum SpoolCommands {
                 report: { Console.err($0) })
         }
         if let hooks { configuration.beforeMove = { await hooks.settle() } }
+        // The live page and API: the board follows the engine, the server's readers its events.
+        let engine = Locked<JobEngine?>(nil)
+        let live = options.live.map { settings in
+            let board = LiveBoard()
+            let site = LiveSite(
+                board: board, spool: spool, registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] })
+            let server = LiveServer(host: settings.host, port: settings.port, token: settings.token) { site.handle($0) }
+            return (server: server, observers: [board, EventLines(sink: server)] as [any RunObserver])
+        }
         let feed: SpoolFeed
         do {
             feed = try SpoolFeed(
                 configuration: configuration,
                 observer: ObserverFanout(
-                    [WatchReporter(json: json), service.metrics] + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])),
+                    [WatchReporter(json: json), service.metrics] + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])
+                        + (live?.observers ?? [])),
                 onEvent: { event in
                     service.handle(event)
                     log(event, spool: spool, out: out)
@@ -162,6 +174,17 @@ enum SpoolCommands {
             Console.error("\(error)")
             return 2
         }
+        engine.withLock { $0 = feed.engine }
+        if let live, let settings = options.live {
+            do {
+                try live.server.start()
+            } catch {
+                Console.error("--listen: \(error)")
+                return 2
+            }
+            Console.err("runner: live page and API at http://\(LiveServer.display(host: settings.host, port: live.server.port))/")
+        }
+        defer { live?.server.stop() }
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
             service.stopping()
             Console.err("runner: \(signalName(number)): no more files are taken; running jobs have \(grace) to end")

@@ -49,12 +49,14 @@ struct AttemptLoop: Sendable {
                 break
             }
             let context = makeContext()
+            let number = report.attempts
             let attempt = await policy.attempt(
                 host: host, timeout: job.timeout, noticeAfter: job.noticeAfter,
                 onNotice: { observer.jobNotice(job, message: "no network connection") },
                 onWaiting: { observer.jobWaiting(job, for: .network) }
             ) {
-                try await operation(context)
+                observer.jobAttempting(job, attempt: number)
+                return try await operation(context)
             }
             hostSlots.release()
             context.discardLeftovers()

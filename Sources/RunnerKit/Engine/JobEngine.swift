@@ -59,6 +59,29 @@ public final class JobEngine: Sendable {
     /// The pacer every job of this engine shares.
     public var pacer: HostPacer { admission.pacer }
 
+    /// What one host holds right now: slots in use of its cap, jobs waiting for one, its pace.
+    public struct HostActivity: Sendable {
+        public var host: String
+        public var inUse: Int
+        public var limit: Int
+        /// Jobs waiting for a slot, and for their turn at a paced host.
+        public var waiting: Int
+        /// Requests a second, nil when unpaced.
+        public var rate: Double?
+        /// What is left of a `Retry-After` pause (zero when none).
+        public var pausedFor: Duration
+    }
+
+    /// Every host jobs have taken a slot of, by name.
+    public var hostActivity: [HostActivity] {
+        let pacer = admission.pacer
+        return admission.hostLimiter.hostLimiters.map { host, limiter in
+            HostActivity(
+                host: host, inUse: limiter.limit - limiter.available, limit: limiter.limit,
+                waiting: limiter.waiting + pacer.waiting(host: host), rate: pacer.rate(forHost: host), pausedFor: pacer.pauseLeft(host: host))
+        }.sorted { $0.host < $1.host }
+    }
+
     // MARK: - Running
 
     /// Runs every job of `jobs`, pulling the next one only when the last has a task (so a

@@ -6,6 +6,8 @@ public protocol RunObserver: Sendable {
     func jobStarted(_ job: JobDescriptor)
     /// A job's attempt waits before its deadline starts (`host`, `pace`) or inside it (`network`).
     func jobWaiting(_ job: JobDescriptor, for reason: WaitReason)
+    /// An attempt's work begins (`attempt` from 1): its host slot and turn taken, the network there.
+    func jobAttempting(_ job: JobDescriptor, attempt: Int)
     /// Something the user should hear about a running job, e.g. "no network connection".
     func jobNotice(_ job: JobDescriptor, message: String)
     /// A job's attempt failed transiently; attempt number `attempt` comes after `delay`.
@@ -32,6 +34,7 @@ extension RunObserver {
     public func jobQueued(_ job: JobDescriptor) {}
     public func jobStarted(_ job: JobDescriptor) {}
     public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {}
+    public func jobAttempting(_ job: JobDescriptor, attempt: Int) {}
     public func jobNotice(_ job: JobDescriptor, message: String) {}
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {}
     public func jobFinished(_ result: JobResult) {}

@@ -11,7 +11,7 @@ import Glibc
 /// job: events wait in a buffer of `capacity` lines, and past it they are dropped and counted,
 /// and a `{"event": "dropped", "count": N}` line says so once the reader catches up. The file is
 /// opened on that thread too, since opening a FIFO waits for its reader.
-public final class EventStream: RunObserver, @unchecked Sendable {  // state behind `condition`
+public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable {  // state behind `condition`
     /// Lines held for a reader that is behind.
     public static let defaultCapacity = 10_000
 
@@ -36,38 +36,19 @@ public final class EventStream: RunObserver, @unchecked Sendable {  // state beh
 
     // MARK: - Events
 
-    public func jobQueued(_ job: JobDescriptor) {
-        var fields: [(key: String, value: JSONValue)] = [("url", JSONValue(job.recordURL))]
-        if let parent = job.parent { fields.append(("parent", .string(parent))) }
-        emit("queued", job.key, job.kindName, fields)
-    }
+    private var lines: EventLines { EventLines(sink: self) }
 
-    public func jobStarted(_ job: JobDescriptor) { emit("started", job.key, job.kindName) }
-
-    public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {
-        emit("waiting", job.key, job.kindName, [("for", .string(reason.rawValue))])
-    }
-
+    public func jobQueued(_ job: JobDescriptor) { lines.jobQueued(job) }
+    public func jobStarted(_ job: JobDescriptor) { lines.jobStarted(job) }
+    public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) { lines.jobWaiting(job, for: reason) }
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
-        emit("attempt", job.key, job.kindName, [
-            ("attempt", JSONValue(attempt - 1)), ("error", .string(reason)), ("delayMs", JSONValue(delay.inMilliseconds)),
-        ])
+        lines.jobRetrying(job, attempt: attempt, after: delay, reason: reason)
     }
+    public func jobFinished(_ result: JobResult) { lines.jobFinished(result) }
+    public func hookFailed(_ result: JobResult, reason: String) { lines.hookFailed(result, reason: reason) }
 
-    public func jobFinished(_ result: JobResult) {
-        emit("finished", result.key, result.kind, [("status", .string(result.status.rawValue)), ("record", result.json)])
-    }
-
-    public func hookFailed(_ result: JobResult, reason: String) {
-        emit("hook", result.key, result.kind, [("error", .string(reason))])
-    }
-
-    private func emit(_ event: String, _ key: String, _ kind: String, _ fields: [(key: String, value: JSONValue)] = []) {
-        var line: [UInt8] = []
-        let members: [(key: String, value: JSONValue)] =
-            [("time", .string(Timestamp.iso8601(Date()))), ("event", .string(event)), ("key", .string(key)), ("kind", .string(kind))] + fields
-        JSONWriter.write(.object(members), into: &line)
-        line.append(0x0A)
+    /// Queues one line for the writer thread, or counts it as dropped.
+    public func take(_ line: [UInt8]) {
         condition.lock()
         if queue.count < capacity && !closing {
             queue.append(line)
@@ -112,11 +93,7 @@ public final class EventStream: RunObserver, @unchecked Sendable {  // state beh
 
             var bytes = batch.flatMap { $0 }
             if lost > 0 {
-                let notice: JSONValue = .object([
-                    ("time", .string(Timestamp.iso8601(Date()))), ("event", .string("dropped")), ("count", JSONValue(lost)),
-                ])
-                JSONWriter.write(notice, into: &bytes)
-                bytes.append(0x0A)
+                bytes += EventLines.line("dropped", [("count", JSONValue(lost))])
             }
             if let problem = Self.writeAll(bytes, to: fd) {
                 condition.lock()
@@ -165,5 +142,65 @@ public final class EventStream: RunObserver, @unchecked Sendable {  // state beh
         }
         condition.unlock()
         return outcome
+    }
+}
+
+/// Where `EventLines` hands each event's line (a JSON object and a line feed).
+public protocol EventLineSink: Sendable {
+    /// Whether anybody takes lines now; when not, no line is made.
+    var wantsLines: Bool { get }
+    func take(_ line: [UInt8])
+}
+
+extension EventLineSink {
+    public var wantsLines: Bool { true }
+}
+
+/// The engine's events as the lines of `--events` (and of the live page's event stream): every
+/// event has `time`, `event`, `key` and `kind`.
+public struct EventLines: RunObserver {
+    public let sink: any EventLineSink
+
+    public init(sink: any EventLineSink) { self.sink = sink }
+
+    public func jobQueued(_ job: JobDescriptor) {
+        guard sink.wantsLines else { return }
+        var fields: [(key: String, value: JSONValue)] = [("url", JSONValue(job.recordURL))]
+        if let parent = job.parent { fields.append(("parent", .string(parent))) }
+        emit("queued", job.key, job.kindName, fields)
+    }
+
+    public func jobStarted(_ job: JobDescriptor) { emit("started", job.key, job.kindName) }
+
+    public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {
+        emit("waiting", job.key, job.kindName, [("for", .string(reason.rawValue))])
+    }
+
+    public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
+        emit("attempt", job.key, job.kindName, [
+            ("attempt", JSONValue(attempt - 1)), ("error", .string(reason)), ("delayMs", JSONValue(delay.inMilliseconds)),
+        ])
+    }
+
+    public func jobFinished(_ result: JobResult) {
+        guard sink.wantsLines else { return }
+        emit("finished", result.key, result.kind, [("status", .string(result.status.rawValue)), ("record", result.json)])
+    }
+
+    public func hookFailed(_ result: JobResult, reason: String) {
+        emit("hook", result.key, result.kind, [("error", .string(reason))])
+    }
+
+    private func emit(_ event: String, _ key: String, _ kind: String, _ fields: [(key: String, value: JSONValue)] = []) {
+        guard sink.wantsLines else { return }
+        sink.take(Self.line(event, [("key", .string(key)), ("kind", .string(kind))] + fields))
+    }
+
+    /// One event's line: `time`, `event`, then `fields`.
+    public static func line(_ event: String, _ fields: [(key: String, value: JSONValue)]) -> [UInt8] {
+        var line: [UInt8] = []
+        JSONWriter.write(.object([("time", .string(Timestamp.iso8601(Date()))), ("event", .string(event))] + fields), into: &line)
+        line.append(0x0A)
+        return line
     }
 }

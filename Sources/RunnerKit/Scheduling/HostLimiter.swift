@@ -61,6 +61,9 @@ public final class HostLimiter: Sendable {
     /// The hosts jobs have taken a slot of (lower-cased), in no order.
     public var hosts: [String] { limiters.withLock { Array($0.keys) } }
 
+    /// Every host's limiter (lower-cased names), in no order: slots in use and callers waiting now.
+    public var hostLimiters: [(host: String, limiter: SlotLimiter)] { limiters.withLock { $0.map { ($0.key, $0.value) } } }
+
     /// How much the cap held jobs back so far.
     public var waits: Waits {
         let hosts = limiters.withLock { $0 }

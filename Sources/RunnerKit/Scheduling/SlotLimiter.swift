@@ -121,6 +121,6 @@ public final class SlotLimiter: Sendable {
         }
     }
 
-    /// Callers waiting in line right now (for tests that must know a caller joined the line).
-    var waiting: Int { state.withLock { $0.waiters.count - $0.head } }
+    /// Callers waiting in line right now.
+    public var waiting: Int { state.withLock { $0.waiters.count - $0.head } }
 }

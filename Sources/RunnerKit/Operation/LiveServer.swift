@@ -1,0 +1,597 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// A small HTTP/1.1 server for a watcher's live page and API, on one thread of its own that polls
+/// every socket, so no client (a slow one, a hostile one, ten thousand idle ones) can hold a
+/// thread or grow memory past its limits, and jobs never wait for it.
+///
+/// Each request is answered by `handler` and the connection closed after the answer, except an
+/// event stream (`Reply.events`), which stays open and gets every line given to `take(_:)` as a
+/// server-sent event. Limits (`Limits`): connections (past them the oldest one still sending its
+/// request is closed for the newcomer), request head size and header count, body size (bodies are
+/// read only with a Content-Length), a budget for all bodies being read at once, a time for the
+/// whole request to arrive and for an answer to be taken, and a buffer per event-stream reader
+/// (a reader that falls behind it is disconnected).
+///
+/// With a token, every request must carry `Authorization: Bearer TOKEN` (401 otherwise). Without
+/// one only GET and HEAD are served (anything else: 401), and only to requests whose Host is a
+/// loopback name, so a web page the browser visits cannot read or change anything through it.
+public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable state: the server thread's, or behind `inbox`
+    public struct Limits: Sendable {
+        public var connections = 256
+        public var eventReaders = 32
+        public var headBytes = 16 * 1024
+        public var headers = 64
+        public var bodyBytes = 1 << 20
+        /// All bodies being read at once; past it a request is answered 503.
+        public var bodyBudget = 16 << 20
+        /// From accept to the whole request (head and body).
+        public var requestTime: Duration = .seconds(10)
+        /// For an answer (or an event) to be taken by the client.
+        public var writeTime: Duration = .seconds(30)
+        /// Bytes an event-stream reader may be behind.
+        public var readerBuffer = 512 * 1024
+        /// Event lines waiting for the server thread.
+        public var pendingLines = 10_000
+        /// A comment line to every event-stream reader, so proxies and readers see it is alive.
+        public var keepAlive: Duration = .seconds(15)
+
+        public init() {}
+    }
+
+    public struct Request: Sendable {
+        public var method: String
+        /// The target's path, percent-decoded.
+        public var path: String
+        public var query: String
+        /// Names lower-cased, in order.
+        public var headers: [(name: String, value: String)]
+        public var body: [UInt8]
+
+        public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+    }
+
+    public struct Response: Sendable {
+        public var status: Int
+        public var contentType: String
+        public var body: [UInt8]
+        public var headers: [(name: String, value: String)]
+
+        public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8], headers: [(name: String, value: String)] = []) {
+            self.status = status
+            self.contentType = contentType
+            self.body = body
+            self.headers = headers
+        }
+
+        public static func text(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> Response {
+            Response(status: status, body: Array((text + "\n").utf8), headers: headers)
+        }
+
+        public static func json(_ status: Int, _ value: JSONValue) -> Response {
+            var body: [UInt8] = []
+            JSONWriter.write(value, into: &body)
+            body.append(0x0A)
+            return Response(status: status, contentType: "application/json", body: body)
+        }
+    }
+
+    public enum Reply: Sendable {
+        case response(Response)
+        /// Server-sent events from now on; `first` is sent before them (e.g. a `retry:` line).
+        case events(first: String)
+    }
+
+    public let limits: Limits
+    private let token: [UInt8]?
+    private let handler: @Sendable (Request) -> Reply
+    private let host: String
+    private let requestedPort: UInt16
+
+    private struct Inbox {
+        var lines: [[UInt8]] = []
+        var dropped = 0
+        var stopping = false
+    }
+    private let inbox = Mutex(Inbox())
+    private let readers = Atomic<Int>(0)
+    private var wakeRead: Int32 = -1
+    private var wakeWrite: Int32 = -1
+    private var listener: Int32 = -1
+    private let done = DispatchSemaphore(value: 0)
+    public private(set) var port: UInt16 = 0
+
+    /// A server for `host` (an address) and `port` (0: the kernel picks one; see `port`).
+    public init(host: String, port: UInt16, token: String?, limits: Limits = Limits(), handler: @escaping @Sendable (Request) -> Reply) {
+        self.host = host
+        self.requestedPort = port
+        self.token = token.map { Array($0.utf8) }
+        self.limits = limits
+        self.handler = handler
+    }
+
+    // MARK: - Starting and stopping
+
+    public struct StartError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Binds and listens, then serves on a thread of its own until `stop()`.
+    public func start() throws(StartError) {
+        var hints = addrinfo()
+        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(requestedPort), &hints, &found) == 0, let info = found else {
+            throw StartError(description: "\(host) is not an IP address")
+        }
+        defer { freeaddrinfo(found) }
+        let fd = socket(info.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw StartError(description: "cannot make a socket: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        guard bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0, listen(fd, 1024) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw StartError(description: "cannot listen on \(Self.display(host: host, port: requestedPort)): \(reason)")
+        }
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        port = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
+        var pipe: [Int32] = [-1, -1]
+        guard systemPipe2(&pipe, O_CLOEXEC | O_NONBLOCK) == 0 else {
+            close(fd)
+            throw StartError(description: "cannot make a pipe: \(String(cString: strerror(errno)))")
+        }
+        listener = fd
+        wakeRead = pipe[0]
+        wakeWrite = pipe[1]
+        let thread = Thread { [self] in
+            serve()
+            done.signal()
+        }
+        thread.name = "runner live page"
+        thread.start()
+    }
+
+    /// Closes every connection and the listener; returns once the thread ended.
+    public func stop() {
+        let first = inbox.withLock { inbox in
+            defer { inbox.stopping = true }
+            return !inbox.stopping
+        }
+        guard first, listener >= 0 else { return }
+        wake()
+        done.wait()
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    public static func display(host: String, port: UInt16) -> String {
+        host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
+
+    /// Whether `host` (an address) is a loopback address: 127.0.0.0/8 or ::1.
+    public static func isLoopback(_ host: String) -> Bool {
+        if host == "::1" { return true }
+        var v4 = in_addr()
+        guard inet_pton(AF_INET, host, &v4) == 1 else { return false }
+        return UInt32(bigEndian: v4.s_addr) >> 24 == 127
+    }
+
+    // MARK: - Event lines
+
+    public var wantsLines: Bool { readers.load(ordering: .relaxed) > 0 }
+
+    /// Queues one event line (a JSON object and a line feed) for every event-stream reader.
+    public func take(_ line: [UInt8]) {
+        let first = inbox.withLock { inbox -> Bool in
+            guard inbox.lines.count < limits.pendingLines else {
+                inbox.dropped += 1
+                return false
+            }
+            inbox.lines.append(line)
+            return inbox.lines.count == 1
+        }
+        if first { wake() }
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = Glibc.write(wakeWrite, &byte, 1)
+    }
+
+    // MARK: - Connections
+
+    private enum Phase {
+        /// Reading the head, then (`body`) a body of the given length.
+        case head
+        case body(Request, length: Int)
+        /// Writing an answer, then closing.
+        case answering
+        /// Answer written, write side shut: reading what the client still sends, until it closes.
+        case draining
+        case events
+    }
+
+    private struct Client {
+        let fd: Int32
+        let accepted: ContinuousClock.Instant
+        var phase = Phase.head
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var written = 0
+        /// The last time output moved, or when output began.
+        var progress: ContinuousClock.Instant
+        var reserved = 0
+
+        var pending: Int { output.count - written }
+    }
+
+    private var clients: [Int32: Client] = [:]
+    private var bodyBytesReserved = 0
+    private var lastKeepAlive = ContinuousClock.now
+
+    private func serve() {
+        defer {
+            for fd in clients.keys { close(fd) }
+            clients.removeAll()
+            close(listener)
+        }
+        var fds: [pollfd] = []
+        while !inbox.withLock({ $0.stopping }) {
+            fds.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+            fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+            for client in clients.values {
+                var events: Int32 = 0
+                switch client.phase {
+                case .head, .body, .draining, .events: events |= POLLIN
+                case .answering: break
+                }
+                if client.pending > 0 { events |= POLLOUT }
+                fds.append(pollfd(fd: client.fd, events: Int16(events), revents: 0))
+            }
+            _ = poll(&fds, nfds_t(fds.count), 1000)
+            let now = ContinuousClock.now
+            if fds[0].revents != 0 { deliverLines() }
+            if fds[1].revents != 0 { acceptClients(now: now) }
+            for entry in fds.dropFirst(2) where entry.revents != 0 {
+                guard clients[entry.fd] != nil else { continue }
+                if entry.revents & Int16(POLLOUT) != 0 { flush(entry.fd, now: now) }
+                if entry.revents & Int16(POLLIN | POLLHUP | POLLERR) != 0, clients[entry.fd] != nil { read(entry.fd, now: now) }
+            }
+            expire(now: now)
+        }
+    }
+
+    private func acceptClients(now: ContinuousClock.Instant) {
+        for _ in 0..<64 {
+            // Close-on-exec from the start: a hook or a kind's program started meanwhile gets none.
+            let fd = systemAccept4(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+            guard fd >= 0 else { return }
+            if clients.count >= limits.connections {
+                // Room for the newcomer: the oldest connection still sending its request goes.
+                if let oldest = clients.values.filter({ if case .head = $0.phase { return true } else { return false } })
+                    .min(by: { $0.accepted < $1.accepted }) {
+                    drop(oldest.fd)
+                } else {
+                    close(fd)
+                    continue
+                }
+            }
+            clients[fd] = Client(fd: fd, accepted: now, progress: now)
+        }
+    }
+
+    private func drop(_ fd: Int32) {
+        guard let client = clients.removeValue(forKey: fd) else { return }
+        bodyBytesReserved -= client.reserved
+        if case .events = client.phase { readers.subtract(1, ordering: .relaxed) }
+        close(fd)
+    }
+
+    private func read(_ fd: Int32, now: ContinuousClock.Instant) {
+        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count < 0 && (errno == EAGAIN || errno == EINTR) { return }
+        guard count > 0 else {
+            drop(fd)
+            return
+        }
+        guard var client = clients[fd] else { return }
+        switch client.phase {
+        case .draining, .events, .answering:
+            return  // what a client sends after its request is not read
+        case .head, .body:
+            client.input.append(contentsOf: chunk[..<count])
+        }
+        clients[fd] = client
+        advance(fd, now: now)
+    }
+
+    /// Parses what arrived: the head, then the body, then answers.
+    private func advance(_ fd: Int32, now: ContinuousClock.Instant) {
+        guard var client = clients[fd] else { return }
+        if case .head = client.phase {
+            guard let end = Self.endOfHead(client.input) else {
+                if client.input.count > limits.headBytes { answer(fd, .text(431, "the request head is too long")) }
+                return
+            }
+            guard end.head <= limits.headBytes else { return answer(fd, .text(431, "the request head is too long")) }
+            let request: Request
+            switch Self.parseHead(client.input[..<end.head], maxHeaders: limits.headers) {
+            case .failure(let refusal): return answer(fd, refusal.response)
+            case .success(let parsed): request = parsed
+            }
+            client.input.removeFirst(end.body)
+            if request.header("transfer-encoding") != nil {
+                return answer(fd, .text(411, "a body needs a Content-Length (chunked bodies are not taken)"))
+            }
+            let length: Int
+            if let text = request.header("content-length") {
+                guard let value = Int(text), value >= 0 else { return answer(fd, .text(400, "the Content-Length is not a number")) }
+                length = value
+            } else {
+                length = 0
+            }
+            guard length <= limits.bodyBytes else {
+                return answer(fd, .text(413, "the body is larger than \(limits.bodyBytes) bytes"))
+            }
+            guard bodyBytesReserved + length <= limits.bodyBudget else {
+                return answer(fd, .text(503, "too many bodies being sent at once; try again", headers: [("Retry-After", "1")]))
+            }
+            bodyBytesReserved += length
+            client.reserved = length
+            client.phase = .body(request, length: length)
+            clients[fd] = client
+        }
+        guard case .body(var request, let length) = client.phase, client.input.count >= length else { return }
+        request.body = Array(client.input.prefix(length))
+        client.input = []
+        bodyBytesReserved -= client.reserved
+        client.reserved = 0
+        client.phase = .answering
+        clients[fd] = client
+        dispatch(fd, request, now: now)
+    }
+
+    private func dispatch(_ fd: Int32, _ request: Request, now: ContinuousClock.Instant) {
+        if let token {
+            guard let given = request.header("authorization"), given.hasPrefix("Bearer "),
+                Self.same(Array(given.utf8.dropFirst(7)), token)
+            else {
+                return answer(fd, .text(401, "this server needs Authorization: Bearer and its token", headers: [("WWW-Authenticate", "Bearer")]))
+            }
+        } else {
+            guard Self.isLoopbackHost(request.header("host")) else {
+                return answer(fd, .text(403, "served only to a loopback Host (localhost, 127.0.0.1, [::1]) without --listen-token"))
+            }
+            guard request.method == "GET" || request.method == "HEAD" else {
+                return answer(fd, .text(401, "submitting and cancelling need a token: start the watcher with --listen-token FILE"))
+            }
+        }
+        switch handler(request) {
+        case .response(var response):
+            if request.method == "HEAD" { response.body = [] }
+            answer(fd, response, head: request.method == "HEAD")
+        case .events(let first):
+            guard var client = clients[fd] else { return }
+            guard readers.load(ordering: .relaxed) < limits.eventReaders else {
+                return answer(fd, .text(503, "too many event-stream readers", headers: [("Retry-After", "5")]))
+            }
+            readers.add(1, ordering: .relaxed)
+            client.phase = .events
+            client.output = Array(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\r\n\(first)".utf8)
+            client.written = 0
+            client.progress = now
+            clients[fd] = client
+            flush(fd, now: now)
+        }
+    }
+
+    private func answer(_ fd: Int32, _ response: Response, head: Bool = false) {
+        guard var client = clients[fd] else { return }
+        bodyBytesReserved -= client.reserved
+        client.reserved = 0
+        var text = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
+        text += "Content-Type: \(response.contentType)\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
+        text += "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n"
+        for header in response.headers { text += "\(header.name): \(header.value)\r\n" }
+        client.output = Array((text + "\r\n").utf8) + response.body
+        client.written = 0
+        client.input = []
+        client.phase = .answering
+        client.progress = .now
+        clients[fd] = client
+        flush(fd, now: .now)
+    }
+
+    private func flush(_ fd: Int32, now: ContinuousClock.Instant) {
+        guard var client = clients[fd], client.pending > 0 else { return }
+        let sent = client.output.withUnsafeBytes { send(fd, $0.baseAddress! + client.written, client.pending, Int32(MSG_NOSIGNAL)) }
+        if sent < 0 {
+            if errno == EAGAIN || errno == EINTR { return }
+            return drop(fd)
+        }
+        client.written += sent
+        client.progress = now
+        if client.pending == 0 {
+            client.output.removeAll(keepingCapacity: client.output.capacity <= 64 * 1024)
+            client.written = 0
+            if case .answering = client.phase {
+                // Read what the client still sends before closing, so the kernel does not answer it
+                // with a reset that would destroy the answer in flight.
+                shutdown(fd, Int32(SHUT_WR))
+                client.phase = .draining
+                client.progress = now
+            }
+        } else if client.written > 64 * 1024 {
+            client.output.removeFirst(client.written)
+            client.written = 0
+        }
+        clients[fd] = client
+    }
+
+    /// Closes the connections past their time.
+    private func expire(now: ContinuousClock.Instant) {
+        var late: [Int32] = []
+        for client in clients.values {
+            switch client.phase {
+            case .head, .body:
+                if now - client.accepted > limits.requestTime { late.append(client.fd) }
+            case .answering, .events:
+                if client.pending > 0 && now - client.progress > limits.writeTime { late.append(client.fd) }
+            case .draining:
+                if now - client.progress > .seconds(2) { late.append(client.fd) }
+            }
+        }
+        for fd in late { drop(fd) }
+        if now - lastKeepAlive >= limits.keepAlive {
+            lastKeepAlive = now
+            broadcast(Array(": keep-alive\n\n".utf8), now: now)
+        }
+    }
+
+    /// Hands the queued event lines to every event-stream reader.
+    private func deliverLines() {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while buffer.withUnsafeMutableBytes({ Glibc.read(wakeRead, $0.baseAddress, $0.count) }) > 0 {}
+        let (lines, dropped) = inbox.withLock { inbox in
+            defer {
+                inbox.lines.removeAll(keepingCapacity: true)
+                inbox.dropped = 0
+            }
+            return (inbox.lines, inbox.dropped)
+        }
+        guard !lines.isEmpty || dropped > 0 else { return }
+        var bytes: [UInt8] = []
+        for line in lines {
+            bytes += Array("data: ".utf8)
+            bytes += line.last == 0x0A ? line.dropLast() : line[...]
+            bytes += [0x0A, 0x0A]
+        }
+        if dropped > 0 { bytes += Array("data: ".utf8) + EventLines.line("dropped", [("count", JSONValue(dropped))]) + [0x0A] }
+        broadcast(bytes, now: .now)
+    }
+
+    private func broadcast(_ bytes: [UInt8], now: ContinuousClock.Instant) {
+        for (fd, var client) in clients {
+            guard case .events = client.phase else { continue }
+            if client.pending + bytes.count > limits.readerBuffer {
+                drop(fd)  // too far behind: it reconnects and starts over
+                continue
+            }
+            if client.pending == 0 { client.progress = now }
+            client.output += bytes
+            clients[fd] = client
+            flush(fd, now: now)
+        }
+    }
+
+    // MARK: - Parsing
+
+    /// Where the head ends (its bytes, without the blank line) and where the body starts.
+    static func endOfHead(_ bytes: [UInt8]) -> (head: Int, body: Int)? {
+        var index = 0
+        while index + 1 < bytes.count {
+            if bytes[index] == 0x0A {
+                if bytes[index + 1] == 0x0A { return (index, index + 2) }
+                if index + 2 < bytes.count, bytes[index + 1] == 0x0D, bytes[index + 2] == 0x0A { return (index, index + 3) }
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    static func parseHead(_ bytes: ArraySlice<UInt8>, maxHeaders: Int) -> Result<Request, Response.Refusal> {
+        // Split as bytes: to String, "\r\n" is one character.
+        var lines: [Substring] = []
+        for line in bytes.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            guard let text = String(validating: line.last == 0x0D ? line.dropLast() : line, as: UTF8.self) else {
+                return .failure(.init(.text(400, "the request head is not UTF-8")))
+            }
+            lines.append(Substring(text))
+        }
+        while lines.first?.isEmpty == true { lines.removeFirst() }
+        guard let requestLine = lines.first else { return .failure(.init(.text(400, "no request line"))) }
+        let parts = requestLine.split(separator: " ")
+        guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return .failure(.init(.text(400, "a malformed request line"))) }
+        guard lines.count - 1 <= maxHeaders else { return .failure(.init(.text(431, "more than \(maxHeaders) header lines"))) }
+        var headers: [(name: String, value: String)] = []
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+                return .failure(.init(.text(400, "a malformed header line")))
+            }
+            headers.append((line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        let target = String(parts[1])
+        let (rawPath, query) = target.split(separator: "?", maxSplits: 1).map(String.init).pairOrFirst
+        guard rawPath.hasPrefix("/"), let path = rawPath.removingPercentEncoding else {
+            return .failure(.init(.text(400, "the target is not a path")))
+        }
+        return .success(Request(method: String(parts[0]), path: path, query: query ?? "", headers: headers, body: []))
+    }
+
+    /// Whether a Host header names this machine's loopback: localhost, 127.x.y.z or [::1], with a port or not.
+    static func isLoopbackHost(_ host: String?) -> Bool {
+        guard let host = host?.lowercased() else { return false }
+        var name = Substring(host)
+        if name.hasPrefix("[") {
+            guard let close = name.firstIndex(of: "]") else { return false }
+            name = name[name.index(after: name.startIndex)..<close]
+        } else if let colon = name.firstIndex(of: ":") {
+            name = name[..<colon]
+        }
+        return name == "localhost" || isLoopback(String(name))
+    }
+
+    /// Compares without stopping at the first difference, so the time taken tells nothing of the token.
+    static func same(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        var difference = UInt8(a.count == b.count ? 0 : 1)
+        for index in 0..<min(a.count, b.count) { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 202: "Accepted"
+        case 400: "Bad Request"
+        case 401: "Unauthorized"
+        case 403: "Forbidden"
+        case 404: "Not Found"
+        case 405: "Method Not Allowed"
+        case 411: "Length Required"
+        case 413: "Content Too Large"
+        case 431: "Request Header Fields Too Large"
+        case 500: "Internal Server Error"
+        case 503: "Service Unavailable"
+        default: "Status"
+        }
+    }
+}
+
+extension LiveServer.Response {
+    /// A request refused before its handler saw it.
+    public struct Refusal: Error {
+        public var response: LiveServer.Response
+        init(_ response: LiveServer.Response) { self.response = response }
+    }
+}
+
+extension Array where Element == String {
+    fileprivate var pairOrFirst: (String, String?) { (self.first ?? "", count > 1 ? self[1] : nil) }
+}
+
+// Glibc's module leaves out what needs _GNU_SOURCE.
+@_silgen_name("accept4")
+private func systemAccept4(_ fd: Int32, _ address: UnsafeMutablePointer<sockaddr>?, _ length: UnsafeMutablePointer<socklen_t>?, _ flags: Int32) -> Int32
+
+@_silgen_name("pipe2")
+private func systemPipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32

@@ -1,0 +1,151 @@
+import Foundation
+import Glibc
+import RunnerKinds
+import RunnerKit
+
+/// `runner watch --listen`: the live page and the API, answered from the watcher's `LiveBoard`, its
+/// engine and its spool.
+///
+///     GET    /                the page (a snapshot without scripts; with them it follows the events)
+///     GET    /api/status      `runner status --json`, running jobs with their phase, hosts, the last finished
+///     GET    /api/events      server-sent events: the lines of --events
+///     POST   /api/jobs        a job file's content, validated as `runner submit` does: 202 queued, or 400
+///     DELETE /api/jobs/KEY    as `runner cancel KEY`
+struct LiveSite: Sendable {
+    let board: LiveBoard
+    let spool: Spool
+    let registry: KindRegistry
+    /// The engine's hosts now (slots in use, pace).
+    let hosts: @Sendable () -> [JobEngine.HostActivity]
+
+    func handle(_ request: LiveServer.Request) -> LiveServer.Reply {
+        let path = request.path
+        switch (request.method, path) {
+        case ("GET", "/"), ("HEAD", "/"):
+            let status = SpoolStatus.read(spool)
+            let body = request.query == "part=main" ? LivePage.main(board.snapshot, status: status, hosts: hosts()) : LivePage.page(board.snapshot, status: status, hosts: hosts())
+            return .response(LiveServer.Response(
+                status: 200, contentType: "text/html; charset=utf-8", body: Array(body.utf8),
+                headers: [("Content-Security-Policy", LivePage.contentSecurityPolicy)]))
+        case ("GET", "/api/status"), ("HEAD", "/api/status"):
+            return .response(.json(200, statusJSON()))
+        case ("GET", "/api/events"):
+            return .events(first: "retry: 2000\n\n")
+        case ("POST", "/api/jobs"):
+            return .response(submit(request))
+        case ("DELETE", _) where path.hasPrefix("/api/jobs/"):
+            return .response(cancel(key: String(path.dropFirst("/api/jobs/".count))))
+        case (_, "/"), (_, "/api/status"), (_, "/api/events"), (_, "/api/jobs"):
+            return .response(.text(405, "\(request.method) is not served at \(path)"))
+        default:
+            return .response(.text(404, "nothing at \(path); try /, /api/status, /api/events, POST /api/jobs, DELETE /api/jobs/KEY"))
+        }
+    }
+
+    // MARK: - Status
+
+    func statusJSON() -> JSONValue {
+        let now = Date()
+        let snapshot = board.snapshot
+        guard case .object(var members) = SpoolStatus.read(spool).json else { return .null }
+        // The spool's running keys (every watcher's), with the phase of those this watcher runs.
+        let mine = Dictionary(snapshot.running.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        var seen = Set<String>()
+        if let index = members.firstIndex(where: { $0.key == "running" }), case .array(let running) = members[index].value {
+            let merged: [JSONValue] = running.map { entry in
+                guard case .object(var fields) = entry, case .string(let key)? = fields.first(where: { $0.key == "key" })?.value,
+                    let job = mine[key]
+                else { return entry }
+                seen.insert(key)
+                fields += Self.details(job, now: now)
+                return .object(fields)
+            }
+            let others: [JSONValue] = snapshot.running.filter { !seen.contains($0.key) }.map { job in
+                .object([("key", .string(job.key)), ("pid", JSONValue(Int(getpid()))), ("startedAt", .string(Timestamp.iso8601(job.startedAt))),
+                         ("ageMs", JSONValue(Self.milliseconds(now.timeIntervalSince(job.startedAt))))] + Self.details(job, now: now))
+            }
+            members[index].value = .array(merged + others)
+        }
+        members.append(("jobs", .object(JobStatus.allCases.map { ($0.rawValue, JSONValue(snapshot.counts[$0] ?? 0)) })))
+        members.append(("hosts", .array(hosts().map { host in
+            .object([
+                ("host", .string(host.host)), ("inUse", JSONValue(host.inUse)), ("limit", JSONValue(host.limit)),
+                ("waiting", JSONValue(host.waiting)), ("rate", host.rate.map { JSONValue.number($0) } ?? .null),
+                ("pausedMs", JSONValue(host.pausedFor.inMilliseconds)),
+            ])
+        })))
+        members.append(("finished", .array(snapshot.finished.map { job in
+            var fields: [(key: String, value: JSONValue)] = [
+                ("key", .string(job.key)), ("kind", .string(job.kind)), ("status", .string(job.status.rawValue)),
+                ("finishedAt", .string(Timestamp.iso8601(job.finishedAt))), ("durationMs", JSONValue(job.milliseconds)),
+            ]
+            if let message = job.message { fields.append(("error", .string(message))) }
+            return .object(fields)
+        })))
+        members.append(("throughput", .object([
+            ("spanSeconds", JSONValue(snapshot.spanSeconds)), ("finished", .array(snapshot.throughput.map { JSONValue($0) })),
+        ])))
+        members.append(("since", .string(Timestamp.iso8601(snapshot.since))))
+        return .object(members)
+    }
+
+    private static func details(_ job: LiveBoard.RunningJob, now: Date) -> [(key: String, value: JSONValue)] {
+        [
+            ("kind", .string(job.kind)), ("url", .string(job.url)), ("phase", .string(job.phase)),
+            ("phaseMs", JSONValue(milliseconds(now.timeIntervalSince(job.phaseSince)))), ("attempt", JSONValue(job.attempt)),
+        ]
+    }
+
+    static func milliseconds(_ seconds: TimeInterval) -> Int { max(0, Int(seconds * 1000)) }
+
+    // MARK: - Submitting and cancelling
+
+    /// The body is a job file (JSON or JSON Lines); `?name=NAME` names it in the spool.
+    func submit(_ request: LiveServer.Request) -> LiveServer.Response {
+        let name = Self.fileName(query: request.query)
+        let folder = FileManager.default.temporaryDirectory.path + "/runner-api-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        guard mkdir(folder, 0o700) == 0 else { return .text(500, "cannot make a temporary folder: \(String(cString: strerror(errno)))") }
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let path = "\(folder)/\(name)"
+        guard FileManager.default.createFile(atPath: path, contents: Data(request.body)) else {
+            return .text(500, "cannot hold the job file in \(folder)")
+        }
+        let report = JobFileReader.validate(path: path, registry: registry, checkingSecrets: false)
+        guard report.errors.isEmpty else {
+            let errors = report.errors.map { "\($0)".replacingOccurrences(of: path, with: name) }
+            return .json(400, .object([("error", .string("nothing was queued")), ("problems", .array(errors.map { .string($0) }))]))
+        }
+        guard report.jobs > 0 else { return .json(400, .object([("error", .string("the file holds no job; nothing was queued"))])) }
+        do {
+            let queued = try spool.submit(file: path)
+            return .json(202, .object([("queued", .string(queued)), ("jobs", JSONValue(report.jobs))]))
+        } catch {
+            return .json(500, .object([("error", .string("\(error)"))]))
+        }
+    }
+
+    /// A safe file name from `name=` in the query, else one made of the time.
+    static func fileName(query: String) -> String {
+        let given = query.split(separator: "&").first { $0.hasPrefix("name=") }.map { String($0.dropFirst(5)).removingPercentEncoding ?? "" } ?? ""
+        let safe = String(given.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) && $0.isASCII || "._-".unicodeScalars.contains($0) }.prefix(100))
+        if !safe.isEmpty, !safe.hasPrefix(".") { return safe }
+        return "api-" + Timestamp.iso8601(Date()).filter { $0.isNumber } + ".json"
+    }
+
+    func cancel(key: String) -> LiveServer.Response {
+        guard !key.isEmpty else { return .text(400, "the key is empty") }
+        let running = spool.running(key: key)
+        let waiting = spool.filesHolding(key: key, registry: registry)
+        guard !running.isEmpty || !waiting.isEmpty else {
+            return .json(404, .object([("error", .string("nothing with the key \(key) is running or waiting; no cancel request made"))]))
+        }
+        do {
+            _ = try spool.requestCancel(key: key)
+        } catch {
+            return .json(500, .object([("error", .string("\(error)"))]))
+        }
+        return .json(202, .object([
+            ("key", .string(key)), ("running", .bool(!running.isEmpty)), ("waitingFiles", .array(waiting.map { .string($0) })),
+        ]))
+    }
+}
