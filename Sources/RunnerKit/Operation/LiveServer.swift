@@ -187,6 +187,9 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
 
     public var wantsLines: Bool { readers.load(ordering: .relaxed) > 0 }
 
+    /// Event-stream readers connected now.
+    public var eventReaders: Int { readers.load(ordering: .relaxed) }
+
     /// Queues one event line (a JSON object and a line feed) for every event-stream reader.
     public func take(_ line: [UInt8]) {
         let first = inbox.withLock { inbox -> Bool in
@@ -221,6 +224,8 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
     private struct Client {
         let fd: Int32
         let accepted: ContinuousClock.Instant
+        /// Which connection this is, in the order they came.
+        let number: UInt64
         var phase = Phase.head
         var input: [UInt8] = []
         var output: [UInt8] = []
@@ -233,6 +238,7 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
     }
 
     private var clients: [Int32: Client] = [:]
+    private var accepted: UInt64 = 0
     private var bodyBytesReserved = 0
     private var lastKeepAlive = ContinuousClock.now
 
@@ -277,14 +283,15 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
             if clients.count >= limits.connections {
                 // Room for the newcomer: the oldest connection still sending its request goes.
                 if let oldest = clients.values.filter({ if case .head = $0.phase { return true } else { return false } })
-                    .min(by: { $0.accepted < $1.accepted }) {
+                    .min(by: { $0.number < $1.number }) {
                     drop(oldest.fd)
                 } else {
                     close(fd)
                     continue
                 }
             }
-            clients[fd] = Client(fd: fd, accepted: now, progress: now)
+            accepted += 1
+            clients[fd] = Client(fd: fd, accepted: now, number: accepted, progress: now)
         }
     }
 

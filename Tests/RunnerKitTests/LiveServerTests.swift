@@ -1,0 +1,222 @@
+import Foundation
+import Glibc
+@testable import RunnerKit
+import RunnerTestSupport
+import Testing
+
+/// The live page's server on real loopback sockets: who may ask what, and what a slow or hostile
+/// client can and cannot make it do.
+@Suite struct LiveServerTests {
+    /// A server whose handler echoes the method, path and body, and opens an event stream at /events.
+    static func server(token: String? = nil, limits: LiveServer.Limits = LiveServer.Limits()) throws -> LiveServer {
+        let server = LiveServer(host: "127.0.0.1", port: 0, token: token, limits: limits) { request in
+            if request.path == "/events" { return .events(first: "retry: 1000\n\n") }
+            return .response(.text(200, "\(request.method) \(request.path) \(String(decoding: request.body, as: UTF8.self))"))
+        }
+        try server.start()
+        return server
+    }
+
+    @Test func withoutATokenOnlyReadingFromALoopbackHostIsServed() throws {
+        let server = try Self.server()
+        defer { server.stop() }
+        let get = try RawHTTP.exchange(port: server.port, "GET /a%20b?x=1 HTTP/1.1")
+        #expect(get.status == 200)
+        #expect(get.body == "GET /a b \n")
+        #expect(get.headers["connection"] == "close")
+        let post = try RawHTTP.exchange(port: server.port, "POST /jobs HTTP/1.1", body: Array("{}".utf8))
+        #expect(post.status == 401)
+        #expect(post.body.contains("--listen-token"))
+        let delete = try RawHTTP.exchange(port: server.port, "DELETE /jobs/k HTTP/1.1")
+        #expect(delete.status == 401)
+        // A page elsewhere that made the browser resolve its name to 127.0.0.1 sends its own Host.
+        let fd = try RawHTTP.connect(port: server.port)
+        defer { close(fd) }
+        RawHTTP.send(fd, "GET / HTTP/1.1\r\nHost: evil.example:\(server.port)\r\n\r\n")
+        #expect(try RawHTTP.parse(RawHTTP.readAll(fd)).status == 403)
+        for host in ["localhost", "localhost:80", "127.0.0.2:1", "[::1]:8080"] {
+            #expect(LiveServer.isLoopbackHost(host), "\(host)")
+        }
+        for host in ["example.com", "127.0.0.1.example.com", "[::2]", "10.0.0.1:80", ""] {
+            #expect(!LiveServer.isLoopbackHost(host), "\(host)")
+        }
+    }
+
+    @Test func withATokenEveryRequestNeedsIt() throws {
+        let server = try Self.server(token: "s3cret")
+        defer { server.stop() }
+        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").status == 401)
+        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer s3cre"]).status == 401)
+        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer s3cret2"]).status == 401)
+        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Basic s3cret"]).status == 401)
+        let post = try RawHTTP.exchange(
+            port: server.port, "POST /jobs HTTP/1.1", body: Array("body".utf8), headers: ["Authorization: Bearer s3cret"])
+        #expect(post.status == 200)
+        #expect(post.body == "POST /jobs body\n")
+    }
+
+    @Test func oversizedHeadsAndBodiesAreRefusedWithoutBeingRead() throws {
+        let server = try Self.server(token: "t")
+        defer { server.stop() }
+        // 1 GiB announced: refused at once, before a byte of it is sent.
+        let fd = try RawHTTP.connect(port: server.port)
+        defer { close(fd) }
+        RawHTTP.send(fd, "POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nContent-Length: 1073741824\r\n\r\n")
+        var bytes: [UInt8] = []
+        #expect(RawHTTP.read(fd, until: "\r\n\r\n", into: &bytes))
+        #expect(try RawHTTP.parse(bytes + RawHTTP.readAll(fd)).status == 413)
+
+        let chunked = try RawHTTP.exchange(port: server.port, "POST /jobs HTTP/1.1", headers: ["Authorization: Bearer t", "Transfer-Encoding: chunked"])
+        #expect(chunked.status == 411)
+        let long = try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["X-Pad: " + String(repeating: "a", count: 20_000)])
+        #expect(long.status == 431)
+        let many = try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: (0..<70).map { "X-\($0): 1" })
+        #expect(many.status == 431)
+        // A head that never ends: refused once it passes the limit.
+        let endless = try RawHTTP.connect(port: server.port)
+        defer { close(endless) }
+        RawHTTP.send(endless, "GET / HTTP/1.1\r\nX: " + String(repeating: "b", count: 40_000))
+        #expect(try RawHTTP.parse(RawHTTP.readAll(endless)).status == 431)
+        #expect(try RawHTTP.exchange(port: server.port, "BROKEN").status == 400)
+    }
+
+    @Test func aClientSendingItsRequestTooSlowlyIsClosed() async throws {
+        var limits = LiveServer.Limits()
+        limits.requestTime = .milliseconds(600)
+        let server = try Self.server(limits: limits)
+        defer { server.stop() }
+        let fd = try RawHTTP.connect(port: server.port)
+        defer { close(fd) }
+        let start = ContinuousClock.now
+        // One byte every 100 ms: always something, never the end of the head.
+        let trickle = Task.detached {
+            for byte in "GET / HTTP/1.1\r\nX-Slow: ".utf8 + Array(repeating: UInt8(ascii: "z"), count: 100) {
+                guard RawHTTP.send(fd, [byte]) else { return }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        defer { trickle.cancel() }
+        #expect(RawHTTP.closedByPeer(fd))
+        let took = start.duration(to: .now)
+        #expect(took >= .milliseconds(500) && took < .seconds(5), "\(took)")
+        // Others are served all along.
+        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").status == 200)
+    }
+
+    @Test func pastTheConnectionLimitTheOldestIdleConnectionMakesRoom() throws {
+        var limits = LiveServer.Limits()
+        limits.connections = 8
+        let server = try Self.server(limits: limits)
+        defer { server.stop() }
+        let idle = try (0..<8).map { _ in try RawHTTP.connect(port: server.port, timeout: .seconds(5)) }
+        defer { idle.forEach { close($0) } }
+        usleep(200_000)  // all eight accepted
+        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").status == 200)
+        #expect(RawHTTP.closedByPeer(idle[0]), "the oldest idle connection was closed for the newcomer")
+    }
+
+    @Test func eventReadersGetEveryLineAndOneThatFallsBehindIsDropped() async throws {
+        var limits = LiveServer.Limits()
+        limits.readerBuffer = 64 * 1024
+        limits.keepAlive = .seconds(60)
+        let server = try Self.server(limits: limits)
+        defer { server.stop() }
+        #expect(!server.wantsLines)
+        let reader = try RawHTTP.connect(port: server.port)
+        defer { close(reader) }
+        RawHTTP.send(reader, "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        var bytes: [UInt8] = []
+        #expect(RawHTTP.read(reader, until: "retry: 1000\n\n", into: &bytes))
+        #expect(String(decoding: bytes, as: UTF8.self).contains("Content-Type: text/event-stream"))
+        await eventually("the reader is counted") { server.wantsLines }
+        server.take(Array("{\"event\":\"one\"}\n".utf8))
+        server.take(Array("{\"event\":\"two\"}\n".utf8))
+        #expect(RawHTTP.read(reader, until: "data: {\"event\":\"two\"}\n\n", into: &bytes))
+        #expect(String(decoding: bytes, as: UTF8.self).contains("data: {\"event\":\"one\"}\n\ndata: {\"event\":\"two\"}\n\n"))
+
+        // A reader that reads nothing: once the kernel's buffers and its 64 KiB are full, it is dropped.
+        let stuck = try RawHTTP.connect(port: server.port)
+        defer { close(stuck) }
+        RawHTTP.send(stuck, "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        await eventually("two readers") { server.eventReaders == 2 }
+        let line = Array(("{\"event\":\"" + String(repeating: "x", count: 1000) + "\"}\n").utf8)
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        let dropped = await eventually("the stuck reader is dropped", limit: .seconds(20)) {
+            for _ in 0..<20 { server.take(line) }
+            // The first reader drains its socket as it goes.
+            _ = chunk.withUnsafeMutableBytes { recv(reader, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            return server.eventReaders == 1
+        }
+        #expect(dropped)
+        #expect(RawHTTP.closedByPeer(stuck), "the stuck reader's connection is closed")
+        #expect(server.eventReaders == 1, "the reader that keeps up stays")
+    }
+
+    @Test func stopClosesEveryConnection() throws {
+        let server = try Self.server()
+        let fd = try RawHTTP.connect(port: server.port)
+        defer { close(fd) }
+        RawHTTP.send(fd, "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        var bytes: [UInt8] = []
+        #expect(RawHTTP.read(fd, until: "retry", into: &bytes))
+        server.stop()
+        #expect(RawHTTP.closedByPeer(fd))
+    }
+}
+
+/// The board the live page is drawn from, fed as the engine feeds it.
+@Suite struct LiveBoardTests {
+    private struct Kind: JobKind {
+        static let name = "entry"
+        static let summary = "A kind for the board."
+        static let parameters: [KindParameter] = []
+        init() {}
+        init(fields: inout JobFields) throws(JobSpecError) {}
+        func run(in context: JobContext) async throws -> KindOutcome { throw JobFailure.failed("not run") }
+    }
+
+    @Test func runningJobsCarryTheirPhaseUntilTheyEnd() throws {
+        let clock = Locked(Date(timeIntervalSince1970: 1_000_000))
+        let board = LiveBoard(now: { clock.value })
+        let job = JobDescriptor(Kind(), key: "k", url: URL(string: "http://h.example/x")!)
+        board.jobStarted(job)
+        #expect(board.snapshot.running.map(\.phase) == ["starting"])
+        board.jobWaiting(job, for: .host)
+        #expect(board.snapshot.running.first?.phase == "waiting for a slot at its host")
+        board.jobAttempting(job, attempt: 1)
+        #expect(board.snapshot.running.first?.phase == "running")
+        board.jobRetrying(job, attempt: 2, after: .milliseconds(1500), reason: "HTTP 503")
+        #expect(board.snapshot.running.first?.phase == "retrying in 1.5 s: HTTP 503")
+        board.jobAttempting(job, attempt: 2)
+        #expect(board.snapshot.running.first?.phase == "running (attempt 2)")
+        #expect(board.snapshot.running.first?.attempt == 2)
+
+        // A duplicate of the key ends without touching the running job.
+        board.jobFinished(JobResult(key: "k", kind: "entry", status: .duplicate, startedAt: clock.value, finishedAt: clock.value))
+        #expect(board.snapshot.running.count == 1)
+        clock.withLock { $0 += 25 }
+        board.jobFinished(JobResult(key: "k", kind: "entry", status: .failed, error: "HTTP 503", startedAt: clock.value, finishedAt: clock.value))
+        let snapshot = board.snapshot
+        #expect(snapshot.running.isEmpty)
+        #expect(snapshot.counts[.failed] == 1 && snapshot.counts[.duplicate] == 1)
+        #expect(snapshot.finished.map(\.status) == [.failed, .duplicate], "newest first")
+        #expect(snapshot.finished.first?.message == "HTTP 503")
+        #expect(snapshot.throughput.count == LiveBoard.spans)
+        #expect(snapshot.throughput.last == 1, "the current span")
+        #expect(snapshot.throughput[LiveBoard.spans - 3] == 1, "the duplicate, 25 s (two spans) earlier")
+    }
+
+    @Test func theChartForgetsSpansOlderThanItsWindowAndTheListKeepsTheNewest() throws {
+        let clock = Locked(Date(timeIntervalSince1970: 2_000_000))
+        let board = LiveBoard(now: { clock.value })
+        for index in 0..<100 {
+            board.jobFinished(JobResult(key: "k\(index)", kind: "entry", status: .succeeded, startedAt: clock.value, finishedAt: clock.value))
+            clock.withLock { $0 += 10 }
+        }
+        let snapshot = board.snapshot
+        #expect(snapshot.finished.count == LiveBoard.finishedKept)
+        #expect(snapshot.finished.first?.key == "k99")
+        #expect(snapshot.throughput.reduce(0, +) == LiveBoard.spans - 1, "one a span, the last 59 spans (the current one is empty)")
+        #expect(snapshot.counts[.succeeded] == 100)
+    }
+}
