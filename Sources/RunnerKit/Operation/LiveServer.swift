@@ -233,6 +233,7 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         /// The last time output moved, or when output began.
         var progress: ContinuousClock.Instant
         var reserved = 0
+        var drained = 0
 
         var pending: Int { output.count - written }
     }
@@ -312,7 +313,13 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         }
         guard var client = clients[fd] else { return }
         switch client.phase {
-        case .draining, .events, .answering:
+        case .draining:
+            // Not for long: a client still sending a body it was refused is closed past 256 KiB.
+            client.drained += count
+            if client.drained > 256 * 1024 { return drop(fd) }
+            clients[fd] = client
+            return
+        case .events, .answering:
             return  // what a client sends after its request is not read
         case .head, .body:
             client.input.append(contentsOf: chunk[..<count])

@@ -1,0 +1,198 @@
+import Foundation
+import Glibc
+import RunnerKit
+import RunnerTestSupport
+import Testing
+
+/// `runner watch --listen` through the binary: the API while jobs run, submitting and cancelling
+/// over HTTP, what it refuses at start, and hostile clients while jobs run.
+@Suite(.serialized) struct LiveTests {
+    /// A watcher serving on a port the kernel chose, with a token; and that port.
+    static func startWatcher(_ world: SpoolWorld, token: String? = "t0ken", _ arguments: [String] = []) async throws -> (Process, UInt16) {
+        var extra = ["--listen", "127.0.0.1:0"]
+        if let token { extra += ["--listen-token", world.w.write("token", token + "\n")] }
+        let watcher = try world.startWatcher(extra + arguments)
+        var port: UInt16?
+        _ = await world.wait(upTo: .seconds(20)) {
+            port = world.log().split(separator: "\n").lazy.compactMap { line -> UInt16? in
+                guard let range = line.range(of: "live page and API at http://127.0.0.1:") else { return nil }
+                return UInt16(line[range.upperBound...].prefix { $0.isNumber })
+            }.first
+            return port != nil
+        }
+        guard let port else {
+            watcher.terminate()
+            throw RawHTTP.Failure("no port in: \(world.log())")
+        }
+        return (watcher, port)
+    }
+
+    static let auth = ["Authorization: Bearer t0ken"]
+
+    static func json(_ answer: RawHTTP.Answer) throws -> JSONValue { try JSONParser.parse(answer.body) }
+
+    static func stop(_ watcher: Process, _ world: SpoolWorld) async {
+        kill(watcher.processIdentifier, SIGTERM)
+        #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0, "\(world.log())")
+    }
+
+    @Test func theAPIFollowsAJobSubmittedOverHTTPFromQueuedToFinished() async throws {
+        let world = try SpoolWorld()
+        let (watcher, port) = try await Self.startWatcher(world)
+        defer { if watcher.isRunning { watcher.terminate() } }
+
+        // An event-stream reader from the start.
+        let reader = try RawHTTP.connect(port: port, timeout: .seconds(30))
+        defer { close(reader) }
+        RawHTTP.send(reader, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t0ken\r\n\r\n")
+        var stream: [UInt8] = []
+        #expect(RawHTTP.read(reader, until: "retry: 2000", into: &stream))
+
+        let job = #"{"kind": "entry", "key": "live:slow", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?delay=2500", "timeout": 20}"#
+        let posted = try RawHTTP.exchange(port: port, "POST /api/jobs?name=slow.json HTTP/1.1", body: Array(job.utf8), headers: Self.auth)
+        #expect(posted.status == 202, "\(posted.body)")
+        #expect(try Self.json(posted)["queued"]?.stringValue == "slow.json")
+        #expect(try Self.json(posted)["jobs"]?.intValue == 1)
+
+        // While it runs: its phase, its host's slot.
+        var running: JSONValue?
+        let seen = await world.wait(upTo: .seconds(10)) {
+            guard let status = try? Self.json(RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth)) else { return false }
+            running = status["running"]?.arrayValue?.first { $0["key"]?.stringValue == "live:slow" && $0["phase"]?.stringValue == "running" }
+            if running != nil { #expect(status["hosts"]?.arrayValue?.first?["inUse"]?.intValue == 1, "\(status)") }
+            return running != nil
+        }
+        #expect(seen, "the running job with its phase in /api/status")
+        #expect(running?["kind"]?.stringValue == "entry")
+        let page = try RawHTTP.exchange(port: port, "GET / HTTP/1.1", headers: Self.auth)
+        #expect(page.status == 200)
+        #expect(page.headers["content-type"] == "text/html; charset=utf-8")
+        #expect(page.headers["content-security-policy"]?.contains("default-src 'none'") == true)
+        #expect(page.body.contains("<tr data-key=\"live:slow\"><td>live:slow</td><td>entry</td><td class=\"phase\">running"), "\(page.body)")
+        #expect(!page.body.contains("src=\"http"), "no external assets")
+
+        // The stream: queued, started, finished, in that order, the record in the last.
+        #expect(RawHTTP.read(reader, until: "\"event\":\"finished\"", into: &stream))
+        #expect(RawHTTP.read(reader, until: "}}\n\n", into: &stream))
+        let events = String(decoding: stream, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("data: ") }
+            .compactMap { try? JSONParser.parse(String($0.dropFirst(6))) }.filter { $0["key"]?.stringValue == "live:slow" }
+        #expect(events.compactMap { $0["event"]?.stringValue } == ["queued", "started", "finished"], "\(events)")
+        #expect(events.last?["record"]?["status"]?.stringValue == "succeeded")
+
+        // After: the job among the finished, its record on disk.
+        let status = try Self.json(RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth))
+        #expect(status["finished"]?.arrayValue?.first?["key"]?.stringValue == "live:slow")
+        #expect(status["jobs"]?["succeeded"]?.intValue == 1)
+        #expect(try world.w.status("live:slow") == "succeeded")
+        await Self.stop(watcher, world)
+    }
+
+    @Test func submittingOverHTTPIsValidatedAsSubmitIsAndCancellingReachesTheRunningJob() async throws {
+        let world = try SpoolWorld()
+        let (watcher, port) = try await Self.startWatcher(world)
+        defer { if watcher.isRunning { watcher.terminate() } }
+
+        let bad = #"{"kind": "entry", "key": "live:bad", "url": "\#(world.base)/entries/{id}.json"}"#
+        let refused = try RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(bad.utf8), headers: Self.auth)
+        #expect(refused.status == 400)
+        #expect(refused.body.contains("'id'"), "the reason, as submit gives it: \(refused.body)")
+        #expect(world.names(world.spool.inbox).isEmpty && world.jobFiles(world.spool.done).isEmpty, "nothing queued")
+        let unauthorized = try RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(bad.utf8))
+        #expect(unauthorized.status == 401)
+
+        let slow = #"{"kind": "entry", "key": "live:cancel-me", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?delay=20000", "timeout": 30}"#
+        #expect(try RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(slow.utf8), headers: Self.auth).status == 202)
+        let started = await world.wait(upTo: .seconds(10)) {
+            let status = try? Self.json(RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth))
+            return status?["running"]?.arrayValue?.contains { $0["key"]?.stringValue == "live:cancel-me" } == true
+        }
+        #expect(started)
+        let began = ContinuousClock.now
+        let cancelled = try RawHTTP.exchange(port: port, "DELETE /api/jobs/live:cancel-me HTTP/1.1", headers: Self.auth)
+        #expect(cancelled.status == 202, "\(cancelled.body)")
+        #expect(try Self.json(cancelled)["running"] == .bool(true))
+        #expect(await world.wait(upTo: .seconds(10)) { (try? world.w.status("live:cancel-me")) == "cancelled" }, "\(world.log())")
+        #expect(began.duration(to: .now) < .seconds(5))
+        let unknown = try RawHTTP.exchange(port: port, "DELETE /api/jobs/live:nothing HTTP/1.1", headers: Self.auth)
+        #expect(unknown.status == 404)
+        #expect(try RawHTTP.exchange(port: port, "GET /nowhere HTTP/1.1", headers: Self.auth).status == 404)
+        #expect(try RawHTTP.exchange(port: port, "PUT /api/jobs HTTP/1.1", headers: Self.auth).status == 405)
+        await Self.stop(watcher, world)
+    }
+
+    @Test func withoutATokenTheAPIOnlyReads() async throws {
+        let world = try SpoolWorld()
+        let (watcher, port) = try await Self.startWatcher(world, token: nil)
+        defer { if watcher.isRunning { watcher.terminate() } }
+        #expect(try RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1").status == 200)
+        let post = try RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array("{}".utf8))
+        #expect(post.status == 401)
+        #expect(try RawHTTP.exchange(port: port, "DELETE /api/jobs/x HTTP/1.1").status == 401)
+        await Self.stop(watcher, world)
+    }
+
+    @Test func whatListenRefusesAtStartIsOneLineAndExit2() async throws {
+        let world = try SpoolWorld()
+        let token = world.w.write("token", "abc\n")
+        let empty = world.w.write("empty", "\n")
+        let cases: [([String], String)] = [
+            (["--listen", "0.0.0.0:0"], "not a loopback address; serving it needs --listen-token FILE"),
+            (["--listen", "127.0.0.1"], "expected HOST:PORT"),
+            (["--listen", "example.com:80", "--listen-token", token], "HOST must be an IP address or localhost"),
+            (["--listen", "127.0.0.1:99999"], "the port must be a number"),
+            (["--listen", "127.0.0.1:0", "--listen-token", "\(world.w.root)/missing"], "cannot be read"),
+            (["--listen", "127.0.0.1:0", "--listen-token", empty], "the file is empty"),
+            (["--listen-token", token], "--listen-token needs --listen"),
+        ]
+        for (arguments, expected) in cases {
+            let result = try await world.w.run(["watch", "--spool", world.spool.root, "--out", world.w.out] + arguments)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(expected), "\(arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("abc"), "the token is never printed")
+        }
+    }
+
+    /// Ten thousand idle connections, slow requests and 1 GiB bodies while jobs run: the jobs
+    /// finish, the API still answers, and the watcher's memory stays small.
+    @Test func hostileClientsNeitherStopJobsNorGrowMemory() async throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Live/hostile-clients.py").standardized.path
+        let world = try SpoolWorld()
+        let (watcher, port) = try await Self.startWatcher(world)
+        defer { if watcher.isRunning { watcher.terminate() } }
+        let before = PeakMemory.highWaterMark(pid: watcher.processIdentifier) ?? 0
+
+        let attack = Process()
+        attack.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        attack.arguments = ["python3", script, "--port", String(port), "--token", "t0ken", "--seconds", "12"]
+        let output = Pipe()
+        attack.standardOutput = output
+        attack.standardError = FileHandle.standardError
+        try attack.run()
+        try await Task.sleep(for: .seconds(3))  // the attack under way
+
+        // 60 jobs, a quarter of a second each, dropped while it goes on.
+        var lines: [String] = []
+        for index in 0..<60 {
+            lines.append(#"{"kind": "entry", "key": "live:h\#(index)", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?delay=250&n=\#(index)", "timeout": 20}"#)
+        }
+        try world.drop("during.jsonl", lines.joined(separator: "\n") + "\n")
+        let finished = await world.wait(upTo: .seconds(30)) { world.jobFiles(world.spool.done).contains("during.jsonl") }
+        #expect(finished, "\(world.log())")
+        #expect(world.records(world.spool.done, "during.jsonl").filter { $0["status"]?.stringValue == "succeeded" }.count == 60)
+
+        attack.waitUntilExit()
+        let report = try JSONParser.parse(Array(output.fileHandleForReading.readDataToEndOfFile()))
+        #expect(attack.terminationStatus == 0)
+        #expect((report["idleOpened"]?.intValue ?? 0) >= 5_000, "\(report)")
+        #expect(report["bigPostStatus"]?.intValue == 413, "\(report)")
+        #expect(report["bigPostSentMiB"]?.intValue ?? 1024 < 64, "the 1 GiB body was refused before it was read: \(report)")
+        #expect(report["slowClosed"]?.intValue == report["slowOpened"]?.intValue, "every slow request was closed: \(report)")
+        #expect((report["statusAnswered"]?.intValue ?? 0) >= 5, "the API answered during the attack: \(report)")
+        #expect((report["statusWorstMs"]?.intValue ?? 99_999) < 3_000, "\(report)")
+        let peak = PeakMemory.highWaterMark(pid: watcher.processIdentifier) ?? 0
+        #expect(peak - before < 64 << 20, "memory grew by \((peak - before) >> 20) MiB (from \(before >> 20) MiB)")
+        // Still serving once it is over.
+        #expect(try RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth).status == 200)
+        await Self.stop(watcher, world)
+    }
+}
