@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The live page of `runner watch --listen` in a real browser (headless chromium, driven over its
+# DevTools protocol by browser.py): loaded while a slow job runs, the rendered DOM holds the job's
+# key and phase and the page's event stream is connected; without a reload, once the job ended the
+# page shows it among the finished. With scripts off the page is a snapshot of the same.
+#
+#   RUNNER_BIN=.build/debug/runner bash Tests/Live/page-in-chromium.sh [SCREENSHOT.png]
+#
+# With SCREENSHOT, a picture of the page while the job runs is written there.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+runner=${RUNNER_BIN:-.build/debug/runner}
+screenshot=${1:-}
+browser=$(command -v chromium || command -v chromium-browser || true)
+if [ -z "$browser" ]; then
+    echo "page-in-chromium: chromium is not installed (Debian's chromium package)"
+    exit 1
+fi
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "page-in-chromium: FAILED: $*"
+    echo "--- watcher log"; cat "$work/watch.err" || true
+    exit 1
+}
+
+wait_for() {  # wait_for SECONDS COMMAND...
+    local until=$((SECONDS + $1)); shift
+    until "$@"; do
+        [ $SECONDS -lt $until ] || return 1
+        sleep 0.1
+    done
+}
+
+"$runner" fixture-server --port 0 > "$work/fixture.out" 2>&1 &
+pids+=($!)
+wait_for 10 grep -q "listening on" "$work/fixture.out" || fail "the fixture server did not start"
+base=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/fixture.out" | head -1)
+
+"$runner" watch --spool "$work/spool" --out "$work/out" --listen 127.0.0.1:0 2> "$work/watch.err" &
+pids+=($!)
+wait_for 10 grep -q "live page and API at" "$work/watch.err" || fail "the watcher did not serve"
+page=$(grep -o 'http://127.0.0.1:[0-9]*/' "$work/watch.err" | head -1)
+
+cat > "$work/slow.json" <<EOF
+{"kind": "entry", "key": "page:slow", "id": "imgly.A.1", "url": "$base/entries/{id}.json?delay=12000", "timeout": 30}
+EOF
+"$runner" submit --spool "$work/spool" "$work/slow.json" > /dev/null
+
+api_has() {  # api_has PYTHON-CONDITION-ON-status
+    python3 - "$page" "$1" <<'EOF'
+import json, sys, urllib.request
+status = json.load(urllib.request.urlopen(sys.argv[1] + "api/status", timeout=5))
+sys.exit(0 if eval(sys.argv[2]) else 1)
+EOF
+}
+wait_for 15 api_has 'any(j["key"] == "page:slow" and j.get("phase") == "running" for j in status["running"])' \
+    || fail "the job never ran"
+
+browse() {  # browse [browser.py options...]
+    python3 Tests/Live/browser.py --browser "$browser" --profile "$work/profile" --url "$page" "$@" \
+        2> "$work/browser.err" || { cat "$work/browser.err"; fail "the page did not come to show it"; }
+}
+
+# One page, loaded while the job runs and never reloaded: first the running job with its phase,
+# then (the page follows the event stream) the job among the finished.
+running='document.querySelector("#running tr[data-key=\"page:slow\"] td.phase") && document.getElementById("live").className === "on" && document.body.hasAttribute("data-updated")'
+finished='document.querySelector("#finished tr[data-key=\"page:slow\"] td.succeeded") && !document.getElementById("running")'
+browse --timeout 30 --step "$running" "$work/running.html" --step "$finished" "$work/after.html" ${screenshot:+--screenshot "$screenshot"}
+grep -q '<tr data-key="page:slow"><td>page:slow</td><td>entry</td><td class="phase">running' "$work/running.html" \
+    || fail "the running job and its phase are not in the rendered page"
+echo "page-in-chromium: the running job and its phase are in the rendered page; its event stream is connected"
+grep -q '<tr data-key="page:slow"><td>page:slow</td><td>entry</td><td class="succeeded">succeeded' "$work/after.html" \
+    || fail "the finished job is not in the rendered page"
+grep -q 'No job is running' "$work/after.html" || fail "the page still shows a running job"
+echo "page-in-chromium: after it ended the page showed the job among the finished, without a reload"
+if [ -n "$screenshot" ]; then echo "page-in-chromium: screenshot in $screenshot"; fi
+
+# Scripts off: the snapshot the server drew, the job among the finished.
+rm -rf "$work/profile"
+browse --no-scripts --step 'document.querySelector("#finished")' "$work/noscript.html"
+grep -q '<tr data-key="page:slow"><td>page:slow</td><td>entry</td><td class="succeeded">' "$work/noscript.html" \
+    || fail "without scripts the page shows no finished job"
+grep -q 'data-updated="' "$work/noscript.html" && fail "scripts were meant to be off"
+grep -q 'id="live">snapshot' "$work/noscript.html" || fail "without scripts the page should say it is a snapshot"
+echo "page-in-chromium: with scripts off the page is a snapshot of the same; passed"
