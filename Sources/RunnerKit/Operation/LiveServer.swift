@@ -390,8 +390,7 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
             }
         }
         switch handler(request) {
-        case .response(var response):
-            if request.method == "HEAD" { response.body = [] }
+        case .response(let response):
             answer(fd, response, head: request.method == "HEAD")
         case .events(let first):
             guard var client = clients[fd] else { return }
@@ -417,7 +416,7 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         text += "Content-Type: \(response.contentType)\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
         text += "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n"
         for header in response.headers { text += "\(header.name): \(header.value)\r\n" }
-        client.output = Array((text + "\r\n").utf8) + response.body
+        client.output = Array((text + "\r\n").utf8) + (head ? [] : response.body)
         client.written = 0
         client.input = []
         client.phase = .answering
