@@ -128,6 +128,7 @@ enum RunCommand {
             runLog = try RunLog(store: store)
             if let resume = options.resume { runLog.appendSettled(validation.skippedKeys, source: resume.path) }
             configuration.runLog = runLog
+            configuration.storeHeldAlone = true  // the lock keeps other runs and forget out
         } catch let busy as RunLock.Busy {
             Console.error(busy.description + "; wait for it, pass --wait, or use another --out")
             return busyExitCode

@@ -46,6 +46,31 @@ struct DurabilityTests {
         #expect(!scratch.calls.contains { $0.name == "syncfs" }, "--no-sync skips it")
     }
 
+    /// `run` holds its output alone, so it reads which records exist once: a key's first run looks
+    /// for no record file (no failing openat per job), a key seen before has its record read.
+    @Test func runLooksForNoRecordOfAKeyItHasNeverRun() async throws {
+        let s = try SpoolWorld()
+        let jobs = s.w.write("jobs.jsonl", (0..<6).map { s.imageJob("image:first-\($0)") }.joined(separator: "\n"))
+        let first = try await Trace.run(["run", jobs, "--out", s.w.out], in: s.w)
+        #expect(first.status == 0, "\(first.text)")
+        let missing = first.calls.filter { $0.name == "openat" && $0.text.contains("ENOENT") && $0.text.contains(".json\"") }
+        #expect(missing.isEmpty, "no record was looked for: \(missing.map(\.text))")
+
+        // Again: each record is read, and the run is conditional (notModified).
+        let second = try await Trace.run(["run", jobs, "--out", s.w.out], in: s.w)
+        #expect(second.status == 0)
+        let read = second.calls.filter { $0.name == "openat" && $0.text.contains("image_first-") && $0.text.contains(".json\"") && !$0.text.contains("O_CREAT") && !$0.text.contains("ENOENT") }
+        #expect(read.count == 6, "\(second.text)")
+        #expect(try s.w.status("image:first-0") == "notModified")
+
+        // A key whose record appeared during the run (its first job wrote it) is read for its second job.
+        let twice = s.w.write("twice.jsonl", [s.imageJob("image:twice"), s.imageJob("image:twice")].joined(separator: "\n"))
+        let third = try await Trace.run(["run", twice, "--out", s.w.out + "-twice", "--concurrency", "1"], in: s.w)
+        #expect(third.status == 0, "\(third.text)")
+        let statuses = try String(contentsOfFile: "\(s.w.out)-twice/runs/" + FileManager.default.contentsOfDirectory(atPath: "\(s.w.out)-twice/runs").sorted().last!, encoding: .utf8)
+        #expect(statuses.contains("\"notModified\""), "the second job of the key was conditional: \(statuses)")
+    }
+
     @Test func aFileReachesDoneOnlyAfterItsPayloadsAndRecordsAreOnDisk() async throws {
         let s = try SpoolWorld()
         try s.spool.makeFolders()

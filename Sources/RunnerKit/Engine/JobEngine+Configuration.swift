@@ -38,6 +38,10 @@ extension JobEngine {
         public var store: OutputStore?
         /// Where each finished job is appended (`runner run`'s log, a watch session's).
         public var runLog: RunLog?
+        /// Whether the store is this engine's alone while it runs (`runner run` holds its lock):
+        /// then which records exist is read once, and a key's first run looks for no record file.
+        /// Watchers sharing an output directory leave it false: another may write any record.
+        public var storeHeldAlone = false
 
         // MARK: Dependencies
 

@@ -44,7 +44,9 @@ public final class JobEngine: Sendable {
             clock: configuration.clock, monitor: configuration.monitor ?? AlwaysReachable(),
             deadlines: configuration.deadlines ?? ClockDeadlines(clock: configuration.clock))
         self.attempts = AttemptLoop(policy: policy, backoff: configuration.backoff, clock: configuration.clock)
-        self.records = RecordWriter(store: store, runLog: configuration.runLog, observer: observer)
+        self.records = RecordWriter(
+            store: store, runLog: configuration.runLog, observer: observer,
+            knownRecords: configuration.storeHeldAlone ? store.recordFileNames() : nil)
         self.observer = observer
     }
 

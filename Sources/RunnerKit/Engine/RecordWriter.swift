@@ -16,6 +16,9 @@ final class RecordWriter: Sendable {
     private let queue = DispatchQueue(label: "runner.engine.records")
     private let state = Mutex(State())
     private let pending = Atomic<Int>(0)
+    /// The record files that exist, when the store is this engine's alone: read once at the
+    /// start, and each written one added, so a key with no record is not looked for on disk.
+    private let known: Locked<Set<String>>?
 
     private struct State {
         /// Finished jobs not yet taken by a drain, in order.
@@ -37,10 +40,11 @@ final class RecordWriter: Sendable {
     /// Records queued and not yet written, past which a finishing job waits for its own.
     static let backlog = 256
 
-    init(store: OutputStore, runLog: RunLog?, observer: any RunObserver) {
+    init(store: OutputStore, runLog: RunLog?, observer: any RunObserver, knownRecords: Set<String>? = nil) {
         self.store = store
         self.runLog = runLog
         self.observer = observer
+        self.known = knownRecords.map { Locked($0) }
     }
 
     /// The key's last good result, from the queue if it is not written yet, else from disk.
@@ -52,7 +56,8 @@ final class RecordWriter: Sendable {
     }
 
     private func fromDisk(_ file: String) -> PreviousResult? {
-        store.readRecord(fileName: file).flatMap { PreviousResult(record: $0, store: store) }
+        if let known, !known.withLock({ $0.contains(file) }) { return nil }
+        return store.readRecord(fileName: file).flatMap { PreviousResult(record: $0, store: store) }
     }
 
     /// Queues a result's record (`file`, or none for the run log only). With `wait`, or when the
@@ -101,6 +106,7 @@ final class RecordWriter: Sendable {
             if let file = item.file {
                 do {
                     try store.writeRecord(line: lines[start...], fileName: file)
+                    if let known { _ = known.withLock { $0.insert(file) } }
                 } catch {
                     observer.problem("\(item.result.key): the result record could not be written: \(error)")
                 }

@@ -149,6 +149,11 @@ public final class OutputStore: Sendable {
         return try? JSONParser.parse(bytes)
     }
 
+    /// The names of the record files in `results/` now (one directory read).
+    func recordFileNames() -> Set<String> {
+        Set(FileSystem.names(in: root + "/results").lazy.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") })
+    }
+
     /// The name of a key's record file in `results/`.
     static func recordFileName(forKey key: String) -> String { fileName(forKey: key) + ".json" }
 
