@@ -150,8 +150,8 @@ public final class OutputStore: Sendable {
     }
 
     /// The names of the record files in `results/` now (one directory read).
-    func recordFileNames() -> Set<String> {
-        Set(FileSystem.names(in: root + "/results").lazy.filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") })
+    func recordFileNames() -> [String] {
+        FileSystem.names(in: root + "/results").filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
     }
 
     /// The name of a key's record file in `results/`.
