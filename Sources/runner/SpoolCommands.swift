@@ -30,7 +30,7 @@ enum SpoolCommands {
         summary: "Validate job files and queue them in the spool's inbox for a watcher.",
         synopsis: "FILE…",
         arguments: [("FILE…", "Job files (- is standard input); all are checked before any is queued. Each is copied in whole, atomically and durably.")],
-        options: [spoolOption.spec, groupOption.spec] + KindOptions.options,
+        options: [spoolOption.spec, groupOption.spec, QueueCommands.queueOption.spec] + KindOptions.options,
         positionals: (1, nil),
         run: { arguments in
             guard let registry = KindOptions.registry(arguments, checkingSecrets: false) else { return 2 }
@@ -50,6 +50,9 @@ enum SpoolCommands {
                 Console.err("Nothing was queued. See 'runner validate --help'.")
                 return 2
             }
+            let queue: String?
+            do { queue = try QueueCommands.url(arguments) } catch { return Runner.usageError(error, spec: submit) }
+            if let queue { return QueueCommands.submit(inputs, registry: registry, url: queue) }
             let spool: Spool
             do {
                 spool = try spoolWithGroup(arguments)
@@ -83,7 +86,7 @@ enum SpoolCommands {
     static let watchJSON = CommandOption<Bool>.flag("json", help: "Print each job's result record as one JSON line.")
 
     private static let watchOptions: [CommandSpec.Option] = [
-        grace.spec, settle.spec, rescan.spec, groupOption.spec, watchMetrics.spec, watchJSON.spec,
+        grace.spec, settle.spec, rescan.spec, groupOption.spec, watchMetrics.spec, watchJSON.spec, QueueCommands.queueOption.spec,
     ] + LiveOptions.specs
 
     static let watch: CommandSpec = CommandSpec(
@@ -102,7 +105,7 @@ enum SpoolCommands {
                 options = WatchOptions(
                     feed: feed, metrics: try arguments[watchMetrics], json: try arguments[watchJSON],
                     events: try arguments[EngineCommandOptions.events], hook: try EngineCommandOptions.hook(arguments),
-                    live: try LiveOptions.settings(arguments))
+                    live: try LiveOptions.settings(arguments), queue: try QueueCommands.url(arguments))
             } catch {
                 return Runner.usageError(error, spec: watch)
             }
@@ -121,9 +124,12 @@ enum SpoolCommands {
         var events: String?
         var hook: (command: String, concurrency: Int, timeout: Duration)?
         var live: LiveOptions.Settings?
+        /// A PostgreSQL queue to take jobs from instead of the spool folder.
+        var queue: String?
     }
 
     static func runWatch(_ options: WatchOptions) async -> Int32 {
+        if let queue = options.queue { return await QueueCommands.watch(options, url: queue) }
         var configuration = options.feed
         let (spool, grace, json) = (configuration.spool, configuration.grace, options.json)
         do {
@@ -253,11 +259,14 @@ enum SpoolCommands {
         summary: "Cancel the running task with KEY, and waiting jobs with KEY, in every watcher of the spool.",
         synopsis: "KEY",
         arguments: [("KEY", "The job key, as in the job file or `runner status`.")],
-        options: [spoolOption.spec, groupOption.spec],
+        options: [spoolOption.spec, groupOption.spec, QueueCommands.queueOption.spec],
         positionals: (1, 1),
         run: { arguments in
             let key = arguments.positionals[0]
             guard !key.isEmpty else { return Runner.usageError(UsageError("KEY must not be empty"), spec: cancel) }
+            let queue: String?
+            do { queue = try QueueCommands.url(arguments) } catch { return Runner.usageError(error, spec: cancel) }
+            if let queue { return QueueCommands.cancel(key: key, url: queue) }
             let spool: Spool
             do { spool = try spoolWithGroup(arguments) } catch { return Runner.usageError(error, spec: cancel) }
             guard spool.exists else { return noSpool(spool) }
@@ -297,11 +306,12 @@ enum SpoolCommands {
     static let status: CommandSpec = CommandSpec(
         name: "status",
         summary: "Show the spool: queued files, running jobs with their age, done and failed files.",
-        options: [spoolOption.spec, statusJSON.spec],
+        options: [spoolOption.spec, statusJSON.spec, QueueCommands.queueOption.spec],
         run: { arguments in
             let status: SpoolStatus
             let json: Bool
             do {
+                if let queue = try QueueCommands.url(arguments) { return QueueCommands.status(url: queue, json: try arguments[statusJSON]) }
                 let spool = try spool(arguments)
                 guard spool.exists else { return noSpool(spool) }
                 status = SpoolStatus.read(spool)

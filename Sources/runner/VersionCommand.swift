@@ -4,12 +4,13 @@ import RunnerKit
 enum VersionCommand {
     static let spec: CommandSpec = CommandSpec(
         name: "version",
-        summary: "Show the version of the runner and of its HTTP library (libcurl, TLS, HTTP/2).",
+        summary: "Show the version of the runner, of its HTTP library (libcurl, TLS, HTTP/2) and whether libpq is there for --queue.",
 
         run: { _ in print() })
 
-    /// Two lines: `runner 0.1.0`, then libcurl's version, TLS library and HTTP/2 support
-    /// (or why libcurl cannot be loaded, and that URLSession is used instead).
+    /// Three lines: `runner 0.1.0`; libcurl's version, TLS library and HTTP/2 support (or why
+    /// libcurl cannot be loaded, and that URLSession is used instead); libpq's version (or that
+    /// it cannot be loaded, so `--queue` is unavailable).
     static var text: String {
         var text = "runner \(RunnerVersion.current)\n"
         switch CurlVersion.current() {
@@ -18,6 +19,7 @@ enum VersionCommand {
         case .failure(let unavailable):
             text += "libcurl not usable: \(unavailable.reason); the HTTP client is urlsession"
         }
+        text += "\n" + JobQueue.libraryLine
         return text
     }
 

@@ -171,13 +171,19 @@ public final class JobFileReader: IteratorProtocol {
 
     // MARK: - Jobs
 
+    /// The last job read, as its object and the file's defaults (from which `JobDescriptor.decode`
+    /// makes the same job again, elsewhere). Nil after an error.
+    public private(set) var lastJob: (object: [(key: String, value: JSONValue)], defaults: [(key: String, value: JSONValue)])?
+
     private func decode(_ value: JSONValue, at location: JobFileError.Location) -> Element {
+        lastJob = nil
         guard case .object(let members) = value else {
             return .failure(JobFileError(file: path, location: location, problem: JobSpecError(field: nil, "must be a job object, not \(value.typeDescription)")))
         }
         do {
             let job = try JobDescriptor.decode(members, defaults: defaults, registry: registry, limits: limits)
             if checkingSecrets, let headers = job.headers?.headers { try checkSecrets(headers) }
+            lastJob = (members, defaults)
             return .success(job)
         } catch {
             return .failure(JobFileError(file: path, location: location, problem: error))

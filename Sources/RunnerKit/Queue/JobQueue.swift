@@ -1,0 +1,270 @@
+import Foundation
+
+/// The job queue in PostgreSQL that runners on many machines share: jobs submitted as rows,
+/// claimed with `FOR UPDATE SKIP LOCKED` under a lease, their records written back.
+///
+/// Tables (schema `runner`, made on first use): `jobs` (one row a job: its key, kind, the job
+/// itself, its state `queued`, `running`, `done` or `cancelled`, who runs it and until when its
+/// lease holds, how many times it was claimed, its record), `keys` (the keys running now, one
+/// row each: one task per key across every runner), `meta` (the schema's version). Channels:
+/// `runner_jobs` (jobs were queued), `runner_cancel` (a key to cancel).
+public final class JobQueue: Sendable {
+    /// The schema this binary knows; a database with a newer one is refused.
+    public static let schemaVersion = 1
+    /// A job claimed this many times and abandoned (its runner died) ends failed.
+    public static let maxClaims = 3
+
+    /// What `runner --version` says of libpq.
+    public static var libraryLine: String { PostgresLibrary.versionLine }
+
+    public let connection: PostgresConnection
+    /// How long a claim holds without being renewed.
+    public let lease: Duration
+
+    public init(url: String, lease: Duration = .seconds(30)) throws(QueueError) {
+        connection = try PostgresConnection(url: url)
+        self.lease = lease
+        try prepare()
+    }
+
+    private var leaseText: String { "\(max(1, lease.inMilliseconds)) milliseconds" }
+
+    // MARK: - Schema
+
+    private func prepare() throws(QueueError) {
+        try connection.transaction { db throws(QueueError) in
+            // Several runners starting at once: one makes the tables, the others wait for it.
+            try db.query("SELECT pg_advisory_xact_lock(74170001)")
+            try db.query("CREATE SCHEMA IF NOT EXISTS runner")
+            try db.query("CREATE TABLE IF NOT EXISTS runner.meta (version integer NOT NULL)")
+            let version = try db.query("SELECT max(version) FROM runner.meta").first?.first?.flatMap { Int($0) }
+            if let version, version > Self.schemaVersion {
+                throw QueueError(
+                    "the queue's tables are of version \(version), newer than this runner knows (\(Self.schemaVersion)); upgrade the runner",
+                    usage: true)
+            }
+            guard version == nil else { return }
+            try db.query("""
+                CREATE TABLE runner.jobs (
+                    id bigserial PRIMARY KEY,
+                    key text NOT NULL,
+                    kind text NOT NULL,
+                    job text NOT NULL,
+                    file text NOT NULL,
+                    state text NOT NULL DEFAULT 'queued',
+                    claims integer NOT NULL DEFAULT 0,
+                    runner text,
+                    lease_until timestamptz,
+                    status text,
+                    reason text,
+                    record text,
+                    submitted_at timestamptz NOT NULL DEFAULT now(),
+                    started_at timestamptz,
+                    finished_at timestamptz)
+                """)
+            try db.query("CREATE INDEX jobs_waiting ON runner.jobs (id) WHERE state IN ('queued', 'running')")
+            try db.query("CREATE INDEX jobs_key ON runner.jobs (key)")
+            try db.query("CREATE TABLE runner.keys (key text PRIMARY KEY, runner text NOT NULL, lease_until timestamptz NOT NULL)")
+            try db.query("INSERT INTO runner.meta (version) VALUES ($1)", [String(Self.schemaVersion)])
+        }
+    }
+
+    // MARK: - Submitting
+
+    /// One job as submitted: its key and kind, and the job itself as JSON (`{"job", "defaults"}`).
+    public struct Submission: Sendable {
+        public var key: String
+        public var kind: String
+        public var job: String
+        public var file: String
+
+        public init(key: String, kind: String, job: String, file: String) {
+            self.key = key
+            self.kind = kind
+            self.job = job
+            self.file = file
+        }
+    }
+
+    /// Inserts every job in one transaction, or none, and wakes the idle runners.
+    public func submit(_ jobs: [Submission]) throws(QueueError) {
+        try connection.transaction { db throws(QueueError) in
+            var start = 0
+            while start < jobs.count {
+                let chunk = jobs[start..<min(jobs.count, start + 1000)]
+                try db.query(
+                    "INSERT INTO runner.jobs (key, kind, job, file) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
+                    [Self.array(chunk.map(\.key)), Self.array(chunk.map(\.kind)), Self.array(chunk.map(\.job)), Self.array(chunk.map(\.file))])
+                start += chunk.count
+            }
+            try db.query("SELECT pg_notify('runner_jobs', '')")
+        }
+    }
+
+    /// A text array literal: every element quoted, `"` and `\` escaped.
+    static func array(_ values: [String]) -> String {
+        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
+            .joined(separator: ",") + "}"
+    }
+
+    // MARK: - Claiming
+
+    public struct Claim: Sendable {
+        public var id: Int64
+        public var key: String
+        public var kind: String
+        public var job: String
+    }
+
+    /// Takes up to `limit` jobs for `runner`: queued ones, and running ones whose lease ran out
+    /// (their runner died). A job abandoned `maxClaims` times ends failed instead.
+    public func claim(runner: String, limit: Int = 1) throws(QueueError) -> [Claim] {
+        try connection.transaction { db throws(QueueError) in
+            try db.query(
+                """
+                UPDATE runner.jobs SET state = 'done', status = 'failed', finished_at = now(), lease_until = NULL,
+                    reason = 'abandoned by ' || claims || ' runners',
+                    record = json_build_object('key', key, 'kind', kind, 'status', 'failed',
+                        'error', 'abandoned by ' || claims || ' runners (each stopped while running it)')::text
+                WHERE state = 'running' AND lease_until < now() AND claims >= $1
+                """, [String(Self.maxClaims)])
+            let rows = try db.query(
+                """
+                WITH picked AS (
+                    SELECT id FROM runner.jobs
+                    WHERE state = 'queued' OR (state = 'running' AND lease_until < now())
+                    ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+                UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
+                    lease_until = now() + $3::interval, started_at = now()
+                FROM picked WHERE j.id = picked.id
+                RETURNING j.id, j.key, j.kind, j.job
+                """, [runner, String(limit), leaseText])
+            return rows.compactMap { row in
+                guard let id = row[0].flatMap({ Int64($0) }), let key = row[1], let kind = row[2], let job = row[3] else { return nil }
+                return Claim(id: id, key: key, kind: kind, job: job)
+            }.sorted { $0.id < $1.id }
+        }
+    }
+
+    /// Stores a finished job's record and ends its claim (only if `runner` still holds it).
+    public func finish(id: Int64, runner: String, status: String, error: String?, record: String) throws(QueueError) {
+        try connection.query(
+            """
+            UPDATE runner.jobs SET state = 'done', status = $3, reason = $4, record = $5, finished_at = now(), lease_until = NULL
+            WHERE id = $1 AND runner = $2 AND state = 'running'
+            """, [String(id), runner, status, error, record])
+    }
+
+    /// Gives claims back at once (a runner stopping before it started them).
+    public func release(ids: [Int64], runner: String) throws(QueueError) {
+        guard !ids.isEmpty else { return }
+        try connection.query(
+            """
+            UPDATE runner.jobs SET state = 'queued', runner = NULL, lease_until = NULL, started_at = NULL, claims = greatest(0, claims - 1)
+            WHERE id = ANY($1::bigint[]) AND runner = $2 AND state = 'running'
+            """, ["{" + ids.map(String.init).joined(separator: ",") + "}", runner])
+        try connection.query("SELECT pg_notify('runner_jobs', '')")
+    }
+
+    /// Extends the leases of `runner`'s claims and keys.
+    public func renew(runner: String) throws(QueueError) {
+        try connection.query(
+            "UPDATE runner.jobs SET lease_until = now() + $2::interval WHERE runner = $1 AND state = 'running'", [runner, leaseText])
+        try connection.query("UPDATE runner.keys SET lease_until = now() + $2::interval WHERE runner = $1", [runner, leaseText])
+    }
+
+    // MARK: - Keys
+
+    /// Takes `key` for `runner` unless another runner holds it under a live lease.
+    public func lockKey(_ key: String, runner: String) throws(QueueError) -> Bool {
+        let rows = try connection.query(
+            """
+            INSERT INTO runner.keys (key, runner, lease_until) VALUES ($1, $2, now() + $3::interval)
+            ON CONFLICT (key) DO UPDATE SET runner = EXCLUDED.runner, lease_until = EXCLUDED.lease_until
+            WHERE runner.keys.lease_until < now()
+            RETURNING key
+            """, [key, runner, leaseText])
+        return !rows.isEmpty
+    }
+
+    public func unlockKey(_ key: String, runner: String) throws(QueueError) {
+        try connection.query("DELETE FROM runner.keys WHERE key = $1 AND runner = $2", [key, runner])
+    }
+
+    // MARK: - Cancelling
+
+    /// Cancels the queued jobs of `key` and asks every runner to cancel its running task.
+    /// Returns how many were queued, and the runners that run the key now.
+    public func cancel(key: String) throws(QueueError) -> (queued: Int, running: [String]) {
+        try connection.transaction { db throws(QueueError) in
+            let queued = try db.query(
+                """
+                UPDATE runner.jobs SET state = 'done', status = 'cancelled', reason = 'cancelled (runner cancel)', finished_at = now(),
+                    record = json_build_object('key', key, 'kind', kind, 'status', 'cancelled', 'error', 'cancelled (runner cancel)')::text
+                WHERE key = $1 AND state = 'queued' RETURNING id
+                """, [key]).count
+            let running = try db.query("SELECT DISTINCT runner FROM runner.jobs WHERE key = $1 AND state = 'running'", [key])
+                .compactMap { $0[0] }
+            try db.query("SELECT pg_notify('runner_cancel', $1)", [key])
+            return (queued, running)
+        }
+    }
+
+    // MARK: - Status
+
+    public struct Status: Sendable {
+        public struct Running: Sendable {
+            public var key: String
+            public var runner: String
+            public var startedAt: Date
+        }
+        public struct Failed: Sendable {
+            public var key: String
+            public var status: String
+            public var reason: String?
+            public var at: Date
+        }
+        public var queued: Int
+        public var running: [Running]
+        public var done: Int
+        public var failed: Int
+        public var cancelled: Int
+        /// The last failures, newest first.
+        public var latestFailed: [Failed]
+    }
+
+    /// Counts fleet-wide; up to 100 running jobs and 10 recent failures.
+    public func status() throws(QueueError) -> Status {
+        let counts = try connection.query(
+            """
+            SELECT count(*) FILTER (WHERE state = 'queued' OR (state = 'running' AND lease_until < now())),
+                   count(*) FILTER (WHERE state = 'done' AND status IN ('succeeded', 'notModified')),
+                   count(*) FILTER (WHERE state = 'done' AND status = 'cancelled'),
+                   count(*) FILTER (WHERE state = 'done' AND status NOT IN ('succeeded', 'notModified', 'cancelled'))
+            FROM runner.jobs
+            """).first ?? []
+        func number(_ index: Int) -> Int { counts.count > index ? Int(counts[index] ?? "0") ?? 0 : 0 }
+        let running = try connection.query(
+            """
+            SELECT key, runner, extract(epoch FROM started_at)::float8 FROM runner.jobs
+            WHERE state = 'running' AND lease_until >= now() ORDER BY started_at LIMIT 100
+            """).map { row in
+                Status.Running(key: row[0] ?? "", runner: row[1] ?? "", startedAt: Date(timeIntervalSince1970: Double(row[2] ?? "0") ?? 0))
+            }
+        let failed = try connection.query(
+            """
+            SELECT key, status, reason, extract(epoch FROM finished_at)::float8 FROM runner.jobs
+            WHERE state = 'done' AND status NOT IN ('succeeded', 'notModified', 'cancelled')
+            ORDER BY finished_at DESC LIMIT 10
+            """).map { row in
+                Status.Failed(key: row[0] ?? "", status: row[1] ?? "", reason: row[2], at: Date(timeIntervalSince1970: Double(row[3] ?? "0") ?? 0))
+            }
+        return Status(queued: number(0), running: running, done: number(1), failed: number(3), cancelled: number(2), latestFailed: failed)
+    }
+
+    /// The record stored for the last finished job of `key`, if any.
+    public func record(key: String) throws(QueueError) -> String? {
+        try connection.query(
+            "SELECT record FROM runner.jobs WHERE key = $1 AND record IS NOT NULL ORDER BY finished_at DESC LIMIT 1", [key]).first?.first ?? nil
+    }
+}

@@ -1,0 +1,205 @@
+import Foundation
+import Glibc
+import RunnerKinds
+import RunnerKit
+
+/// `submit`, `watch`, `cancel` and `status` on a PostgreSQL queue (`--queue URL` or
+/// `$RUNNER_QUEUE`) instead of the spool folder: runners on many machines share its jobs.
+enum QueueCommands {
+    static let queueOption = CommandOption<String?>.text(
+        "queue", "URL",
+        help: "A PostgreSQL queue that runners on many machines share, instead of the spool folder: a libpq URL such as postgresql://runner@db.example/jobs.",
+        defaultText: "$RUNNER_QUEUE, else the spool folder")
+
+    /// The queue's URL: `--queue`, else a non-empty `$RUNNER_QUEUE`; nil: the spool folder.
+    static func url(_ arguments: ParsedArguments) throws(UsageError) -> String? {
+        if let given = try arguments[queueOption] { return given }
+        let environment = ProcessInfo.processInfo.environment["RUNNER_QUEUE"] ?? ""
+        return environment.isEmpty ? nil : environment
+    }
+
+    /// A queue error in one line: exit 2 for the command line's fault, 1 for the database's.
+    static func fail(_ error: QueueError) -> Int32 {
+        Console.error(error.message)
+        return error.usage ? 2 : 1
+    }
+
+    // MARK: - submit
+
+    /// Every job of every file in one transaction, or none. The files are valid (checked first).
+    static func submit(_ inputs: JobFileArguments, registry: KindRegistry, url: String) -> Int32 {
+        var submissions: [JobQueue.Submission] = []
+        var counts: [Int] = []
+        for file in inputs.files {
+            let reader = JobFileReader(path: file, registry: registry, checkingSecrets: false)
+            let name = (inputs.display(file) as NSString).lastPathComponent
+            var count = 0
+            while let element = reader.next() {
+                guard case .success(let job) = element, let stored = reader.lastJob else {
+                    Console.error(inputs.display(message: "changed while it was being queued; nothing was queued"))
+                    return 1
+                }
+                let value: JSONValue = .object([("job", .object(stored.object)), ("defaults", .object(stored.defaults))])
+                submissions.append(JobQueue.Submission(key: job.key, kind: job.kindName, job: JSONWriter.string(value), file: name))
+                count += 1
+            }
+            counts.append(count)
+        }
+        let queue: JobQueue
+        do {
+            queue = try JobQueue(url: url)
+            try queue.submit(submissions)
+        } catch {
+            Console.err("Nothing was queued.")
+            return fail(error)
+        }
+        for (file, jobs) in zip(inputs.files, counts) {
+            Console.out("queued \(inputs.display(file)) in \(queue.connection.display) (\(jobs) job\(jobs == 1 ? "" : "s"))")
+        }
+        return 0
+    }
+
+    // MARK: - status
+
+    static func status(url: String, json: Bool) -> Int32 {
+        let status: JobQueue.Status
+        let display: String
+        do {
+            let queue = try JobQueue(url: url)
+            status = try queue.status()
+            display = queue.connection.display
+        } catch {
+            return fail(error)
+        }
+        let now = Date()
+        if json {
+            let latest: JSONValue = status.latestFailed.first.map { failed in
+                var fields: [(key: String, value: JSONValue)] = [
+                    ("key", .string(failed.key)), ("status", .string(failed.status)), ("at", .string(Timestamp.iso8601(failed.at))),
+                ]
+                if let reason = failed.reason { fields.append(("reason", .string(reason))) }
+                return .object(fields)
+            } ?? .null
+            Console.out(JSONWriter.string(.object([
+                ("queue", .string(display)),
+                ("queued", .object([("count", JSONValue(status.queued))])),
+                ("running", .array(status.running.map { job in
+                    .object([
+                        ("key", .string(job.key)), ("runner", .string(job.runner)), ("startedAt", .string(Timestamp.iso8601(job.startedAt))),
+                        ("ageMs", JSONValue(max(0, Int(now.timeIntervalSince(job.startedAt) * 1000)))),
+                    ])
+                })),
+                ("done", .object([("count", JSONValue(status.done))])),
+                ("failed", .object([
+                    ("count", JSONValue(status.failed)), ("latest", latest),
+                    ("recent", .array(status.latestFailed.map { failed in
+                        .object([("key", .string(failed.key)), ("status", .string(failed.status)), ("reason", failed.reason.map { .string($0) } ?? .null)])
+                    })),
+                ])),
+                ("cancelled", .object([("count", JSONValue(status.cancelled))])),
+            ])))
+            return 0
+        }
+        var lines = ["queue:    \(display)", "queued:   \(status.queued)", "running:  \(status.running.count)"]
+        for job in status.running.prefix(20) {
+            lines.append("  \(job.key)  \(SpoolStatus.age(now.timeIntervalSince(job.startedAt)))  (runner \(job.runner))")
+        }
+        lines.append("done:     \(status.done)")
+        lines.append("failed:   \(status.failed)")
+        for failed in status.latestFailed.prefix(5) {
+            lines.append("  \(failed.key)  \(failed.status)" + (failed.reason.map { ": \($0)" } ?? ""))
+        }
+        if status.cancelled > 0 { lines.append("cancelled: \(status.cancelled)") }
+        Console.out(lines.joined(separator: "\n"))
+        return 0
+    }
+
+    // MARK: - cancel
+
+    static func cancel(key: String, url: String) -> Int32 {
+        let outcome: (queued: Int, running: [String])
+        let display: String
+        do {
+            let queue = try JobQueue(url: url)
+            outcome = try queue.cancel(key: key)
+            display = queue.connection.display
+        } catch {
+            return fail(error)
+        }
+        guard outcome.queued > 0 || !outcome.running.isEmpty else {
+            Console.err("runner: nothing with the key \(key) is running or queued in \(display)")
+            return 1
+        }
+        var found: [String] = []
+        if !outcome.running.isEmpty { found.append("its running task (runner \(outcome.running.joined(separator: ", "))) is cancelled") }
+        if outcome.queued > 0 { found.append("\(outcome.queued) queued job\(outcome.queued == 1 ? "" : "s") cancelled") }
+        Console.out("cancel requested for \(key) in \(display): " + found.joined(separator: "; "))
+        return 0
+    }
+
+    // MARK: - watch
+
+    /// A watcher of the queue: the same engine and options as the folder's watcher.
+    static func watch(_ options: SpoolCommands.WatchOptions, url: String) async -> Int32 {
+        guard options.live == nil, options.metrics == nil else {
+            Console.error("--listen and --metrics are not available with --queue yet")
+            return 2
+        }
+        var configuration = options.feed.engine
+        do {
+            configuration = try configuration.prepared()
+            configuration.store!.sweepLeftovers()
+            configuration.runLog = try RunLog(store: configuration.store!)
+        } catch {
+            Console.error("\(error)")
+            return 2
+        }
+        let lease = ProcessInfo.processInfo.environment["RUNNER_QUEUE_LEASE"].flatMap(Double.init).map { Duration.seconds($0) } ?? .seconds(30)
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count)
+        let runner = "\(String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))-\(getpid())"
+        let feed: QueueFeed
+        do {
+            feed = try QueueFeed(
+                url: url, runner: runner, registry: configuration.registry, limits: configuration.limits,
+                rescan: options.feed.rescanInterval, lease: lease, report: { Console.err("runner: \($0)") })
+        } catch {
+            return fail(error)
+        }
+        configuration.keyLock = feed.keyLock
+        let events = options.events.map { EventStream(path: $0) }
+        defer { EngineCommandOptions.finish(events) }
+        let hooks = options.hook.map { hook in
+            OnFinishHooks(
+                command: hook.command, store: configuration.store!, concurrency: hook.concurrency, timeout: hook.timeout,
+                sync: options.feed.durable, observer: ObserverFanout(events.map { [$0] } ?? []), report: { Console.err($0) })
+        }
+        let engine: JobEngine
+        do {
+            engine = try JobEngine(
+                configuration: configuration,
+                observer: ObserverFanout([WatchReporter(json: options.json)] + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])))
+        } catch {
+            Console.error("\(error)")
+            return 2
+        }
+        feed.cancelKey.withLock { $0 = { key in
+            if engine.taskManager.cancel(key: key) { Console.err("runner: cancel \(key): the running task is cancelled") }
+        } }
+        let grace = options.feed.grace
+        let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
+            Console.err("runner: \(SpoolCommands.signalName(number)): no more jobs are claimed; running jobs have \(grace) to end")
+            feed.shutdown()
+            Task {
+                try? await Task.sleep(for: grace)
+                engine.taskManager.cancelAll()
+            }
+        }
+        defer { _ = signals.stop() }
+        Console.err("runner: watching the queue \(feed.queue.connection.display) as \(runner); results in \(RunReporter.relative(configuration.store!.root))/")
+        _ = await engine.run(feed)
+        await hooks?.finish()
+        Console.err("runner: stopped")
+        return 0
+    }
+}

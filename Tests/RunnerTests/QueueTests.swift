@@ -1,0 +1,221 @@
+import FixtureServer
+import Foundation
+import Glibc
+import RunnerKit
+import Testing
+
+/// A real PostgreSQL for the test (Debian's postgresql): `initdb` into a temporary folder as the
+/// unprivileged `postgres` user, the server on a unix socket in that folder, no TCP; a password
+/// (scram-sha-256) so that a wrong one can be tried. Stopped and removed at the end.
+final class PostgresServer: @unchecked Sendable {
+    static let bin: String? = {
+        let root = "/usr/lib/postgresql"
+        let versions = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).sorted { (Int($0) ?? 0) > (Int($1) ?? 0) }
+        return versions.map { "\(root)/\($0)/bin" }.first { FileManager.default.isExecutableFile(atPath: "\($0)/initdb") }
+    }()
+
+    let folder: String
+    let password = "s3cret-pw"
+
+    init() throws {
+        guard let bin = Self.bin else { throw Workspace.Missing(what: "postgresql is not installed (Debian: apt-get install postgresql; .ci/run installs it)") }
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("runner-pg-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: "\(folder)/pw", contents: Data((password + "\n").utf8))
+        try Self.sh("chown -R postgres \(folder) && chmod 755 \(folder)")
+        try Self.sh("runuser -u postgres -- \(bin)/initdb -D \(folder)/data -U runner --pwfile=\(folder)/pw -A scram-sha-256 > \(folder)/initdb.log 2>&1")
+        try start()
+    }
+
+    func start() throws {
+        try Self.sh("runuser -u postgres -- \(Self.bin!)/pg_ctl -D \(folder)/data -o \"-k \(folder) -c listen_addresses=''\" -l \(folder)/server.log -w start > /dev/null")
+    }
+
+    func restart() throws {
+        try Self.sh("runuser -u postgres -- \(Self.bin!)/pg_ctl -D \(folder)/data -o \"-k \(folder) -c listen_addresses=''\" -l \(folder)/server.log -w -m fast restart > /dev/null")
+    }
+
+    deinit {
+        try? Self.sh("runuser -u postgres -- \(Self.bin!)/pg_ctl -D \(folder)/data -m immediate -w stop > /dev/null 2>&1")
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    var url: String { "postgresql://runner:\(password)@/postgres?host=\(folder)" }
+
+    /// Runs `command` with /bin/sh, by posix_spawn and waitpid: Foundation's Process waits for
+    /// every descendant that inherited its descriptors, and the server started here outlives it.
+    static func sh(_ command: String) throws {
+        var pid: pid_t = 0
+        let arguments: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (text: String) in strdup(text) } + [nil]
+        defer { arguments.forEach { free($0) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, arguments, environ) == 0 else {
+            throw Workspace.Missing(what: "could not start: \(command)")
+        }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        guard status == 0 else { throw Workspace.Missing(what: "failed (\(status)): \(command)") }
+    }
+}
+
+/// `--queue` through the binary against a real PostgreSQL: several watcher processes, each with
+/// its own output folder, sharing one queue.
+@Suite(.serialized, .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
+struct QueueTests {
+    static func jobs(_ world: SpoolWorld, _ count: Int, prefix: String, delay: Int, keys: Int? = nil) -> String {
+        (0..<count).map { index in
+            let key = keys.map { "\(prefix)\(index % $0)" } ?? "\(prefix)\(index)"
+            return #"{"kind": "entry", "key": "\#(key)", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?delay=\#(delay)&n=\#(index)", "timeout": 30}"#
+        }.joined(separator: "\n") + "\n"
+    }
+
+    static func startWatcher(_ world: SpoolWorld, _ db: PostgresServer, _ name: String, lease: Double = 30, _ extra: [String] = []) throws -> Process {
+        let process = Process()
+        process.environment = ProcessInfo.processInfo.environment.merging(["RUNNER_QUEUE_LEASE": String(lease)]) { $1 }
+        process.executableURL = URL(fileURLWithPath: RunnerBinary.path)
+        process.arguments = ["watch", "--queue", db.url, "--out", "\(world.w.root)/\(name)", "--rescan", "30"] + extra
+        let log = "\(world.w.root)/\(name).stderr"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    static func records(_ world: SpoolWorld, _ name: String) -> [String: String] {
+        let folder = "\(world.w.root)/\(name)/results"
+        var found: [String: String] = [:]
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where file.hasSuffix(".json") {
+            if let record = try? JSONParser.parse(Array(FileManager.default.contents(atPath: "\(folder)/\(file)") ?? Data())),
+                let key = record["key"]?.stringValue
+            {
+                found[key] = record["status"]?.stringValue
+            }
+        }
+        return found
+    }
+
+    static func status(_ world: SpoolWorld, _ db: PostgresServer) async throws -> JSONValue {
+        let result = try await world.w.run(["status", "--queue", db.url, "--json"])
+        return try JSONParser.parse(result.stdout)
+    }
+
+    static func stop(_ process: Process, _ world: SpoolWorld) async -> Int32? {
+        kill(process.processIdentifier, SIGTERM)
+        return await world.exit(of: process, upTo: .seconds(20))
+    }
+
+    @Test func submitQueuesEveryJobOfItsFilesOrNone() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let good = world.w.write("good.jsonl", Self.jobs(world, 5, prefix: "q:good", delay: 0))
+        let bad = world.w.write("bad.jsonl", #"{"kind": "entry", "key": "q:bad", "url": "http://x.test/{id}"}"# + "\n")
+        let refused = try await world.w.run(["submit", "--queue", db.url, good, bad])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("Nothing was queued"))
+        #expect(try await Self.status(world, db)["queued"]?["count"]?.intValue == 0)
+
+        let queued = try await RunnerBinary.runExecutable(RunnerBinary.path, ["submit", good], in: world.w.root, environment: ["RUNNER_QUEUE": db.url])
+        #expect(queued.status == 0, "\(queued.stderr)")
+        #expect(queued.stdout.contains("(5 jobs)"))
+        #expect(!queued.stdout.contains(db.password), "the password is never printed")
+        let status = try await Self.status(world, db)
+        #expect(status["queued"]?["count"]?.intValue == 5, "\(status)")
+        let version = try await world.w.run(["--version"])
+        #expect(version.stdout.contains("libpq 1"), "\(version.stdout)")
+    }
+
+    @Test func threeWatchersShareTheJobsAndEachIsFetchedOnce() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let file = world.w.write("many.jsonl", Self.jobs(world, 300, prefix: "q:many", delay: 5))
+        let watchers = try (1...3).map { try Self.startWatcher(world, db, "out\($0)") }
+        defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        let done = await world.wait(upTo: .seconds(60)) {
+            (1...3).map { Self.records(world, "out\($0)").count }.reduce(0, +) >= 300
+        }
+        #expect(done, "\((1...3).map { Self.records(world, "out\($0)").count })")
+        let byFolder = (1...3).map { Self.records(world, "out\($0)") }
+        var seen: [String: Int] = [:]
+        for records in byFolder { for key in records.keys { seen[key, default: 0] += 1 } }
+        #expect(seen.count == 300 && seen.values.allSatisfy { $0 == 1 }, "every key's record in exactly one out folder")
+        #expect(byFolder.allSatisfy { !$0.isEmpty }, "every watcher took some: \(byFolder.map(\.count))")
+        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 300, "each job fetched once")
+        let status = try await Self.status(world, db)
+        #expect(status["done"]?["count"]?.intValue == 300, "\(status)")
+        for watcher in watchers { #expect(await Self.stop(watcher, world) == 0) }
+    }
+
+    @Test func aWatcherKilledWhileRunningHasItsJobsRunByAnotherAfterTheLease() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let file = world.w.write("slow.jsonl", Self.jobs(world, 4, prefix: "q:slow", delay: 4000))
+        let first = try Self.startWatcher(world, db, "first", lease: 2, ["--concurrency", "4"])
+        defer { if first.isRunning { first.terminate() } }
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        let running = await world.wait(upTo: .seconds(20)) {
+            world.w.server.arrivals(pathPrefix: "/entries/").count == 4
+        }
+        #expect(running)
+        kill(first.processIdentifier, SIGKILL)
+        _ = await world.exit(of: first, upTo: .seconds(5))
+        let second = try Self.startWatcher(world, db, "second", lease: 2)
+        defer { if second.isRunning { second.terminate() } }
+        let recovered = await world.wait(upTo: .seconds(40)) { Self.records(world, "second").count == 4 }
+        #expect(recovered, "\(Self.records(world, "second")) \(world.log("second"))")
+        #expect(Self.records(world, "second").values.allSatisfy { $0 == "succeeded" })
+        #expect(Self.records(world, "first").isEmpty, "the killed watcher wrote no record")
+        let status = try await Self.status(world, db)
+        #expect(status["done"]?["count"]?.intValue == 4 && status["running"]?.arrayValue?.isEmpty == true, "\(status)")
+        #expect(await Self.stop(second, world) == 0)
+    }
+
+    @Test func cancelReachesTheRunningTaskOnItsWatcherAndTheQueuedJobsOfTheKey() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let watcher = try Self.startWatcher(world, db, "out", ["--concurrency", "1"])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        let file = world.w.write("cancel.jsonl", Self.jobs(world, 3, prefix: "q:cancel", delay: 20_000, keys: 1))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 1 })
+        let began = ContinuousClock.now
+        let cancel = try await world.w.run(["cancel", "q:cancel0", "--queue", db.url])
+        #expect(cancel.status == 0, "\(cancel.stderr)")
+        #expect(cancel.stdout.contains("its running task"), "\(cancel.stdout)")
+        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world, "out")["q:cancel0"] == "cancelled" }, "\(world.log("out"))")
+        #expect(began.duration(to: .now) < .seconds(5))
+        // The other two (queued, or claimed and waiting for a slot) end cancelled without running.
+        var status: JSONValue = .null
+        for _ in 0..<50 {
+            status = try await Self.status(world, db)
+            if status["cancelled"]?["count"]?.intValue == 3 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(status["cancelled"]?["count"]?.intValue == 3, "\(status)")
+        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 1, "the other two never ran")
+        let nothing = try await world.w.run(["cancel", "q:nothing", "--queue", db.url])
+        #expect(nothing.status == 1)
+        #expect(await Self.stop(watcher, world) == 0)
+    }
+
+    @Test func badURLsUnreachableServersAndWrongPasswordsAreOneLine() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let wrong = db.url.replacingOccurrences(of: db.password, with: "not-the-password")
+        let refused = try await world.w.run(["status", "--queue", wrong])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("password authentication failed"), "\(refused.stderr)")
+        #expect(!refused.stderr.contains("not-the-password"), "the password is never printed: \(refused.stderr)")
+        #expect(refused.stderr.split(separator: "\n").count == 1)
+
+        let malformed = try await world.w.run(["watch", "--queue", "mysql://x", "--out", world.w.out])
+        #expect(malformed.status == 2)
+        #expect(malformed.stderr.contains("not a PostgreSQL URL"))
+
+        let gone = "postgresql://runner:\(db.password)@/postgres?host=\(world.w.root)"
+        let unreachable = try await world.w.run(["watch", "--queue", gone, "--out", world.w.out])
+        #expect(unreachable.status == 1, "\(unreachable.stderr)")
+        #expect(unreachable.stderr.split(separator: "\n").count == 1, "\(unreachable.stderr)")
+        #expect(!unreachable.stderr.contains(db.password))
+    }
+}
