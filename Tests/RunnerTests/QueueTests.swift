@@ -170,6 +170,29 @@ struct QueueTests {
         #expect(await Self.stop(second, world) == 0)
     }
 
+    @Test func theDatabaseRestartedWhileJobsRunLosesNoRecordAndRunsNoJobTwice() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let watcher = try Self.startWatcher(world, db, "out", ["--concurrency", "4"])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        let file = world.w.write("restart.jsonl", Self.jobs(world, 20, prefix: "q:restart", delay: 600))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count >= 4 })
+        try db.restart()
+        var status: JSONValue = .null
+        for _ in 0..<150 {
+            status = (try? await Self.status(world, db)) ?? .null
+            if status["done"]?["count"]?.intValue == 20 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(status["done"]?["count"]?.intValue == 20, "every record in the database: \(status) \(world.log("out"))")
+        #expect(Self.records(world, "out").count == 20, "and on disk")
+        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 20, "none fetched twice")
+        let log = world.log("out")
+        #expect(log.contains("notifications stopped") || log.contains("could not be read") || log.contains("could not be stored"), "the outage is said: \(log)")
+        #expect(await Self.stop(watcher, world) == 0)
+    }
+
     @Test func cancelReachesTheRunningTaskOnItsWatcherAndTheQueuedJobsOfTheKey() async throws {
         let db = try PostgresServer()
         let world = try SpoolWorld()

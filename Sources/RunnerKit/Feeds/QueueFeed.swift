@@ -23,6 +23,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     private struct State {
         var stopping = false
         var rung = false
+        /// The queue could not be read: said once, and again when it is back.
+        var unreachable = false
         /// Claimed and not yet ended, by id.
         var claimed: Set<Int64> = []
         /// Keys a cancel was asked for, and when: a job of the key claimed before then does not run.
@@ -70,10 +72,16 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             do {
                 claims = try queue.claim(runner: runner)
             } catch {
-                report("the queue could not be read: \(error); trying again")
+                if !state.withLock({ $0.unreachable }) { report("the queue could not be read: \(error); trying again every second") }
+                state.withLock { $0.unreachable = true }
                 await sleepOrBell(.seconds(1))
                 continue
             }
+            let wasUnreachable = state.withLock { state in
+                defer { state.unreachable = false }
+                return state.unreachable
+            }
+            if wasUnreachable { report("the queue is back") }
             guard let claim = claims.first else {
                 await sleepOrBell(rescan)
                 continue
@@ -165,11 +173,15 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                         state.withLock { $0.rung = true }
                     }
                 }
-                lost = false
             } catch {
-                if !lost { report("the queue's notifications stopped (\(error)); polling every --rescan") }
+                if !lost { report("the queue's notifications stopped (\(error)); reading it every --rescan until they are back") }
                 lost = true
                 Thread.sleep(forTimeInterval: 1)
+                // Listening again on a connection made anew (the statement reconnects).
+                if (try? listener.query("LISTEN runner_jobs")) != nil, (try? listener.query("LISTEN runner_cancel")) != nil {
+                    report("the queue's notifications are back")
+                    lost = false
+                }
             }
         }
     }

@@ -46,6 +46,14 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
     }
 
     private func unlockedQuery(_ sql: String, _ parameters: [String?]) throws(QueueError) -> [[String?]] {
+        // A connection the server dropped (a restart) is made again, with the same settings.
+        if library.status(connection) != PostgresLibrary.connectionOK {
+            library.reset(connection)
+            guard library.status(connection) == PostgresLibrary.connectionOK else {
+                throw QueueError("the database cannot be reached: \(Self.firstLine(library.errorMessage(connection)))")
+            }
+            _ = try? unlockedQuery("SET client_min_messages TO warning", [])
+        }
         let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
         defer { copies.forEach { free($0) } }
         let values: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } }
@@ -96,6 +104,9 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
     public func notifications(waitingUpTo timeout: Duration) throws(QueueError) -> [(channel: String, payload: String)] {
         lock.lock()
         defer { lock.unlock() }
+        guard library.status(connection) == PostgresLibrary.connectionOK else {
+            throw QueueError("the database connection is down: \(Self.firstLine(library.errorMessage(connection)))")
+        }
         var found = drainNotifications()
         if !found.isEmpty { return found }
         var descriptor = pollfd(fd: library.socket(connection), events: Int16(POLLIN), revents: 0)

@@ -11,6 +11,7 @@ struct PostgresLibrary: @unchecked Sendable {  // immutable; holds C function po
     let status: @convention(c) (Connection?) -> Int32
     let errorMessage: @convention(c) (Connection?) -> UnsafePointer<CChar>?
     let finish: @convention(c) (Connection?) -> Void
+    let reset: @convention(c) (Connection?) -> Void
     let execParams: @convention(c) (
         Connection?, UnsafePointer<CChar>?, Int32, UnsafePointer<UInt32>?, UnsafePointer<UnsafePointer<CChar>?>?,
         UnsafePointer<Int32>?, UnsafePointer<Int32>?, Int32
@@ -73,6 +74,7 @@ struct PostgresLibrary: @unchecked Sendable {  // immutable; holds C function po
             let status = symbol("PQstatus", as: (@convention(c) (Connection?) -> Int32).self),
             let errorMessage = symbol("PQerrorMessage", as: (@convention(c) (Connection?) -> UnsafePointer<CChar>?).self),
             let finish = symbol("PQfinish", as: (@convention(c) (Connection?) -> Void).self),
+            let reset = symbol("PQreset", as: (@convention(c) (Connection?) -> Void).self),
             let execParams = symbol("PQexecParams", as: Exec.self),
             let resultStatus = symbol("PQresultStatus", as: (@convention(c) (Result?) -> Int32).self),
             let resultErrorMessage = symbol("PQresultErrorMessage", as: (@convention(c) (Result?) -> UnsafePointer<CChar>?).self),
@@ -91,7 +93,7 @@ struct PostgresLibrary: @unchecked Sendable {  // immutable; holds C function po
             return .failure(QueueError("libpq lacks \(missing.joined(separator: ", "))", usage: true))
         }
         return .success(PostgresLibrary(
-            connect: connect, status: status, errorMessage: errorMessage, finish: finish, execParams: execParams,
+            connect: connect, status: status, errorMessage: errorMessage, finish: finish, reset: reset, execParams: execParams,
             resultStatus: resultStatus, resultErrorMessage: resultErrorMessage, resultErrorField: resultErrorField,
             tuples: tuples, fields: fields, value: value, isNull: isNull, clear: clear, socket: socket,
             consumeInput: consumeInput, notifies: notifies, freemem: freemem, version: libVersion()))
