@@ -11,6 +11,10 @@ enum QueueCommands {
         help: "A PostgreSQL queue that runners on many machines share, instead of the spool folder: a libpq URL such as postgresql://runner@db.example/jobs.",
         defaultText: "$RUNNER_QUEUE, else the spool folder")
 
+    static let keepOption = CommandOption<Int>.int(
+        "keep", "DAYS", default: 7, range: 0...36_500,
+        help: "With --queue: how many days finished jobs stay in the queue (for status and records) before they are removed.")
+
     /// The queue's URL: `--queue`, else a non-empty `$RUNNER_QUEUE`; nil: the spool folder.
     static func url(_ arguments: ParsedArguments) throws(UsageError) -> String? {
         if let given = try arguments[queueOption] { return given }
@@ -162,11 +166,13 @@ enum QueueCommands {
         do {
             feed = try QueueFeed(
                 url: url, runner: runner, registry: configuration.registry, limits: configuration.limits,
-                rescan: options.feed.rescanInterval, lease: lease, report: { Console.err("runner: \($0)") })
+                rescan: options.feed.rescanInterval, lease: lease, keep: .seconds(options.keepDays * 86_400),
+                report: { Console.err("runner: \($0)") })
         } catch {
             return fail(error)
         }
         configuration.keyLock = feed.keyLock
+        configuration.sharedPacing = feed.sharedPacing
         let events = options.events.map { EventStream(path: $0) }
         defer { EngineCommandOptions.finish(events) }
         let hooks = options.hook.map { hook in
@@ -183,6 +189,8 @@ enum QueueCommands {
             Console.error("\(error)")
             return 2
         }
+        feed.freeSlots.withLock { $0 = { engine.freeSlots } }
+        feed.pacer.withLock { $0 = engine.pacer }
         feed.cancelKey.withLock { $0 = { key in
             if engine.taskManager.cancel(key: key) { Console.err("runner: cancel \(key): the running task is cancelled") }
         } }

@@ -87,6 +87,7 @@ enum SpoolCommands {
 
     private static let watchOptions: [CommandSpec.Option] = [
         grace.spec, settle.spec, rescan.spec, groupOption.spec, watchMetrics.spec, watchJSON.spec, QueueCommands.queueOption.spec,
+        QueueCommands.keepOption.spec,
     ] + LiveOptions.specs
 
     static let watch: CommandSpec = CommandSpec(
@@ -105,7 +106,8 @@ enum SpoolCommands {
                 options = WatchOptions(
                     feed: feed, metrics: try arguments[watchMetrics], json: try arguments[watchJSON],
                     events: try arguments[EngineCommandOptions.events], hook: try EngineCommandOptions.hook(arguments),
-                    live: try LiveOptions.settings(arguments), queue: try QueueCommands.url(arguments))
+                    live: try LiveOptions.settings(arguments), queue: try QueueCommands.url(arguments),
+                    keepDays: try arguments[QueueCommands.keepOption])
             } catch {
                 return Runner.usageError(error, spec: watch)
             }
@@ -126,6 +128,8 @@ enum SpoolCommands {
         var live: LiveOptions.Settings?
         /// A PostgreSQL queue to take jobs from instead of the spool folder.
         var queue: String?
+        /// How many days the queue keeps finished jobs.
+        var keepDays = 7
     }
 
     static func runWatch(_ options: WatchOptions) async -> Int32 {

@@ -221,6 +221,177 @@ struct QueueTests {
         #expect(await Self.stop(watcher, world) == 0)
     }
 
+    /// Jobs over `keys` keys, each key its own entry (so the server's arrivals tell keys apart).
+    static let entryIDs = ["imgly.A.1", "imgly.A.2", "imgly.A.3", "imgly.B.1"]
+
+    @Test func oneTaskPerKeyHoldsAcrossWatchers() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let jobs = (0..<24).map { index in
+            let id = Self.entryIDs[index % 4]
+            return #"{"kind": "entry", "key": "q:key\#(index % 4)", "id": "\#(id)", "url": "\#(world.base)/entries/{id}.json?delay=300&n=\#(index)", "timeout": 30}"#
+        }
+        let file = world.w.write("keys.jsonl", jobs.joined(separator: "\n") + "\n")
+        let watchers = try (1...3).map { try Self.startWatcher(world, db, "out\($0)", ["--concurrency", "4"]) }
+        defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        var status: JSONValue = .null
+        for _ in 0..<150 {
+            status = try await Self.status(world, db)
+            if (status["done"]?["count"]?.intValue ?? 0) + (status["failed"]?["count"]?.intValue ?? 0) == 24 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect((status["done"]?["count"]?.intValue ?? 0) + (status["failed"]?["count"]?.intValue ?? 0) == 24, "\(status)")
+        // A job of a key running on another watcher ends duplicate; none overlaps at the server.
+        var fetched = 0
+        for id in Self.entryIDs {
+            let arrivals = world.w.server.arrivals(pathPrefix: "/entries/\(id).json").sorted()
+            fetched += arrivals.count
+            #expect(!arrivals.isEmpty)
+            for (earlier, later) in zip(arrivals, arrivals.dropFirst()) {
+                #expect(earlier.duration(to: later) >= .milliseconds(290), "two jobs of one key overlapped: \(earlier.duration(to: later))")
+            }
+        }
+        let succeeded = status["done"]?["count"]?.intValue ?? 0
+        #expect(fetched >= 4 && fetched == succeeded, "fetched \(fetched), succeeded \(succeeded): the others ended duplicate")
+        for watcher in watchers { #expect(await Self.stop(watcher, world) == 0) }
+    }
+
+    @Test func rateHoldsForTheWholeFleet() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let file = world.w.write("paced.jsonl", Self.jobs(world, 24, prefix: "q:paced", delay: 0))
+        let watchers = try (1...3).map { try Self.startWatcher(world, db, "out\($0)", ["--rate", "4", "--concurrency", "8"]) }
+        defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        let done = await world.wait(upTo: .seconds(40)) {
+            (1...3).map { Self.records(world, "out\($0)").count }.reduce(0, +) >= 24
+        }
+        #expect(done, "\((1...3).map { Self.records(world, "out\($0)").count })")
+        let byFolder = (1...3).map { Self.records(world, "out\($0)") }
+        #expect(byFolder.allSatisfy { !$0.isEmpty }, "every watcher ran some: \(byFolder.map(\.count))")
+        #expect(byFolder.allSatisfy { $0.values.allSatisfy { $0 == "succeeded" } })
+        let arrivals = world.w.server.arrivals(pathPrefix: "/entries/")
+        #expect(arrivals.count == 24)
+        let busiest = RateTests.busiestSecond(arrivals)
+        #expect(busiest <= RateTests.allowed(rate: 4), "three watchers at --rate 4 share one pace: \(busiest) requests within one second")
+        #expect(RateTests.span(arrivals) >= .milliseconds(5000), "\(RateTests.span(arrivals))")
+        for watcher in watchers { #expect(await Self.stop(watcher, world) == 0) }
+    }
+
+    @Test func a429SeenByOneWatcherPausesTheHostForAll() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let watchers = try (1...2).map { try Self.startWatcher(world, db, "out\($0)", ["--concurrency", "1"]) }
+        defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
+        let limited = world.w.write(
+            "limited.jsonl",
+            #"{"kind": "entry", "key": "q:limited", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?status=429&retryAfter=3", "retries": 0}"# + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, limited]).status == 0)
+        // Its record is written after the pause was taken and told to the fleet.
+        #expect(await world.wait(upTo: .seconds(20)) { (1...2).contains { Self.records(world, "out\($0)")["q:limited"] != nil } })
+        let limitedAt = try #require(world.w.server.arrivals(pathPrefix: "/entries/").first)
+        let file = world.w.write("others.jsonl", Self.jobs(world, 8, prefix: "q:other", delay: 0))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        let done = await world.wait(upTo: .seconds(30)) {
+            (1...2).map { Self.records(world, "out\($0)").count }.reduce(0, +) >= 9
+        }
+        #expect(done)
+        let byFolder = (1...2).map { Self.records(world, "out\($0)").filter { $0.key.hasPrefix("q:other") } }
+        #expect(byFolder.allSatisfy { !$0.isEmpty }, "both watchers ran some of the others: \(byFolder.map(\.count))")
+        let others = world.w.server.arrivals(pathPrefix: "/entries/").dropFirst()
+        #expect(others.count == 8)
+        for arrival in others {
+            #expect(limitedAt.duration(to: arrival) >= .milliseconds(2900), "sent during the pause: \(limitedAt.duration(to: arrival))")
+        }
+        for watcher in watchers { #expect(await Self.stop(watcher, world) == 0) }
+    }
+
+    @Test func anIdleWatcherStartsANewJobWithinASecond() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let watcher = try Self.startWatcher(world, db, "out")  // --rescan 30: only NOTIFY wakes it in time
+        defer { if watcher.isRunning { watcher.terminate() } }
+        #expect(await world.wait(upTo: .seconds(10)) { world.log("out").contains("watching the queue") })
+        try await Task.sleep(for: .seconds(1))
+        let file = world.w.write("one.jsonl", Self.jobs(world, 1, prefix: "q:idle", delay: 0))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        let submitted = ContinuousClock.now
+        #expect(await world.wait(upTo: .seconds(5)) { !world.w.server.arrivals(pathPrefix: "/entries/").isEmpty })
+        let arrival = try #require(world.w.server.arrivals(pathPrefix: "/entries/").first)
+        #expect(submitted.duration(to: arrival) < .seconds(1), "\(submitted.duration(to: arrival))")
+        #expect(await Self.stop(watcher, world) == 0)
+    }
+
+    @Test func sigtermGivesUnstartedClaimsBackAtOnceAndLetsRunningJobsEnd() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        // Two slots: two jobs run, the third is claimed and waits for a slot.
+        let first = try Self.startWatcher(world, db, "first", ["--concurrency", "2", "--grace", "20"])
+        defer { if first.isRunning { first.terminate() } }
+        let file = world.w.write("slow.jsonl", Self.jobs(world, 3, prefix: "q:term", delay: 3000))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 2 })
+        let queued = try await Self.status(world, db)
+        #expect(queued["queued"]?["count"]?.intValue == 0, "the first watcher claimed all three: \(queued)")
+        let second = try Self.startWatcher(world, db, "second")
+        defer { if second.isRunning { second.terminate() } }
+        #expect(await world.wait(upTo: .seconds(10)) { world.log("second").contains("watching the queue") })
+        let signalled = ContinuousClock.now
+        kill(first.processIdentifier, SIGTERM)
+        #expect(await world.wait(upTo: .seconds(10)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 3 })
+        let third = try #require(world.w.server.arrivals(pathPrefix: "/entries/").last)
+        #expect(signalled.duration(to: third) < .seconds(2), "given back at once, not after the lease: \(signalled.duration(to: third))")
+        #expect(await world.exit(of: first, upTo: .seconds(20)) == 0)
+        #expect(Self.records(world, "first").count == 2 && Self.records(world, "first").values.allSatisfy { $0 == "succeeded" }, "the running jobs ended within the grace")
+        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world, "second").count == 1 })
+        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 3, "none ran twice")
+        #expect(await Self.stop(second, world) == 0)
+    }
+
+    @Test func aJobAbandonedThreeTimesEndsFailed() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let file = world.w.write("crash.jsonl", Self.jobs(world, 1, prefix: "q:crash", delay: 30_000))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        for round in 1...3 {
+            let watcher = try Self.startWatcher(world, db, "out\(round)", lease: 1)
+            defer { if watcher.isRunning { watcher.terminate() } }
+            #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count == round }, "round \(round)")
+            kill(watcher.processIdentifier, SIGKILL)
+            _ = await world.exit(of: watcher, upTo: .seconds(5))
+        }
+        let last = try Self.startWatcher(world, db, "last", lease: 1)
+        defer { if last.isRunning { last.terminate() } }
+        var status: JSONValue = .null
+        for _ in 0..<50 {
+            status = try await Self.status(world, db)
+            if status["failed"]?["count"]?.intValue == 1 { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(status["failed"]?["count"]?.intValue == 1, "\(status)")
+        #expect(status["failed"]?["latest"]?["reason"]?.stringValue == "abandoned by 3 runners", "\(status)")
+        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 3, "not run a fourth time")
+        #expect(await Self.stop(last, world) == 0)
+    }
+
+    @Test func finishedJobsOlderThanKeepArePruned() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let file = world.w.write("kept.jsonl", Self.jobs(world, 3, prefix: "q:kept", delay: 0))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        let watcher = try Self.startWatcher(world, db, "out")
+        defer { if watcher.isRunning { watcher.terminate() } }
+        #expect(await world.wait(upTo: .seconds(20)) { Self.records(world, "out").count == 3 })
+        #expect(await Self.stop(watcher, world) == 0)
+        #expect(try await Self.status(world, db)["done"]?["count"]?.intValue == 3, "kept for 7 days by default")
+        let pruning = try Self.startWatcher(world, db, "again", ["--keep", "0"])
+        defer { if pruning.isRunning { pruning.terminate() } }
+        #expect(await world.wait(upTo: .seconds(10)) { world.log("again").contains("3 finished jobs older than --keep removed") }, "\(world.log("again"))")
+        #expect(try await Self.status(world, db)["done"]?["count"]?.intValue == 0)
+        #expect(await Self.stop(pruning, world) == 0)
+    }
+
     @Test func badURLsUnreachableServersAndWrongPasswordsAreOneLine() async throws {
         let db = try PostgresServer()
         let world = try SpoolWorld()

@@ -25,6 +25,9 @@ final class Admission: Sendable {
         return Slot(slots)
     }
 
+    /// Concurrency slots free right now.
+    var freeSlots: Int { slots.available }
+
     /// The slots of one host, for attempts.
     func hostSlots(for host: String) -> SlotLimiter { hosts.limiter(for: host) }
 

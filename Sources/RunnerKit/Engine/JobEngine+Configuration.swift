@@ -60,6 +60,9 @@ extension JobEngine {
         /// A lock per key across processes (the spool's), taken once the TaskManager admitted
         /// the key; a key held elsewhere ends `duplicate`.
         public var keyLock: (any KeyLocking)?
+        /// Pacing shared with other runners (a queue's): `--rate`, a host's `rate` and
+        /// `Retry-After` pauses then hold for all of them together.
+        public var sharedPacing: (any SharedPacing)?
 
         /// An engine over `store` and `http` (or those made from `out` and `client`), every
         /// other field at its default: always reachable, the continuous clock.

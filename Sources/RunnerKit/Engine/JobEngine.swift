@@ -39,7 +39,8 @@ public final class JobEngine: Sendable {
         self.admission = Admission(
             concurrency: configuration.concurrency, perHost: configuration.perHost, keyLock: configuration.keyLock,
             taskManager: taskManager,
-            pacer: HostPacer(requests: configuration.requests, clock: configuration.clock, pauseCap: configuration.backoff.retryAfterCap))
+            pacer: HostPacer(requests: configuration.requests, clock: configuration.clock, pauseCap: configuration.backoff.retryAfterCap,
+                shared: configuration.sharedPacing))
         let policy = AttemptPolicy(
             clock: configuration.clock, monitor: configuration.monitor ?? AlwaysReachable(),
             deadlines: configuration.deadlines ?? ClockDeadlines(clock: configuration.clock))
@@ -57,6 +58,9 @@ public final class JobEngine: Sendable {
 
     /// How much pacing (`--rate`, `Retry-After` pauses) held jobs back so far.
     public var paceWaits: HostPacer.Waits { admission.pacer.waits }
+
+    /// Concurrency slots free right now.
+    public var freeSlots: Int { admission.freeSlots }
 
     /// The pacer every job of this engine shares.
     public var pacer: HostPacer { admission.pacer }

@@ -3,11 +3,15 @@ import Synchronization
 
 // The PostgreSQL queue as a feed of the one engine:
 //
-//   next() ─► claim a job (FOR UPDATE SKIP LOCKED, a lease) ─► decode it ─► the engine runs it
+//   next() ─► a claimed job from the buffer, else claim as many as the engine has free slots
+//             (FOR UPDATE SKIP LOCKED, a lease) ─► decode it ─► the engine runs it
 //         ◄─ none: wait for NOTIFY runner_jobs, or --rescan
 //   ended ─► its record (on disk already) stored in the row, the claim ended
-//   a listener thread: NOTIFY runner_jobs rings the bell; NOTIFY runner_cancel cancels the key's task
-//   a renewer: every third of the lease, this runner's claims and keys renewed
+//   shutdown ─► claims not started (buffered, or waiting for a slot) given back at once
+//   a listener thread: NOTIFY runner_jobs rings the bell; NOTIFY runner_cancel cancels the key's
+//             task; NOTIFY runner_pause pauses a host here too
+//   a renewer: every third of the lease, this runner's claims and keys renewed; every hour,
+//             rows finished longer ago than --keep pruned
 
 /// Takes jobs from a `JobQueue` as this runner has room for them and hands them to one engine;
 /// several runners on several machines share one queue.
@@ -18,32 +22,49 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     private let registry: KindRegistry
     private let limits: JobLimits
     private let rescan: Duration
+    private let keep: Duration?
     private let report: @Sendable (String) -> Void
+    /// The most jobs claimed in one transaction.
+    static let batchLimit = 64
 
     private struct State {
         var stopping = false
         var rung = false
         /// The queue could not be read: said once, and again when it is back.
         var unreachable = false
-        /// Claimed and not yet ended, by id.
-        var claimed: Set<Int64> = []
+        /// Claimed and not yet handed to the engine, oldest first.
+        var buffer: [(claim: JobQueue.Claim, at: ContinuousClock.Instant)] = []
+        /// Claimed and not started (buffered, or handed out and waiting for a slot), by id.
+        var unstarted: Set<Int64> = []
+        /// Given back by a shutdown before they started: they must not start here.
+        var givenBack: Set<Int64> = []
+        /// Handed to the engine and not ended: while any is, leases are renewed and cancels
+        /// heard, shutdown or not.
+        var active = 0
         /// Keys a cancel was asked for, and when: a job of the key claimed before then does not run.
         var cancels: [String: ContinuousClock.Instant] = [:]
     }
     private let state = Mutex(State())
     /// Cancels a running task by key (the engine's TaskManager), once the engine exists.
     public let cancelKey = Locked<(@Sendable (String) -> Void)?>(nil)
+    /// The engine's free slots: how many jobs one claim takes (at least one). Unset: one.
+    public let freeSlots = Locked<(@Sendable () -> Int)?>(nil)
+    /// The engine's pacer, which a pause another runner was asked for reaches.
+    public let pacer = Locked<HostPacer?>(nil)
 
-    /// `runner`: this runner's name in the queue (claims and keys are held under it).
+    /// `runner`: this runner's name in the queue (claims and keys are held under it); `keep`:
+    /// how long finished rows stay (nil: for ever).
     public init(
         url: String, runner: String, registry: KindRegistry, limits: JobLimits = .none, rescan: Duration = .seconds(2),
-        lease: Duration = .seconds(30), report: @escaping @Sendable (String) -> Void = { _ in }
+        lease: Duration = .seconds(30), keep: Duration? = .seconds(7 * 86_400), report: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(QueueError) {
         queue = try JobQueue(url: url, lease: lease)
         listener = try PostgresConnection(url: url)
         try listener.query("LISTEN runner_jobs")
         try listener.query("LISTEN runner_cancel")
+        try listener.query("LISTEN runner_pause")
         self.runner = runner
+        self.keep = keep
         self.registry = registry
         self.limits = limits
         self.rescan = rescan
@@ -57,50 +78,96 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     /// The key lock every runner of the queue shares.
     public var keyLock: any KeyLocking { QueueKeyLock(queue: queue, runner: runner) }
 
-    /// Stops claiming; jobs claimed and not started are given back at once.
+    /// The pacing every runner of the queue shares.
+    public var sharedPacing: any SharedPacing { QueuePacing(queue: queue, runner: runner) }
+
+    /// Stops claiming; jobs claimed and not started are given back at once, for other runners.
     public func shutdown() {
-        state.withLock { $0.stopping = true }
+        let unstarted = state.withLock { state -> [Int64] in
+            state.stopping = true
+            state.buffer = []
+            state.givenBack.formUnion(state.unstarted)
+            defer { state.unstarted = [] }
+            return Array(state.unstarted)
+        }
+        guard !unstarted.isEmpty else { return }
+        do {
+            try queue.release(ids: unstarted, runner: runner)
+        } catch {
+            report("\(unstarted.count) claim\(unstarted.count == 1 ? "" : "s") could not be given back (their lease will end): \(error)")
+        }
     }
 
     private var stopping: Bool { state.withLock { $0.stopping } }
+    /// Stopping, and every job handed out has ended.
+    private var through: Bool { state.withLock { $0.stopping && $0.active == 0 } }
 
     // MARK: - Feeding
 
     public func next() async -> FeedJob? {
         while !stopping {
-            let claims: [JobQueue.Claim]
-            do {
-                claims = try queue.claim(runner: runner)
-            } catch {
-                if !state.withLock({ $0.unreachable }) { report("the queue could not be read: \(error); trying again every second") }
-                state.withLock { $0.unreachable = true }
-                await sleepOrBell(.seconds(1))
+            guard let (claim, claimedAt) = await nextClaim() else { continue }
+            guard let job = decode(claim) else {
+                state.withLock { _ = $0.unstarted.remove(claim.id) }
                 continue
             }
-            let wasUnreachable = state.withLock { state in
-                defer { state.unreachable = false }
-                return state.unreachable
-            }
-            if wasUnreachable { report("the queue is back") }
-            guard let claim = claims.first else {
-                await sleepOrBell(rescan)
-                continue
-            }
-            guard let job = decode(claim) else { continue }
-            state.withLock { _ = $0.claimed.insert(claim.id) }
-            let (id, key, claimedAt) = (claim.id, claim.key, ContinuousClock.now)
+            let (id, key) = (claim.id, claim.key)
+            state.withLock { $0.active += 1 }
             return FeedJob(
                 job,
                 start: { [self] in
                     state.withLock { state in
+                        // Given back by a shutdown: another runner may hold it already.
+                        if state.givenBack.contains(id) { return .skip }
+                        state.unstarted.remove(id)
                         if let asked = state.cancels[key], asked >= claimedAt { return .cancel("cancelled (runner cancel)") }
-                        return state.stopping ? .skip : .run
+                        return .run
                     }
                 },
                 ended: { [self] end in await ended(id: id, end) })
         }
-        // Stopping: nothing more; what was claimed and not started goes back through `ended`.
+        // Stopping: nothing more; what was handed out and not started goes back through `ended`.
         return nil
+    }
+
+    /// A claimed job: the oldest buffered one, else as many as the engine has free slots for
+    /// are claimed in one transaction (nil: none now, or the queue could not be read; waited).
+    private func nextClaim() async -> (JobQueue.Claim, at: ContinuousClock.Instant)? {
+        if let buffered = state.withLock({ $0.buffer.isEmpty ? nil : $0.buffer.removeFirst() }) { return buffered }
+        let claimedAt = ContinuousClock.now
+        let limit = min(Self.batchLimit, max(1, freeSlots.value?() ?? 1))
+        let claims: [JobQueue.Claim]
+        do {
+            claims = try queue.claim(runner: runner, limit: limit)
+        } catch {
+            if !state.withLock({ $0.unreachable }) { report("the queue could not be read: \(error); trying again every second") }
+            state.withLock { $0.unreachable = true }
+            await sleepOrBell(.seconds(1))
+            return nil
+        }
+        let wasUnreachable = state.withLock { state in
+            defer { state.unreachable = false }
+            return state.unreachable
+        }
+        if wasUnreachable { report("the queue is back") }
+        guard let first = claims.first else {
+            // Until a bell, --rescan, or the end of a lease another runner may have left behind.
+            let leaseEnd = (try? queue.nextLeaseEnd()).flatMap { $0 }.map { $0 + .milliseconds(50) }
+            await sleepOrBell(min(rescan, leaseEnd ?? rescan))
+            return nil
+        }
+        let kept = state.withLock { state -> Bool in
+            guard !state.stopping else { return false }
+            state.unstarted.formUnion(claims.map(\.id))
+            state.buffer.append(contentsOf: claims.dropFirst().map { ($0, claimedAt) })
+            return true
+        }
+        guard kept else {
+            // A shutdown came while claiming: these go back too.
+            try? queue.release(ids: claims.map(\.id), runner: runner)
+            return nil
+        }
+        return (first, claimedAt)
     }
 
     private func decode(_ claim: JobQueue.Claim) -> JobDescriptor? {
@@ -119,9 +186,14 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 
     private func ended(id: Int64, _ end: FeedJob.End) async {
-        state.withLock { _ = $0.claimed.remove(id) }
+        let givenBack = state.withLock { state in
+            state.active -= 1
+            state.unstarted.remove(id)
+            return state.givenBack.remove(id) != nil
+        }
         switch end {
         case .notStarted:
+            guard !givenBack else { return }
             do { try queue.release(ids: [id], runner: runner) } catch { report("a claim could not be given back (its lease will end): \(error)") }
         case .recorded(let result, let line):
             // The record is on disk; the database gets it once it answers (retried while it is away).
@@ -158,7 +230,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     /// The listener thread: LISTEN's notifications until the feed stops.
     private func listen() {
         var lost = false
-        while !stopping {
+        while !through {
             do {
                 for (channel, payload) in try listener.notifications(waitingUpTo: .milliseconds(250)) {
                     if channel == "runner_cancel" {
@@ -169,6 +241,12 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                             state.cancels = state.cancels.filter { now - $0.value < .seconds(3600) }
                         }
                         cancelKey.value?(payload)
+                    } else if channel == "runner_pause" {
+                        // "milliseconds runner host": a pause another runner was asked for.
+                        let words = payload.split(separator: " ", maxSplits: 2).map(String.init)
+                        if words.count == 3, words[1] != runner, let milliseconds = Int(words[0]) {
+                            pacer.value?.pause(host: words[2], for: .milliseconds(milliseconds), fromFleet: true)
+                        }
                     } else {
                         state.withLock { $0.rung = true }
                     }
@@ -178,7 +256,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                 lost = true
                 Thread.sleep(forTimeInterval: 1)
                 // Listening again on a connection made anew (the statement reconnects).
-                if (try? listener.query("LISTEN runner_jobs")) != nil, (try? listener.query("LISTEN runner_cancel")) != nil {
+                if ["runner_jobs", "runner_cancel", "runner_pause"].allSatisfy({ (try? listener.query("LISTEN \($0)")) != nil }) {
                     report("the queue's notifications are back")
                     lost = false
                 }
@@ -187,9 +265,19 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 
     private func renew() async {
-        while !stopping {
+        var pruned: ContinuousClock.Instant?
+        while !through {
+            if let keep, pruned.map({ ContinuousClock.now - $0 >= .seconds(3600) }) ?? true {
+                pruned = .now
+                do {
+                    let count = try queue.prune(olderThan: keep)
+                    if count > 0 { report("\(count) finished job\(count == 1 ? "" : "s") older than --keep removed from the queue") }
+                } catch {
+                    report("finished jobs could not be pruned: \(error)")
+                }
+            }
             try? await Task.sleep(for: queue.lease / 3)
-            guard !stopping else { break }
+            guard !through else { break }
             do { try queue.renew(runner: runner) } catch { report("leases could not be renewed: \(error)") }
         }
     }
@@ -213,5 +301,21 @@ struct QueueKeyLock: KeyLocking {
         }
         let (queue, runner) = (queue, runner)
         return .acquired(release: { try? queue.unlockKey(key, runner: runner) })
+    }
+}
+
+/// `--rate`, a host's `rate` and `Retry-After` pauses shared by every runner of a queue: each
+/// paced request takes the host's next slot in `runner.hosts`. While the database cannot be
+/// reached, each runner paces alone.
+struct QueuePacing: SharedPacing {
+    let queue: JobQueue
+    let runner: String
+
+    func reserve(host: String, interval: Duration) -> Duration {
+        (try? queue.reservePace(host: host, interval: interval)) ?? .zero
+    }
+
+    func pause(host: String, for duration: Duration) {
+        try? queue.pause(host: host, for: duration, from: runner)
     }
 }

@@ -6,8 +6,10 @@ import Foundation
 /// Tables (schema `runner`, made on first use): `jobs` (one row a job: its key, kind, the job
 /// itself, its state `queued`, `running`, `done` or `cancelled`, who runs it and until when its
 /// lease holds, how many times it was claimed, its record), `keys` (the keys running now, one
-/// row each: one task per key across every runner), `meta` (the schema's version). Channels:
-/// `runner_jobs` (jobs were queued), `runner_cancel` (a key to cancel).
+/// row each: one task per key across every runner), `hosts` (each paced host's next request
+/// slot and pause, taken atomically by every runner), `meta` (the schema's version). Channels:
+/// `runner_jobs` (jobs were queued), `runner_cancel` (a key to cancel), `runner_pause` (a host
+/// asked to be left alone: milliseconds, the runner told, the host, a space between each).
 public final class JobQueue: Sendable {
     /// The schema this binary knows; a database with a newer one is refused.
     public static let schemaVersion = 1
@@ -65,6 +67,12 @@ public final class JobQueue: Sendable {
             try db.query("CREATE INDEX jobs_waiting ON runner.jobs (id) WHERE state IN ('queued', 'running')")
             try db.query("CREATE INDEX jobs_key ON runner.jobs (key)")
             try db.query("CREATE TABLE runner.keys (key text PRIMARY KEY, runner text NOT NULL, lease_until timestamptz NOT NULL)")
+            try db.query("""
+                CREATE TABLE runner.hosts (
+                    host text PRIMARY KEY,
+                    next_at timestamptz NOT NULL DEFAULT now(),
+                    paused_until timestamptz NOT NULL DEFAULT '-infinity')
+                """)
             try db.query("INSERT INTO runner.meta (version) VALUES ($1)", [String(Self.schemaVersion)])
         }
     }
@@ -146,6 +154,13 @@ public final class JobQueue: Sendable {
         }
     }
 
+    /// How long until the first lease of a running job ends (nil: none runs): a job whose
+    /// runner died can be claimed then.
+    public func nextLeaseEnd() throws(QueueError) -> Duration? {
+        let rows = try connection.query("SELECT extract(epoch FROM min(lease_until) - now())::float8 FROM runner.jobs WHERE state = 'running'")
+        return rows.first?.first.flatMap { $0 }.flatMap(Double.init).map { .seconds(max(0, $0)) }
+    }
+
     /// Stores a finished job's record and ends its claim (only if `runner` still holds it).
     public func finish(id: Int64, runner: String, status: String, error: String?, record: String) throws(QueueError) {
         try connection.query(
@@ -189,6 +204,45 @@ public final class JobQueue: Sendable {
 
     public func unlockKey(_ key: String, runner: String) throws(QueueError) {
         try connection.query("DELETE FROM runner.keys WHERE key = $1 AND runner = $2", [key, runner])
+    }
+
+    // MARK: - Pacing
+
+    /// Takes `host`'s next request slot for the fleet, `interval` after the previous one and
+    /// not before its pause ends; returns how long from now until it.
+    public func reservePace(host: String, interval: Duration) throws(QueueError) -> Duration {
+        let step = "\(max(1, Int(interval / .microseconds(1)))) microseconds"
+        let rows = try connection.query(
+            """
+            INSERT INTO runner.hosts AS h (host, next_at) VALUES ($1, now() + $2::interval)
+            ON CONFLICT (host) DO UPDATE SET next_at = greatest(h.next_at, now(), h.paused_until) + $2::interval
+            RETURNING extract(epoch FROM h.next_at - now())::float8
+            """, [host, step])
+        let ahead = rows.first?.first.flatMap { $0 }.flatMap(Double.init) ?? 0
+        return max(.zero, .seconds(ahead) - interval)
+    }
+
+    /// Holds `host` back for every runner for `duration` from now (never shortening a pause),
+    /// and tells the runners at once (`runner`, the one that was asked, is named in the notice).
+    public func pause(host: String, for duration: Duration, from runner: String) throws(QueueError) {
+        let milliseconds = max(1, duration.inMilliseconds)
+        try connection.query(
+            """
+            INSERT INTO runner.hosts AS h (host, paused_until) VALUES ($1, now() + $2::interval)
+            ON CONFLICT (host) DO UPDATE SET paused_until = greatest(h.paused_until, EXCLUDED.paused_until)
+            """, [host, "\(milliseconds) milliseconds"])
+        try connection.query("SELECT pg_notify('runner_pause', $1)", ["\(milliseconds) \(runner) \(host)"])
+    }
+
+    // MARK: - Pruning
+
+    /// Deletes the rows of jobs that finished more than `age` ago; returns how many.
+    @discardableResult
+    public func prune(olderThan age: Duration) throws(QueueError) -> Int {
+        let rows = try connection.query(
+            "WITH gone AS (DELETE FROM runner.jobs WHERE state = 'done' AND finished_at < now() - $1::interval RETURNING 1) SELECT count(*) FROM gone",
+            ["\(max(0, age.inMilliseconds)) milliseconds"])
+        return rows.first?.first.flatMap { $0 }.flatMap { Int($0) } ?? 0
     }
 
     // MARK: - Cancelling

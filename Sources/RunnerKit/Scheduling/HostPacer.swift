@@ -1,5 +1,16 @@
 import Synchronization
 
+/// Pacing shared with other processes (the runners of one queue): a request to a paced host
+/// also takes the fleet's next slot of that host, and a pause one runner was asked for holds
+/// for all.
+public protocol SharedPacing: Sendable {
+    /// Takes `host`'s next request slot for the fleet, `interval` after the one before it and
+    /// not before the host's pause ends; returns how long from now until that slot (zero: now).
+    func reserve(host: String, interval: Duration) -> Duration
+    /// Tells the fleet that `host` asked to be left alone for `duration` from now.
+    func pause(host: String, for duration: Duration)
+}
+
 /// Paces requests per host (`--rate`, a host's `rate` in the config) and holds a host back while
 /// it asked to be left alone (`Retry-After` on a 429 or 503). One pacer serves every job of an
 /// engine, children included, so the pace is the process's, not a job's.
@@ -9,6 +20,9 @@ import Synchronization
 /// host never saves up a burst: in any one second at most `rate` requests start, plus the one
 /// whose token was waiting at the start of that second. Waiters are served first come, first
 /// served; one cancelled while waiting leaves the line without taking a token.
+///
+/// With `shared` pacing (runners of one queue), the head of a paced host's line also takes the
+/// fleet's slot before it goes, so the rate holds for every runner together.
 ///
 /// With no rate anywhere and no pause ever asked for, `acquire` costs one atomic load.
 public final class HostPacer: Sendable {
@@ -59,13 +73,19 @@ public final class HostPacer: Sendable {
     /// Where the rates come from.
     public let requests: RequestConfig
     private let timeline: any Timeline
+    private let shared: (any SharedPacing)?
     /// Whether any host is paced or was ever paused; when not, `acquire` returns at once.
     private let engaged: Atomic<Bool>
     private let state = Mutex(State())
 
     /// A pacer with the rates of `requests` (`rate(forHost:)`), on `clock`.
-    public init(requests: RequestConfig, clock: any Clock<Duration> = ContinuousClock(), pauseCap: Duration = .seconds(30)) {
+    /// With `shared`, paced hosts take the fleet's slots too and pauses are told to the fleet.
+    public init(
+        requests: RequestConfig, clock: any Clock<Duration> = ContinuousClock(), pauseCap: Duration = .seconds(30),
+        shared: (any SharedPacing)? = nil
+    ) {
         self.requests = requests
+        self.shared = shared
         self.timeline = makeTimeline(clock)
         self.pauseCap = pauseCap
         self.engaged = Atomic(requests.rate != nil || requests.hosts.contains { $0.settings.rate != nil })
@@ -91,7 +111,8 @@ public final class HostPacer: Sendable {
         let id = state.withLock { state -> UInt64? in
             var entry = state.hosts[name] ?? makeHost(name)
             defer { state.hosts[name] = entry }
-            if entry.line.isEmpty, entry.ready <= began {
+            // A paced host of a fleet always goes through the line: its head asks the fleet.
+            if entry.line.isEmpty, entry.ready <= began, shared == nil || entry.interval == nil {
                 take(&entry, at: began)
                 return nil
             }
@@ -160,7 +181,12 @@ public final class HostPacer: Sendable {
             guard let ready else { break }
             try await timeline.sleep(until: ready)
         }
-        promoteHead(of: host)
+        // The token is taken; the next waiter becomes the head once this one has the fleet's slot.
+        defer { promoteHead(of: host) }
+        if let shared, let interval = state.withLock({ $0.hosts[host]?.interval }) {
+            let wait = shared.reserve(host: host, interval: interval)
+            if wait > .zero { try await timeline.sleep(until: timeline.now + wait) }
+        }
     }
 
     /// Leaves the line (cancelled); when it was the head, the next waiter becomes the head.
@@ -190,8 +216,10 @@ public final class HostPacer: Sendable {
 
     /// Holds every request to `host` back for `duration` (at most `pauseCap`) from now, for
     /// every job of the process: waiting ones included. A pause never shortens an earlier one.
-    public func pause(host: String, for duration: Duration) {
+    /// With shared pacing the fleet is told too, unless the pause came from the fleet (`fromFleet`).
+    public func pause(host: String, for duration: Duration, fromFleet: Bool = false) {
         guard duration > .zero else { return }
+        if !fromFleet { shared?.pause(host: host.lowercased(), for: min(duration, pauseCap)) }
         let name = host.lowercased()
         let until = timeline.now + min(duration, pauseCap)
         state.withLock { state in
