@@ -195,7 +195,24 @@ enum QueueCommands {
             if engine.taskManager.cancel(key: key) { Console.err("runner: cancel \(key): the running task is cancelled") }
         } }
         let grace = options.feed.grace
+        // Under systemd (Type=notify): READY=1 once connected, a STATUS= line and WATCHDOG=1 at
+        // every heartbeat, STOPPING=1 on a signal.
+        let notifier = SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment)
+        let concurrency = configuration.concurrency
+        let status: @Sendable () -> String = {
+            "STATUS=\(concurrency - engine.freeSlots) running; watching the queue \(feed.queue.connection.display) as \(runner)"
+        }
+        let heartbeat = notifier.map { notifier in
+            Task {
+                notifier.send("READY=1\n" + status())
+                while (try? await Task.sleep(for: notifier.watchdogInterval ?? .seconds(5))) != nil {
+                    notifier.send((notifier.watchdogInterval != nil ? "WATCHDOG=1\n" : "") + status())
+                }
+            }
+        }
+        defer { heartbeat?.cancel() }
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
+            notifier?.send("STOPPING=1\nSTATUS=stopping: no more jobs are claimed")
             Console.err("runner: \(SpoolCommands.signalName(number)): no more jobs are claimed; running jobs have \(grace) to end")
             feed.shutdown()
             Task {

@@ -68,9 +68,11 @@ struct QueueTests {
         }.joined(separator: "\n") + "\n"
     }
 
-    static func startWatcher(_ world: SpoolWorld, _ db: PostgresServer, _ name: String, lease: Double = 30, _ extra: [String] = []) throws -> Process {
+    static func startWatcher(
+        _ world: SpoolWorld, _ db: PostgresServer, _ name: String, lease: Double = 30, _ extra: [String] = [], environment: [String: String] = [:]
+    ) throws -> Process {
         let process = Process()
-        process.environment = ProcessInfo.processInfo.environment.merging(["RUNNER_QUEUE_LEASE": String(lease)]) { $1 }
+        process.environment = ProcessInfo.processInfo.environment.merging(["RUNNER_QUEUE_LEASE": String(lease)].merging(environment) { $1 }) { $1 }
         process.executableURL = URL(fileURLWithPath: RunnerBinary.path)
         process.arguments = ["watch", "--queue", db.url, "--out", "\(world.w.root)/\(name)", "--rescan", "30"] + extra
         let log = "\(world.w.root)/\(name).stderr"
@@ -390,6 +392,27 @@ struct QueueTests {
         #expect(await world.wait(upTo: .seconds(10)) { world.log("again").contains("3 finished jobs older than --keep removed") }, "\(world.log("again"))")
         #expect(try await Self.status(world, db)["done"]?["count"]?.intValue == 0)
         #expect(await Self.stop(pruning, world) == 0)
+    }
+
+    @Test func aQueueWatcherSpeaksTheNotifyProtocol() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let listener = try ServiceTests.NotifyListener(path: "\(world.w.root)/notify.sock")
+        let watcher = try Self.startWatcher(world, db, "out", environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "400000"])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        #expect(await world.wait(upTo: .seconds(10)) { !listener.lines("READY=1").isEmpty })
+        let ready = try #require(listener.lines("READY=1").first)
+        #expect(ready.text.contains("STATUS=0 running; watching the queue"), "\(ready.text)")
+        #expect(!ready.text.contains(db.password))
+        let file = world.w.write("slow.jsonl", Self.jobs(world, 1, prefix: "q:notify", delay: 1500))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        #expect(await world.wait(upTo: .seconds(10)) { listener.lines("STATUS=1 running").count > 0 }, "\(listener.received.map(\.text))")
+        let pings = listener.lines("WATCHDOG=1").count
+        #expect(pings >= 2, "WATCHDOG=1 every 200 ms: \(pings)")
+        kill(watcher.processIdentifier, SIGTERM)
+        #expect(await world.exit(of: watcher, upTo: .seconds(10)) == 0)
+        let messages = listener.received.map(\.text)
+        #expect(messages.contains { $0.hasPrefix("STOPPING=1") }, "\(messages)")
     }
 
     @Test func badURLsUnreachableServersAndWrongPasswordsAreOneLine() async throws {

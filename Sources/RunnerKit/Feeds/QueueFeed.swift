@@ -10,8 +10,8 @@ import Synchronization
 //   shutdown ─► claims not started (buffered, or waiting for a slot) given back at once
 //   a listener thread: NOTIFY runner_jobs rings the bell; NOTIFY runner_cancel cancels the key's
 //             task; NOTIFY runner_pause pauses a host here too
-//   a renewer: every third of the lease, this runner's claims and keys renewed; every hour,
-//             rows finished longer ago than --keep pruned
+//   a renewer: every third of the lease, this runner's claims and keys renewed and jobs
+//             abandoned 3 times ended failed; every hour, rows finished before --keep pruned
 
 /// Takes jobs from a `JobQueue` as this runner has room for them and hands them to one engine;
 /// several runners on several machines share one queue.
@@ -19,6 +19,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     public let queue: JobQueue
     public let runner: String
     private let listener: PostgresConnection
+    /// Records and key locks, on a connection and a thread of their own.
+    private let writer: QueueWriter
     private let registry: KindRegistry
     private let limits: JobLimits
     private let rescan: Duration
@@ -59,6 +61,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         lease: Duration = .seconds(30), keep: Duration? = .seconds(7 * 86_400), report: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(QueueError) {
         queue = try JobQueue(url: url, lease: lease)
+        writer = QueueWriter(queue: try JobQueue(url: url, lease: lease), runner: runner)
         listener = try PostgresConnection(url: url)
         try listener.query("LISTEN runner_jobs")
         try listener.query("LISTEN runner_cancel")
@@ -76,7 +79,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 
     /// The key lock every runner of the queue shares.
-    public var keyLock: any KeyLocking { QueueKeyLock(queue: queue, runner: runner) }
+    public var keyLock: any KeyLocking { QueueKeyLock(writer: writer) }
 
     /// The pacing every runner of the queue shares.
     public var sharedPacing: any SharedPacing { QueuePacing(queue: queue, runner: runner) }
@@ -196,11 +199,14 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             guard !givenBack else { return }
             do { try queue.release(ids: [id], runner: runner) } catch { report("a claim could not be given back (its lease will end): \(error)") }
         case .recorded(let result, let line):
-            // The record is on disk; the database gets it once it answers (retried while it is away).
+            // The record is on disk; the database gets it with the others that ended meanwhile,
+            // or alone once it answers (retried while it is away).
+            let record = String(decoding: line, as: UTF8.self)
+            if await writer.finish(JobQueue.Finish(id: id, status: result.status.rawValue, error: result.error, record: record)) { return }
             var delay = Duration.milliseconds(200)
             for attempt in 1... {
                 do {
-                    try queue.finish(id: id, runner: runner, status: result.status.rawValue, error: result.error, record: String(decoding: line, as: UTF8.self))
+                    try queue.finish(id: id, runner: runner, status: result.status.rawValue, error: result.error, record: record)
                     if attempt > 1 { report("the queue is back: \(result.key)'s record is stored") }
                     return
                 } catch {
@@ -267,6 +273,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     private func renew() async {
         var pruned: ContinuousClock.Instant?
         while !through {
+            _ = try? queue.failAbandoned()  // (an outage is said by the renewal below)
             if let keep, pruned.map({ ContinuousClock.now - $0 >= .seconds(3600) }) ?? true {
                 pruned = .now
                 do {
@@ -283,10 +290,64 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 }
 
+/// What a watcher writes to the queue as jobs run and end, on a connection and a serial queue
+/// of their own (never on the engine's threads while it waits): records stored in batches
+/// (while one statement runs, the next records gather), keys taken and let go of in order.
+final class QueueWriter: Sendable {
+    private let queue: JobQueue
+    private let runner: String
+    private let dispatch = DispatchQueue(label: "runner queue writer")
+    private let pending = Mutex<(jobs: [(JobQueue.Finish, CheckedContinuation<Bool, Never>)], busy: Bool)>(([], false))
+
+    init(queue: JobQueue, runner: String) {
+        self.queue = queue
+        self.runner = runner
+    }
+
+    /// Stores a finished job's record with the others waiting; false when the database did not take them.
+    func finish(_ job: JobQueue.Finish) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let idle = pending.withLock { pending in
+                pending.jobs.append((job, continuation))
+                defer { pending.busy = true }
+                return !pending.busy
+            }
+            if idle { dispatch.async { self.writeBatch() } }
+        }
+    }
+
+    /// One statement for every record waiting; again later while more wait (key locks queued
+    /// meanwhile go first).
+    private func writeBatch() {
+        let batch = pending.withLock { pending in
+            defer { pending.jobs = [] }
+            return pending.jobs
+        }
+        let stored = (try? queue.finish(batch.map(\.0), runner: runner)) != nil
+        for (_, continuation) in batch { continuation.resume(returning: stored) }
+        let more = pending.withLock { pending in
+            pending.busy = !pending.jobs.isEmpty
+            return pending.busy
+        }
+        if more { dispatch.async { self.writeBatch() } }
+    }
+
+    func lockKey(_ key: String) throws(QueueError) -> Bool {
+        let outcome: Result<Bool, QueueError> = dispatch.sync {
+            Result { () throws(QueueError) -> Bool in try queue.lockKey(key, runner: runner) }
+        }
+        return try outcome.get()
+    }
+
+    /// Lets go of `key` without waiting; a later `lockKey` of this runner comes after it.
+    func unlockKey(_ key: String) {
+        dispatch.async { try? self.queue.unlockKey(key, runner: self.runner) }
+    }
+}
+
 /// One task per key across every runner of a queue: a row per running key in `runner.keys`.
 struct QueueKeyLock: KeyLocking {
-    let queue: JobQueue
-    let runner: String
+    let writer: QueueWriter
 
     func tryLock(key: String) -> (@Sendable () -> Void)? {
         guard case .acquired(let release) = lock(key: key) else { return nil }
@@ -295,12 +356,12 @@ struct QueueKeyLock: KeyLocking {
 
     func lock(key: String) -> KeyLockOutcome {
         do {
-            guard try queue.lockKey(key, runner: runner) else { return .heldElsewhere }
+            guard try writer.lockKey(key) else { return .heldElsewhere }
         } catch {
             return .unavailable("the queue's key lock could not be taken: \(error)")
         }
-        let (queue, runner) = (queue, runner)
-        return .acquired(release: { try? queue.unlockKey(key, runner: runner) })
+        let writer = writer
+        return .acquired(release: { writer.unlockKey(key) })
     }
 }
 

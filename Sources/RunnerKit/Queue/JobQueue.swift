@@ -66,6 +66,7 @@ public final class JobQueue: Sendable {
                 """)
             try db.query("CREATE INDEX jobs_waiting ON runner.jobs (id) WHERE state IN ('queued', 'running')")
             try db.query("CREATE INDEX jobs_key ON runner.jobs (key)")
+            try db.query("CREATE INDEX jobs_leases ON runner.jobs (lease_until) WHERE state = 'running'")
             try db.query("CREATE TABLE runner.keys (key text PRIMARY KEY, runner text NOT NULL, lease_until timestamptz NOT NULL)")
             try db.query("""
                 CREATE TABLE runner.hosts (
@@ -109,10 +110,12 @@ public final class JobQueue: Sendable {
         }
     }
 
-    /// A text array literal: every element quoted, `"` and `\` escaped.
-    static func array(_ values: [String]) -> String {
-        "{" + values.map { "\"" + $0.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\"" }
-            .joined(separator: ",") + "}"
+    /// A text array literal: every element quoted, `"` and `\` escaped; nil is NULL.
+    static func array(_ values: [String?]) -> String {
+        "{" + values.map { value in
+            guard let value else { return "NULL" }
+            return "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }.joined(separator: ",") + "}"
     }
 
     // MARK: - Claiming
@@ -124,40 +127,50 @@ public final class JobQueue: Sendable {
         public var job: String
     }
 
-    /// Takes up to `limit` jobs for `runner`: queued ones, and running ones whose lease ran out
-    /// (their runner died). A job abandoned `maxClaims` times ends failed instead.
+    /// Takes up to `limit` jobs for `runner`, in one statement: queued ones, and running ones
+    /// whose lease ran out (their runner died) that were claimed fewer than `maxClaims` times.
     public func claim(runner: String, limit: Int = 1) throws(QueueError) -> [Claim] {
-        try connection.transaction { db throws(QueueError) in
-            try db.query(
-                """
+        let rows = try connection.query(
+            """
+            WITH picked AS (
+                SELECT id FROM runner.jobs
+                WHERE state = 'queued' OR (state = 'running' AND lease_until < now() AND claims < $4)
+                ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
+            UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
+                lease_until = now() + $3::interval, started_at = now()
+            FROM picked WHERE j.id = picked.id
+            RETURNING j.id, j.key, j.kind, j.job
+            """, [runner, String(limit), leaseText, String(Self.maxClaims)])
+        return rows.compactMap { row in
+            guard let id = row[0].flatMap({ Int64($0) }), let key = row[1], let kind = row[2], let job = row[3] else { return nil }
+            return Claim(id: id, key: key, kind: kind, job: job)
+        }.sorted { $0.id < $1.id }
+    }
+
+    /// Ends `failed` the jobs claimed `maxClaims` times whose last runner died too (their lease
+    /// ran out): a job that crashes runners does not loop for ever. Returns how many.
+    @discardableResult
+    public func failAbandoned() throws(QueueError) -> Int {
+        let rows = try connection.query(
+            """
+            WITH gone AS (
                 UPDATE runner.jobs SET state = 'done', status = 'failed', finished_at = now(), lease_until = NULL,
                     reason = 'abandoned by ' || claims || ' runners',
                     record = json_build_object('key', key, 'kind', kind, 'status', 'failed',
                         'error', 'abandoned by ' || claims || ' runners (each stopped while running it)')::text
                 WHERE state = 'running' AND lease_until < now() AND claims >= $1
-                """, [String(Self.maxClaims)])
-            let rows = try db.query(
-                """
-                WITH picked AS (
-                    SELECT id FROM runner.jobs
-                    WHERE state = 'queued' OR (state = 'running' AND lease_until < now())
-                    ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
-                UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
-                    lease_until = now() + $3::interval, started_at = now()
-                FROM picked WHERE j.id = picked.id
-                RETURNING j.id, j.key, j.kind, j.job
-                """, [runner, String(limit), leaseText])
-            return rows.compactMap { row in
-                guard let id = row[0].flatMap({ Int64($0) }), let key = row[1], let kind = row[2], let job = row[3] else { return nil }
-                return Claim(id: id, key: key, kind: kind, job: job)
-            }.sorted { $0.id < $1.id }
-        }
+                RETURNING 1)
+            SELECT count(*) FROM gone
+            """, [String(Self.maxClaims)])
+        return rows.first?.first.flatMap { $0 }.flatMap { Int($0) } ?? 0
     }
 
     /// How long until the first lease of a running job ends (nil: none runs): a job whose
     /// runner died can be claimed then.
     public func nextLeaseEnd() throws(QueueError) -> Duration? {
-        let rows = try connection.query("SELECT extract(epoch FROM min(lease_until) - now())::float8 FROM runner.jobs WHERE state = 'running'")
+        let rows = try connection.query(
+            "SELECT extract(epoch FROM min(lease_until) - now())::float8 FROM runner.jobs WHERE state = 'running' AND claims < $1",
+            [String(Self.maxClaims)])
         return rows.first?.first.flatMap { $0 }.flatMap(Double.init).map { .seconds(max(0, $0)) }
     }
 
@@ -168,6 +181,36 @@ public final class JobQueue: Sendable {
             UPDATE runner.jobs SET state = 'done', status = $3, reason = $4, record = $5, finished_at = now(), lease_until = NULL
             WHERE id = $1 AND runner = $2 AND state = 'running'
             """, [String(id), runner, status, error, record])
+    }
+
+    /// One finished job, as `finish(_:runner:)` stores it.
+    public struct Finish: Sendable {
+        public var id: Int64
+        public var status: String
+        public var error: String?
+        public var record: String
+
+        public init(id: Int64, status: String, error: String?, record: String) {
+            self.id = id
+            self.status = status
+            self.error = error
+            self.record = record
+        }
+    }
+
+    /// Stores the records of finished jobs and ends their claims (those `runner` still holds),
+    /// in one statement.
+    public func finish(_ jobs: [Finish], runner: String) throws(QueueError) {
+        guard !jobs.isEmpty else { return }
+        try connection.query(
+            """
+            UPDATE runner.jobs j SET state = 'done', status = f.status, reason = f.reason, record = f.record,
+                finished_at = now(), lease_until = NULL
+            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS f(id, status, reason, record)
+            WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running'
+            """,
+            ["{" + jobs.map { String($0.id) }.joined(separator: ",") + "}", Self.array(jobs.map(\.status)),
+             Self.array(jobs.map(\.error)), Self.array(jobs.map(\.record)), runner])
     }
 
     /// Gives claims back at once (a runner stopping before it started them).

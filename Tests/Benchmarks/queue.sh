@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# The PostgreSQL queue against the spool folder on the same work: N small JSON entries served by
+# nginx on loopback, drained by 1, 2 and 4 watchers (each its own --out), first through a spool
+# folder (the jobs in 100 files, renamed into the inbox at once), then through a queue (the same
+# 100 files in one `submit --queue`). Prints, for each: wall time from the hand-over to the last
+# record, jobs a second, the watchers' CPU per job, and the database server's CPU per job.
+#
+# Usage: bash Tests/Benchmarks/queue.sh [--jobs N] [--watchers "1 2 4"] [--concurrency C] [--no-build]
+#   --jobs N         entry jobs per drain (default 20000, env BENCH_JOBS)
+#   --watchers LIST  watcher counts to try (default "1 2 4", env BENCH_WATCHERS)
+#   --concurrency C  --concurrency and --per-host of each watcher (default 32)
+#   --no-build       use the existing .build/release/runner
+#
+# Needs nginx, curl and PostgreSQL (Debian's nginx, curl, postgresql); PostgreSQL is started by
+# the script in a temporary folder (initdb as the postgres user when run as root), on a unix
+# socket only. Listens on 127.0.0.1 only.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+jobs=${BENCH_JOBS:-20000}
+watcher_counts=${BENCH_WATCHERS:-"1 2 4"}
+concurrency=32
+build=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --jobs) jobs=$2; shift 2 ;;
+        --watchers) watcher_counts=$2; shift 2 ;;
+        --concurrency) concurrency=$2; shift 2 ;;
+        --no-build) build=0; shift ;;
+        -h|--help) sed -n '/^# Usage:/,/^# Needs/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "queue.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+say() { echo "queue.sh: $*" >&2; }
+fail() { say "$*"; exit 1; }
+
+pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$pg_bin/initdb" ] || fail "PostgreSQL is not installed (Debian: apt-get install postgresql)"
+nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$nginx_bin" ] || fail "nginx is not installed (Debian: apt-get install nginx)"
+
+work=$(mktemp -d /tmp/runner-queue-bench.XXXXXX)
+chmod 755 "$work"
+nginx_pid=""
+watcher_pids=()
+as_postgres() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+cleanup() {
+    local code=$?
+    for pid in "${watcher_pids[@]}" $nginx_pid; do kill -TERM "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    [ -f "$work/pg/data/postmaster.pid" ] && as_postgres "$pg_bin/pg_ctl" -D "$work/pg/data" -m immediate -w stop >/dev/null 2>&1 || true
+    rm -rf "$work"
+    exit "$code"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+runner=.build/release/runner
+if [ "$build" -eq 1 ]; then
+    say "building the runner in release"
+    swift build -c release >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; fail "swift build -c release"; }
+fi
+[ -x "$runner" ] || fail "$runner is missing (drop --no-build)"
+runner=$PWD/$runner
+
+# --- nginx: N entries of a few hundred bytes ---------------------------------------------------
+mkdir -p "$work/root/entries" "$work/nginx"
+awk -v n="$jobs" -v dir="$work/root/entries" 'BEGIN {
+    for (i = 1; i <= n; i++) {
+        f = sprintf("%s/e%d.json", dir, i)
+        printf "{\"id\": \"e%d\", \"createdAt\": \"2023-01-02T03:04:05.099Z\", \"description\": \"Entry e%d: duw orevoza jiprudis faz alnaimu sazafapa cuwpe zifehe kowo wasmag otu tuwulfoj.\"}\n", i, i > f
+        close(f)
+    }
+}'
+chmod -R a+rX "$work/root"
+port=$((10000 + RANDOM % 20000))
+cat >"$work/nginx/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+pid $work/nginx/nginx.pid;
+error_log $work/nginx/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    types { application/json json; }
+    client_body_temp_path $work/nginx/body;
+    proxy_temp_path $work/nginx/proxy;
+    fastcgi_temp_path $work/nginx/fastcgi;
+    uwsgi_temp_path $work/nginx/uwsgi;
+    scgi_temp_path $work/nginx/scgi;
+    server { listen 127.0.0.1:$port; root $work/root; }
+}
+EOF
+setsid "$nginx_bin" -p "$work/nginx" -e "$work/nginx/error.log" -c "$work/nginx/nginx.conf" >/dev/null 2>&1 &
+nginx_pid=$!
+for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/entries/e1.json" && break; sleep 0.05; done
+curl -sf -o /dev/null "http://127.0.0.1:$port/entries/e1.json" || fail "nginx did not start"
+
+# --- PostgreSQL on a unix socket in the work folder -------------------------------------------
+mkdir -p "$work/pg"
+[ "$(id -u)" -eq 0 ] && chown postgres "$work/pg"
+as_postgres "$pg_bin/initdb" -D "$work/pg/data" -U runner -A trust >"$work/pg/initdb.log" 2>&1 || { cat "$work/pg/initdb.log" >&2; fail "initdb"; }
+as_postgres "$pg_bin/pg_ctl" -D "$work/pg/data" -o "-k $work/pg -c listen_addresses=''" -l "$work/pg/server.log" -w start >/dev/null
+queue="postgresql://runner@/postgres?host=$work/pg"
+postmaster=$(head -1 "$work/pg/data/postmaster.pid")
+
+# --- The jobs: 100 files -----------------------------------------------------------------------
+mkdir -p "$work/files"
+awk -v n="$jobs" -v dir="$work/files" -v base="http://127.0.0.1:$port" 'BEGIN {
+    for (i = 1; i <= n; i++) {
+        f = sprintf("%s/jobs-%03d.jsonl", dir, i % 100)
+        printf "{\"kind\": \"entry\", \"id\": \"e%d\", \"url\": \"%s/entries/{id}.json\"}\n", i, base >> f
+    }
+}'
+files=$(ls "$work/files" | wc -l)
+
+# CPU seconds (user + system) of processes, from /proc/PID/stat.
+ticks=$(getconf CLK_TCK)
+cpu_of() { for pid in "$@"; do awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0; done | awk -v t="$ticks" '{ s += $1 } END { printf "%.3f\n", s / t }'; }
+database_pids() { echo "$postmaster"; pgrep -P "$postmaster" || true; }
+
+count_records() { local n=0 c; for dir in "$@"; do c=$(find "$dir/results" -name '*.json' 2>/dev/null | wc -l); n=$((n + c)); done; echo "$n"; }
+
+# One drain: MODE (spool or queue) with W watchers. Prints "mode w wall cpu dbcpu".
+drain() {
+    local mode=$1 w=$2 run=$work/run.$1.$2 i outs=() start end cpu0 cpu1 db0 db1
+    mkdir -p "$run"
+    watcher_pids=()
+    for ((i = 1; i <= w; i++)); do
+        outs+=("$run/out$i")
+        if [ "$mode" = queue ]; then
+            "$runner" watch --queue "$queue" --out "$run/out$i" --concurrency "$concurrency" --per-host "$concurrency" --rescan 30 2>"$run/watch$i.log" &
+        else
+            "$runner" watch --spool "$run/spool" --out "$run/out$i" --concurrency "$concurrency" --per-host "$concurrency" --rescan 30 2>"$run/watch$i.log" &
+        fi
+        watcher_pids+=($!)
+    done
+    for ((i = 1; i <= w; i++)); do
+        for _ in $(seq 200); do grep -q watching "$run/watch$i.log" 2>/dev/null && break; sleep 0.05; done
+        grep -q watching "$run/watch$i.log" || { cat "$run/watch$i.log" >&2; fail "watcher $i did not start"; }
+    done
+    if [ "$mode" = spool ]; then
+        mkdir -p "$run/stage"
+        cp "$work/files"/* "$run/stage/"
+    fi
+    sleep 0.5
+    cpu0=$(cpu_of "${watcher_pids[@]}"); db0=$(cpu_of $(database_pids))
+    start=$EPOCHREALTIME
+    if [ "$mode" = queue ]; then
+        "$runner" submit --queue "$queue" "$work/files"/*.jsonl >/dev/null
+        until [ "$("$runner" status --queue "$queue" --json | grep -o '"done":{"count":[0-9]*' | grep -o '[0-9]*$')" -ge "$jobs" ]; do sleep 0.1; done
+    else
+        for f in "$run/stage"/*; do mv "$f" "$run/spool/inbox/"; done
+        until [ "$(ls "$run/spool/done" "$run/spool/failed" 2>/dev/null | grep -c '^jobs-[0-9]*\.jsonl$')" -ge "$files" ]; do sleep 0.1; done
+    fi
+    end=$EPOCHREALTIME
+    cpu1=$(cpu_of "${watcher_pids[@]}"); db1=$(cpu_of $(database_pids))
+    kill -TERM "${watcher_pids[@]}"
+    wait "${watcher_pids[@]}" 2>/dev/null || true
+    watcher_pids=()
+    local records
+    records=$(count_records "${outs[@]}")
+    [ "$records" -eq "$jobs" ] || { tail -5 "$run"/watch*.log >&2; fail "$mode with $w watchers: $records records for $jobs jobs"; }
+    if ls "$run/spool/failed" 2>/dev/null | grep -q .; then tail -5 "$run"/watch*.log >&2; fail "$mode with $w watchers: some jobs failed"; fi
+    if [ "$mode" = queue ] && "$runner" status --queue "$queue" --json | grep -q '"failed":{"count":[1-9]'; then
+        "$runner" status --queue "$queue" >&2; fail "queue with $w watchers: some jobs failed"
+    fi
+    if [ "$mode" = queue ]; then
+        # The next drain starts from an empty queue.
+        as_postgres "$pg_bin/psql" -q -h "$work/pg" -U runner -d postgres -c "TRUNCATE runner.jobs; DELETE FROM runner.keys" >/dev/null
+    fi
+    echo "$mode $w $start $end $cpu0 $cpu1 $db0 $db1" | awk '{ printf "%s %d %.3f %.3f %.3f\n", $1, $2, $4 - $3, $6 - $5, $8 - $7 }'
+    rm -rf "$run"
+}
+
+say "$jobs entry jobs from nginx, watchers of --concurrency $concurrency; spool folder, then queue"
+results=$work/results
+for w in $watcher_counts; do
+    drain spool "$w" >>"$results"
+    drain queue "$w" >>"$results"
+done
+
+echo
+echo "Draining $jobs small entry jobs from nginx on loopback ($(nproc) cores), watchers of --concurrency $concurrency, output on $(stat -f -c %T /tmp)"
+echo
+printf '| %-6s | %8s | %8s | %8s | %22s | %20s |\n' feed watchers "wall s" "jobs/s" "watchers' CPU ms/job" "database CPU ms/job"
+echo '| --- | ---: | ---: | ---: | ---: | ---: |'
+while read -r mode w wall cpu db; do
+    awk -v m="$mode" -v w="$w" -v t="$wall" -v c="$cpu" -v d="$db" -v n="$jobs" \
+        'BEGIN { printf "| %-6s | %8d | %8.2f | %8.0f | %22.3f | %20s |\n", m, w, t, n / t, c * 1000 / n, (m == "queue" ? sprintf("%.3f", d * 1000 / n) : "-") }'
+done <"$results"
+echo
+awk -v n="$jobs" '{ cpu[$1 " " $2] = $4 } END {
+    for (k in cpu) if (k ~ /^queue/) { split(k, p, " "); s = cpu["spool " p[2]]; if (s > 0) printf "queue/spool CPU per job with %d watcher(s): %.2fx\n", p[2], cpu[k] / s }
+}' "$results" | sort -t' ' -k6n
