@@ -167,6 +167,7 @@ enum QueueCommands {
             feed = try QueueFeed(
                 url: url, runner: runner, registry: configuration.registry, limits: configuration.limits,
                 rescan: options.feed.rescanInterval, lease: lease, keep: .seconds(options.keepDays * 86_400),
+                syncing: options.feed.durable ? configuration.store : nil,
                 report: { Console.err("runner: \($0)") })
         } catch {
             return fail(error)

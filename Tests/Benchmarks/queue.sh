@@ -5,9 +5,14 @@
 # 100 files in one `submit --queue`). Prints, for each: wall time from the hand-over to the last
 # record, jobs a second, the watchers' CPU per job, and the database server's CPU per job.
 #
-# Usage: bash Tests/Benchmarks/queue.sh [--jobs N] [--watchers "1 2 4"] [--concurrency C] [--no-build]
+# Each drain runs R times, spool and queue in turn; the table shows the medians. Everything
+# (nginx's files, the outputs, the database) is on a tmpfs when there is one (/dev/shm), so that
+# the feeds are measured rather than the disk.
+#
+# Usage: bash Tests/Benchmarks/queue.sh [--jobs N] [--watchers "1 2 4"] [--runs R] [--concurrency C] [--no-build]
 #   --jobs N         entry jobs per drain (default 20000, env BENCH_JOBS)
 #   --watchers LIST  watcher counts to try (default "1 2 4", env BENCH_WATCHERS)
+#   --runs R         drains of each kind, the median shown (default 3, env BENCH_RUNS)
 #   --concurrency C  --concurrency and --per-host of each watcher (default 32)
 #   --no-build       use the existing .build/release/runner
 #
@@ -19,12 +24,14 @@ cd "$(dirname "$0")/../.."
 
 jobs=${BENCH_JOBS:-20000}
 watcher_counts=${BENCH_WATCHERS:-"1 2 4"}
+runs=${BENCH_RUNS:-3}
 concurrency=32
 build=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --jobs) jobs=$2; shift 2 ;;
         --watchers) watcher_counts=$2; shift 2 ;;
+        --runs) runs=$2; shift 2 ;;
         --concurrency) concurrency=$2; shift 2 ;;
         --no-build) build=0; shift ;;
         -h|--help) sed -n '/^# Usage:/,/^# Needs/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -40,7 +47,9 @@ pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$nginx_bin" ] || fail "nginx is not installed (Debian: apt-get install nginx)"
 
-work=$(mktemp -d /tmp/runner-queue-bench.XXXXXX)
+base_dir=/tmp
+[ -d /dev/shm ] && [ -w /dev/shm ] && base_dir=/dev/shm
+work=$(mktemp -d "$base_dir/runner-queue-bench.XXXXXX")
 chmod 755 "$work"
 nginx_pid=""
 watcher_pids=()
@@ -176,15 +185,26 @@ drain() {
     rm -rf "$run"
 }
 
-say "$jobs entry jobs from nginx, watchers of --concurrency $concurrency; spool folder, then queue"
+say "$jobs entry jobs from nginx, watchers of --concurrency $concurrency; spool folder, then queue, $runs runs each"
+samples=$work/samples
+for w in $watcher_counts; do
+    for ((r = 1; r <= runs; r++)); do
+        drain spool "$w" >>"$samples"
+        drain queue "$w" >>"$samples"
+    done
+done
+# The median of each column, per feed and watcher count.
 results=$work/results
 for w in $watcher_counts; do
-    drain spool "$w" >>"$results"
-    drain queue "$w" >>"$results"
+    for mode in spool queue; do
+        awk -v m="$mode" -v w="$w" '$1 == m && $2 == w' "$samples" >"$work/one"
+        median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+        echo "$mode $w $(cut -d' ' -f3 "$work/one" | median) $(cut -d' ' -f4 "$work/one" | median) $(cut -d' ' -f5 "$work/one" | median)" >>"$results"
+    done
 done
 
 echo
-echo "Draining $jobs small entry jobs from nginx on loopback ($(nproc) cores), watchers of --concurrency $concurrency, output on $(stat -f -c %T /tmp)"
+echo "Draining $jobs small entry jobs from nginx on loopback ($(nproc) cores), watchers of --concurrency $concurrency, on $(stat -f -c %T "$work"); median of $runs runs"
 echo
 printf '| %-6s | %8s | %8s | %8s | %22s | %20s |\n' feed watchers "wall s" "jobs/s" "watchers' CPU ms/job" "database CPU ms/job"
 echo '| --- | ---: | ---: | ---: | ---: | ---: |'

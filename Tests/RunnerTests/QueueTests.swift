@@ -415,6 +415,46 @@ struct QueueTests {
         #expect(messages.contains { $0.hasPrefix("STOPPING=1") }, "\(messages)")
     }
 
+    @Test(.enabled(if: Trace.strace != nil, "strace is not installed"))
+    func aRecordIsStoredInTheQueueOnlyOnceItIsDurableOnDisk() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let tracePath = "\(world.w.root)/watch.trace"
+        let log = "\(world.w.root)/watch.stderr"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let strace = Process()
+        strace.executableURL = URL(fileURLWithPath: Trace.strace!)
+        strace.arguments = [
+            "-f", "-s", "512", "-o", tracePath, "-e", "trace=renameat,renameat2,rename,syncfs,sendto",
+            RunnerBinary.path, "watch", "--queue", db.url, "--out", world.w.out, "--rescan", "30",
+        ]
+        strace.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        strace.standardOutput = FileHandle.nullDevice
+        try strace.run()
+        defer { if strace.isRunning { strace.terminate() } }
+        #expect(await world.wait(upTo: .seconds(20)) { world.text(log).contains("watching the queue") })
+        // "watching the queue … as HOST-PID;": the watcher's pid, to stop it.
+        let name = try #require(world.text(log).split(separator: " as ").last?.split(separator: ";").first)
+        let pid = try #require(name.split(separator: "-").last.flatMap { Int32($0) })
+        let file = world.w.write("one.jsonl", Self.jobs(world, 1, prefix: "q:durable", delay: 0))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        var status: JSONValue = .null
+        for _ in 0..<100 {
+            status = try await Self.status(world, db)
+            if status["done"]?["count"]?.intValue == 1 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(status["done"]?["count"]?.intValue == 1, "\(status)")
+        kill(pid, SIGTERM)
+        #expect(await world.exit(of: strace, upTo: .seconds(20)) == 0)
+
+        let calls = Trace.parse(world.text(tracePath))
+        let record = try #require(calls.lastIndex { $0.name.hasPrefix("rename") && $0.text.contains(OutputStore.fileName(forKey: "q:durable0")) })
+        let stored = try #require(calls.firstIndex { $0.name == "sendto" && $0.text.contains("UPDATE runner.jobs j SET state = 'done'") })
+        let syncfs = try #require(calls[record...].firstIndex { $0.name == "syncfs" }, "a syncfs after the record is written")
+        #expect(record < syncfs && syncfs < stored, "the record is written, made durable, and only then stored in the queue")
+    }
+
     @Test func badURLsUnreachableServersAndWrongPasswordsAreOneLine() async throws {
         let db = try PostgresServer()
         let world = try SpoolWorld()

@@ -55,13 +55,15 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     public let pacer = Locked<HostPacer?>(nil)
 
     /// `runner`: this runner's name in the queue (claims and keys are held under it); `keep`:
-    /// how long finished rows stay (nil: for ever).
+    /// how long finished rows stay (nil: for ever); `syncing`: the output store made durable
+    /// before records are stored in the queue (nil: not synchronized, for tests of the queue).
     public init(
         url: String, runner: String, registry: KindRegistry, limits: JobLimits = .none, rescan: Duration = .seconds(2),
-        lease: Duration = .seconds(30), keep: Duration? = .seconds(7 * 86_400), report: @escaping @Sendable (String) -> Void = { _ in }
+        lease: Duration = .seconds(30), keep: Duration? = .seconds(7 * 86_400), syncing: OutputStore? = nil,
+        report: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(QueueError) {
         queue = try JobQueue(url: url, lease: lease)
-        writer = QueueWriter(queue: try JobQueue(url: url, lease: lease), runner: runner)
+        writer = QueueWriter(queue: try JobQueue(url: url, lease: lease), runner: runner, store: syncing)
         listener = try PostgresConnection(url: url)
         try listener.query("LISTEN runner_jobs")
         try listener.query("LISTEN runner_cancel")
@@ -93,6 +95,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             defer { state.unstarted = [] }
             return Array(state.unstarted)
         }
+        writer.releaseAllPreLocked()
         guard !unstarted.isEmpty else { return }
         do {
             try queue.release(ids: unstarted, runner: runner)
@@ -112,6 +115,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             guard let (claim, claimedAt) = await nextClaim() else { continue }
             guard let job = decode(claim) else {
                 state.withLock { _ = $0.unstarted.remove(claim.id) }
+                writer.releasePreLocked(claim.key)
                 continue
             }
             let (id, key) = (claim.id, claim.key)
@@ -127,7 +131,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                         return .run
                     }
                 },
-                ended: { [self] end in await ended(id: id, end) })
+                ended: { [self] end in await ended(id: id, key: key, end) })
         }
         // Stopping: nothing more; what was handed out and not started goes back through `ended`.
         return nil
@@ -165,11 +169,14 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             state.buffer.append(contentsOf: claims.dropFirst().map { ($0, claimedAt) })
             return true
         }
+        let locked = claims.filter(\.keyLocked).map(\.key)
         guard kept else {
-            // A shutdown came while claiming: these go back too.
+            // A shutdown came while claiming: these go back too, and the keys they locked.
             try? queue.release(ids: claims.map(\.id), runner: runner)
+            for key in locked { writer.unlockKey(key) }
             return nil
         }
+        writer.adopt(keys: locked)
         return (first, claimedAt)
     }
 
@@ -183,38 +190,39 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             let record = JSONWriter.string(.object([
                 ("key", .string(claim.key)), ("kind", .string(claim.kind)), ("status", .string("failed")), ("error", .string(reason)),
             ]))
-            try? queue.finish(id: claim.id, runner: runner, status: "failed", error: reason, record: record)
+            try? queue.finish([JobQueue.Finish(id: claim.id, status: "failed", error: reason, record: record)], runner: runner)
             return nil
         }
     }
 
-    private func ended(id: Int64, _ end: FeedJob.End) async {
-        let givenBack = state.withLock { state in
+    private func ended(id: Int64, key: String, _ end: FeedJob.End) async {
+        let (givenBack, idle) = state.withLock { state in
             state.active -= 1
             state.unstarted.remove(id)
-            return state.givenBack.remove(id) != nil
+            return (state.givenBack.remove(id) != nil, state.active == 0 && state.buffer.isEmpty)
         }
+        // A key a claim locked for a job that never took it goes back; with nothing claimed
+        // left, none is kept.
+        if case .notStarted = end { writer.releasePreLocked(key) }
+        if idle { writer.releaseAllPreLocked() }
         switch end {
         case .notStarted:
             guard !givenBack else { return }
             do { try queue.release(ids: [id], runner: runner) } catch { report("a claim could not be given back (its lease will end): \(error)") }
         case .recorded(let result, let line):
-            // The record is on disk; the database gets it with the others that ended meanwhile,
-            // or alone once it answers (retried while it is away).
-            let record = String(decoding: line, as: UTF8.self)
-            if await writer.finish(JobQueue.Finish(id: id, status: result.status.rawValue, error: result.error, record: record)) { return }
+            // The record is written; once durable, the database gets it with the others that
+            // ended meanwhile (retried while the database is away).
+            let finish = JobQueue.Finish(id: id, status: result.status.rawValue, error: result.error, record: String(decoding: line, as: UTF8.self))
             var delay = Duration.milliseconds(200)
             for attempt in 1... {
-                do {
-                    try queue.finish(id: id, runner: runner, status: result.status.rawValue, error: result.error, record: record)
+                guard let failure = await writer.finish(finish) else {
                     if attempt > 1 { report("the queue is back: \(result.key)'s record is stored") }
                     return
-                } catch {
-                    if attempt == 1 { report("\(result.key): the record could not be stored in the queue (\(error)); retrying") }
-                    if attempt >= 60 { return report("\(result.key): the record was not stored in the queue; it is on disk") }
-                    try? await Task.sleep(for: delay)
-                    delay = min(delay * 2, .seconds(5))
                 }
+                if attempt == 1 { report("\(result.key): the record could not be stored in the queue (\(failure)); retrying") }
+                if attempt >= 60 { return report("\(result.key): the record was not stored in the queue; it is on disk") }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
             }
         }
     }
@@ -296,16 +304,23 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
 final class QueueWriter: Sendable {
     private let queue: JobQueue
     private let runner: String
+    /// Synchronized (one `syncfs`) before each batch of records is stored: a record is in the
+    /// database only once it is durable on this runner's disk.
+    private let store: OutputStore?
     private let dispatch = DispatchQueue(label: "runner queue writer")
-    private let pending = Mutex<(jobs: [(JobQueue.Finish, CheckedContinuation<Bool, Never>)], busy: Bool)>(([], false))
+    private let pending = Mutex<(jobs: [(JobQueue.Finish, CheckedContinuation<String?, Never>)], busy: Bool)>(([], false))
+    /// Keys a claim locked for this runner, not yet taken by a job of the key.
+    private let preLocked = Mutex<Set<String>>([])
 
-    init(queue: JobQueue, runner: String) {
+    init(queue: JobQueue, runner: String, store: OutputStore?) {
         self.queue = queue
         self.runner = runner
+        self.store = store
     }
 
-    /// Stores a finished job's record with the others waiting; false when the database did not take them.
-    func finish(_ job: JobQueue.Finish) async -> Bool {
+    /// Makes a finished job's record durable and stores it, with the others waiting; nil once
+    /// stored, else why not.
+    func finish(_ job: JobQueue.Finish) async -> String? {
         await withCheckedContinuation { continuation in
             let idle = pending.withLock { pending in
                 pending.jobs.append((job, continuation))
@@ -323,13 +338,45 @@ final class QueueWriter: Sendable {
             defer { pending.jobs = [] }
             return pending.jobs
         }
-        let stored = (try? queue.finish(batch.map(\.0), runner: runner)) != nil
-        for (_, continuation) in batch { continuation.resume(returning: stored) }
+        var failure: String?
+        do {
+            try store?.synchronize()
+            try queue.finish(batch.map(\.0), runner: runner)
+        } catch {
+            failure = "\(error)"
+        }
+        for (_, continuation) in batch { continuation.resume(returning: failure) }
         let more = pending.withLock { pending in
             pending.busy = !pending.jobs.isEmpty
             return pending.busy
         }
         if more { dispatch.async { self.writeBatch() } }
+    }
+
+    /// Keys a claim locked for this runner: the first job of each to start takes its lock
+    /// without a statement.
+    func adopt(keys: [String]) {
+        guard !keys.isEmpty else { return }
+        preLocked.withLock { $0.formUnion(keys) }
+    }
+
+    /// Takes the lock a claim took for `key`, if it is still there.
+    func takePreLocked(_ key: String) -> Bool {
+        preLocked.withLock { $0.remove(key) != nil }
+    }
+
+    /// Lets go of the lock a claim took for `key`, if no job took it (its job did not start).
+    func releasePreLocked(_ key: String) {
+        if takePreLocked(key) { unlockKey(key) }
+    }
+
+    /// Lets go of every lock claims took that no job took.
+    func releaseAllPreLocked() {
+        let keys = preLocked.withLock { keys in
+            defer { keys = [] }
+            return keys
+        }
+        for key in keys { unlockKey(key) }
     }
 
     func lockKey(_ key: String) throws(QueueError) -> Bool {
@@ -355,12 +402,13 @@ struct QueueKeyLock: KeyLocking {
     }
 
     func lock(key: String) -> KeyLockOutcome {
+        let writer = writer
+        if writer.takePreLocked(key) { return .acquired(release: { writer.unlockKey(key) }) }
         do {
             guard try writer.lockKey(key) else { return .heldElsewhere }
         } catch {
             return .unavailable("the queue's key lock could not be taken: \(error)")
         }
-        let writer = writer
         return .acquired(release: { writer.unlockKey(key) })
     }
 }

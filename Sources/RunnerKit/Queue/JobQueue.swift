@@ -125,25 +125,37 @@ public final class JobQueue: Sendable {
         public var key: String
         public var kind: String
         public var job: String
+        /// Whether the claim took the key's lock for this runner too (no runner held it).
+        public var keyLocked = false
     }
 
     /// Takes up to `limit` jobs for `runner`, in one statement: queued ones, and running ones
     /// whose lease ran out (their runner died) that were claimed fewer than `maxClaims` times.
+    /// The keys of the jobs taken that no runner holds are locked for `runner` in the same
+    /// statement (`Claim.keyLocked`), so starting them costs no statement more.
     public func claim(runner: String, limit: Int = 1) throws(QueueError) -> [Claim] {
         let rows = try connection.query(
             """
             WITH picked AS (
                 SELECT id FROM runner.jobs
                 WHERE state = 'queued' OR (state = 'running' AND lease_until < now() AND claims < $4)
-                ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)
-            UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
-                lease_until = now() + $3::interval, started_at = now()
-            FROM picked WHERE j.id = picked.id
-            RETURNING j.id, j.key, j.kind, j.job
+                ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED),
+            claimed AS (
+                UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
+                    lease_until = now() + $3::interval, started_at = now()
+                FROM picked WHERE j.id = picked.id
+                RETURNING j.id, j.key, j.kind, j.job),
+            locked AS (
+                INSERT INTO runner.keys AS k (key, runner, lease_until)
+                SELECT DISTINCT key, $1, now() + $3::interval FROM claimed
+                ON CONFLICT (key) DO UPDATE SET runner = EXCLUDED.runner, lease_until = EXCLUDED.lease_until
+                WHERE k.lease_until < now()
+                RETURNING key)
+            SELECT c.id, c.key, c.kind, c.job, c.key IN (SELECT key FROM locked) FROM claimed c
             """, [runner, String(limit), leaseText, String(Self.maxClaims)])
         return rows.compactMap { row in
             guard let id = row[0].flatMap({ Int64($0) }), let key = row[1], let kind = row[2], let job = row[3] else { return nil }
-            return Claim(id: id, key: key, kind: kind, job: job)
+            return Claim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t")
         }.sorted { $0.id < $1.id }
     }
 
@@ -172,15 +184,6 @@ public final class JobQueue: Sendable {
             "SELECT extract(epoch FROM min(lease_until) - now())::float8 FROM runner.jobs WHERE state = 'running' AND claims < $1",
             [String(Self.maxClaims)])
         return rows.first?.first.flatMap { $0 }.flatMap(Double.init).map { .seconds(max(0, $0)) }
-    }
-
-    /// Stores a finished job's record and ends its claim (only if `runner` still holds it).
-    public func finish(id: Int64, runner: String, status: String, error: String?, record: String) throws(QueueError) {
-        try connection.query(
-            """
-            UPDATE runner.jobs SET state = 'done', status = $3, reason = $4, record = $5, finished_at = now(), lease_until = NULL
-            WHERE id = $1 AND runner = $2 AND state = 'running'
-            """, [String(id), runner, status, error, record])
     }
 
     /// One finished job, as `finish(_:runner:)` stores it.
