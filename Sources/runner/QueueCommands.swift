@@ -168,6 +168,8 @@ enum QueueCommands {
                 url: url, runner: runner, registry: configuration.registry, limits: configuration.limits,
                 rescan: options.feed.rescanInterval, lease: lease, keep: .seconds(options.keepDays * 86_400),
                 syncing: options.feed.durable ? configuration.store : nil,
+                // While every slot is busy, a claim takes a quarter of the slots' worth ahead.
+                prefetch: min(16, configuration.concurrency / 4),
                 report: { Console.err("runner: \($0)") })
         } catch {
             return fail(error)

@@ -25,6 +25,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     private let limits: JobLimits
     private let rescan: Duration
     private let keep: Duration?
+    private let prefetch: Int
     private let report: @Sendable (String) -> Void
     /// The most jobs claimed in one transaction.
     static let batchLimit = 64
@@ -56,10 +57,13 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
 
     /// `runner`: this runner's name in the queue (claims and keys are held under it); `keep`:
     /// how long finished rows stay (nil: for ever); `syncing`: the output store made durable
-    /// before records are stored in the queue (nil: not synchronized, for tests of the queue).
+    /// before records are stored in the queue (nil: not synchronized, for tests of the queue);
+    /// `prefetch`: how many jobs one claim takes at least, when the engine has fewer free slots
+    /// (they wait for a slot under the lease; more claims fewer statements, fewer leaves more
+    /// for the other runners).
     public init(
         url: String, runner: String, registry: KindRegistry, limits: JobLimits = .none, rescan: Duration = .seconds(2),
-        lease: Duration = .seconds(30), keep: Duration? = .seconds(7 * 86_400), syncing: OutputStore? = nil,
+        lease: Duration = .seconds(30), keep: Duration? = .seconds(7 * 86_400), syncing: OutputStore? = nil, prefetch: Int = 1,
         report: @escaping @Sendable (String) -> Void = { _ in }
     ) throws(QueueError) {
         queue = try JobQueue(url: url, lease: lease)
@@ -70,6 +74,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         try listener.query("LISTEN runner_pause")
         self.runner = runner
         self.keep = keep
+        self.prefetch = max(1, prefetch)
         self.registry = registry
         self.limits = limits
         self.rescan = rescan
@@ -138,11 +143,11 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 
     /// A claimed job: the oldest buffered one, else as many as the engine has free slots for
-    /// are claimed in one transaction (nil: none now, or the queue could not be read; waited).
+    /// (at least `prefetch`) are claimed in one statement (nil: none now, or the queue could not be read; waited).
     private func nextClaim() async -> (JobQueue.Claim, at: ContinuousClock.Instant)? {
         if let buffered = state.withLock({ $0.buffer.isEmpty ? nil : $0.buffer.removeFirst() }) { return buffered }
         let claimedAt = ContinuousClock.now
-        let limit = min(Self.batchLimit, max(1, freeSlots.value?() ?? 1))
+        let limit = min(Self.batchLimit, max(prefetch, freeSlots.value?() ?? 1))
         let claims: [JobQueue.Claim]
         do {
             claims = try queue.claim(runner: runner, limit: limit)
@@ -294,6 +299,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             try? await Task.sleep(for: queue.lease / 3)
             guard !through else { break }
             do { try queue.renew(runner: runner) } catch { report("leases could not be renewed: \(error)") }
+            writer.retryUnlocks()
         }
     }
 }
@@ -308,7 +314,14 @@ final class QueueWriter: Sendable {
     /// database only once it is durable on this runner's disk.
     private let store: OutputStore?
     private let dispatch = DispatchQueue(label: "runner queue writer")
-    private let pending = Mutex<(jobs: [(JobQueue.Finish, CheckedContinuation<String?, Never>)], busy: Bool)>(([], false))
+    private struct Pending {
+        var jobs: [(JobQueue.Finish, CheckedContinuation<String?, Never>)] = []
+        /// Keys to let go of, with the next statement.
+        var unlocks: [String] = []
+        /// A batch is queued or being written.
+        var busy = false
+    }
+    private let pending = Mutex(Pending())
     /// Keys a claim locked for this runner, not yet taken by a job of the key.
     private let preLocked = Mutex<Set<String>>([])
 
@@ -331,23 +344,26 @@ final class QueueWriter: Sendable {
         }
     }
 
-    /// One statement for every record waiting; again later while more wait (key locks queued
-    /// meanwhile go first).
+    /// One statement for every record and key waiting (the records made durable first); again
+    /// later while more wait (key locks asked for meanwhile go first). Keys that could not be let
+    /// go of wait for the next statement.
     private func writeBatch() {
-        let batch = pending.withLock { pending in
-            defer { pending.jobs = [] }
-            return pending.jobs
+        let (batch, unlocks) = pending.withLock { pending in
+            defer { (pending.jobs, pending.unlocks) = ([], []) }
+            return (pending.jobs, pending.unlocks)
         }
         var failure: String?
         do {
-            try store?.synchronize()
-            try queue.finish(batch.map(\.0), runner: runner)
+            if !batch.isEmpty { try store?.synchronize() }
+            try queue.finish(batch.map(\.0), runner: runner, unlocking: unlocks)
         } catch {
             failure = "\(error)"
+            pending.withLock { $0.unlocks.append(contentsOf: unlocks) }
         }
         for (_, continuation) in batch { continuation.resume(returning: failure) }
         let more = pending.withLock { pending in
-            pending.busy = !pending.jobs.isEmpty
+            // Keys alone that failed wait for the next record, key lock or renewal.
+            pending.busy = !pending.jobs.isEmpty || (failure == nil && !pending.unlocks.isEmpty)
             return pending.busy
         }
         if more { dispatch.async { self.writeBatch() } }
@@ -379,16 +395,45 @@ final class QueueWriter: Sendable {
         for key in keys { unlockKey(key) }
     }
 
+    /// Takes `key` for this runner (after letting go of the keys waiting to be, which may hold it).
     func lockKey(_ key: String) throws(QueueError) -> Bool {
         let outcome: Result<Bool, QueueError> = dispatch.sync {
-            Result { () throws(QueueError) -> Bool in try queue.lockKey(key, runner: runner) }
+            Result { () throws(QueueError) -> Bool in
+                try flushUnlocks()
+                return try queue.lockKey(key, runner: runner)
+            }
         }
         return try outcome.get()
     }
 
-    /// Lets go of `key` without waiting; a later `lockKey` of this runner comes after it.
+    /// Lets go of `key` with the next statement, without waiting; a later `lockKey` of this
+    /// runner comes after it.
     func unlockKey(_ key: String) {
-        dispatch.async { try? self.queue.unlockKey(key, runner: self.runner) }
+        let idle = pending.withLock { pending in
+            pending.unlocks.append(key)
+            defer { pending.busy = true }
+            return !pending.busy
+        }
+        if idle { dispatch.async { self.writeBatch() } }
+    }
+
+    /// Lets go of the keys waiting to be, now (on the writer's queue).
+    private func flushUnlocks() throws(QueueError) {
+        let keys = pending.withLock { pending in
+            defer { pending.unlocks = [] }
+            return pending.unlocks
+        }
+        do {
+            try queue.unlockKeys(keys, runner: runner)
+        } catch {
+            pending.withLock { $0.unlocks.append(contentsOf: keys) }
+            throw error
+        }
+    }
+
+    /// Retries keys that could not be let go of (called with each lease renewal).
+    func retryUnlocks() {
+        dispatch.async { try? self.flushUnlocks() }
     }
 }
 

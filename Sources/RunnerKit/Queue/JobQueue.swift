@@ -202,18 +202,19 @@ public final class JobQueue: Sendable {
     }
 
     /// Stores the records of finished jobs and ends their claims (those `runner` still holds),
-    /// in one statement.
-    public func finish(_ jobs: [Finish], runner: String) throws(QueueError) {
-        guard !jobs.isEmpty else { return }
+    /// and lets go of `keys` of `runner`, in one statement.
+    public func finish(_ jobs: [Finish], runner: String, unlocking keys: [String] = []) throws(QueueError) {
+        guard !jobs.isEmpty else { return try unlockKeys(keys, runner: runner) }
         try connection.query(
             """
+            WITH unlocked AS (DELETE FROM runner.keys WHERE key = ANY($6::text[]) AND runner = $5)
             UPDATE runner.jobs j SET state = 'done', status = f.status, reason = f.reason, record = f.record,
                 finished_at = now(), lease_until = NULL
             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS f(id, status, reason, record)
             WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running'
             """,
             ["{" + jobs.map { String($0.id) }.joined(separator: ",") + "}", Self.array(jobs.map(\.status)),
-             Self.array(jobs.map(\.error)), Self.array(jobs.map(\.record)), runner])
+             Self.array(jobs.map(\.error)), Self.array(jobs.map(\.record)), runner, Self.array(keys)])
     }
 
     /// Gives claims back at once (a runner stopping before it started them).
@@ -248,8 +249,10 @@ public final class JobQueue: Sendable {
         return !rows.isEmpty
     }
 
-    public func unlockKey(_ key: String, runner: String) throws(QueueError) {
-        try connection.query("DELETE FROM runner.keys WHERE key = $1 AND runner = $2", [key, runner])
+    /// Lets go of `keys` of `runner` (those another runner took meanwhile stay).
+    public func unlockKeys(_ keys: [String], runner: String) throws(QueueError) {
+        guard !keys.isEmpty else { return }
+        try connection.query("DELETE FROM runner.keys WHERE key = ANY($1::text[]) AND runner = $2", [Self.array(keys), runner])
     }
 
     // MARK: - Pacing
