@@ -4,6 +4,8 @@
 #   - ldd lists no Swift runtime or Foundation library, only the system's;
 #   - with a cleared environment (env -i), from a folder outside the checkout, `runner demo`
 #     runs every demo job and `runner --version` names libcurl;
+#   - with libpq hidden (a bind mount in a mount namespace of one command), `--version` says so
+#     and `--queue` is one line, exit 2;
 #   - the man page and the completion scripts are installed and pass mandoc and the shells.
 # A release build takes a minute or two. $SWIFT names another swift driver.
 set -euo pipefail
@@ -29,6 +31,20 @@ mkdir -p "$outside"
 cd "$outside"
 version=$(env -i "$runner" --version) || fail "runner --version failed"
 echo "$version" | grep -Eq '^libcurl [0-9.]+, TLS ' || fail "runner --version does not name libcurl: $version"
+# Without libpq (hidden by a bind mount in a mount namespace of this one command): --version
+# says so, and --queue is one line, exit 2.
+libpq=$(ldconfig -p | awk '/libpq\.so\.5 / { print $NF; exit }')
+if [ -n "$libpq" ] && unshare -m --propagation private true 2>/dev/null; then
+    without() { unshare -m --propagation private sh -c 'mount --bind /dev/null "$1" && shift && exec env -i "$@"' sh "$libpq" "$@"; }
+    without "$runner" --version | grep -q '^libpq: not loaded' || fail "runner --version does not say libpq is missing"
+    code=0
+    message=$(without "$runner" status --queue postgresql:///jobs 2>&1) || code=$?
+    [ "$code" -eq 2 ] || fail "without libpq, status --queue exits $code: $message"
+    [ "$(echo "$message" | wc -l)" -eq 1 ] && echo "$message" | grep -q 'libpq.so.5 could not be loaded' \
+        || fail "without libpq, not one line naming it: $message"
+else
+    echo "static-binary: libpq not installed or no mount namespaces here; the missing-libpq check is skipped"
+fi
 env -i "$runner" demo > demo.log 2>&1 || { cat demo.log; fail "runner demo failed"; }
 grep -Eq '^[0-9]+ jobs: [0-9]+ succeeded\. ' demo.log || { cat demo.log; fail "the demo did not succeed"; }
 grep -q 'failed\|offline\|timedOut' demo.log && { cat demo.log; fail "a demo job did not succeed"; }
