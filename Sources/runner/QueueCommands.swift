@@ -145,8 +145,8 @@ enum QueueCommands {
 
     /// A watcher of the queue: the same engine and options as the folder's watcher.
     static func watch(_ options: SpoolCommands.WatchOptions, url: String) async -> Int32 {
-        guard options.live == nil, options.metrics == nil else {
-            Console.error("--listen and --metrics are not available with --queue yet")
+        guard options.live == nil else {
+            Console.error("--listen is not available with --queue yet")
             return 2
         }
         var configuration = options.feed.engine
@@ -178,21 +178,27 @@ enum QueueCommands {
         configuration.sharedPacing = feed.sharedPacing
         let events = options.events.map { EventStream(path: $0) }
         defer { EngineCommandOptions.finish(events) }
+        // Prometheus metrics (--metrics): the jobs' counters and the jobs running now.
+        let service = WatchService(notifier: nil, metricsPath: options.metrics)
         let hooks = options.hook.map { hook in
             OnFinishHooks(
                 command: hook.command, store: configuration.store!, concurrency: hook.concurrency, timeout: hook.timeout,
-                sync: options.feed.durable, observer: ObserverFanout(events.map { [$0] } ?? []), report: { Console.err($0) })
+                sync: options.feed.durable, observer: ObserverFanout([service.metrics] + (events.map { [$0] } ?? [])),
+                report: { Console.err($0) })
         }
         let engine: JobEngine
         do {
             engine = try JobEngine(
                 configuration: configuration,
-                observer: ObserverFanout([WatchReporter(json: options.json)] + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])))
+                observer: ObserverFanout(
+                    [WatchReporter(json: options.json), service.metrics] + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])))
         } catch {
             Console.error("\(error)")
             return 2
         }
         feed.freeSlots.withLock { $0 = { engine.freeSlots } }
+        let concurrency = configuration.concurrency
+        service.metrics.follow(running: { concurrency - engine.freeSlots })
         feed.pacer.withLock { $0 = engine.pacer }
         feed.cancelKey.withLock { $0 = { key in
             if engine.taskManager.cancel(key: key) { Console.err("runner: cancel \(key): the running task is cancelled") }
@@ -201,7 +207,6 @@ enum QueueCommands {
         // Under systemd (Type=notify): READY=1 once connected, a STATUS= line and WATCHDOG=1 at
         // every heartbeat, STOPPING=1 on a signal.
         let notifier = SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment)
-        let concurrency = configuration.concurrency
         let status: @Sendable () -> String = {
             "STATUS=\(concurrency - engine.freeSlots) running; watching the queue \(feed.queue.connection.display) as \(runner)"
         }
@@ -225,8 +230,11 @@ enum QueueCommands {
         }
         defer { _ = signals.stop() }
         Console.err("runner: watching the queue \(feed.queue.connection.display) as \(runner); results in \(RunReporter.relative(configuration.store!.root))/")
+        let metricsTask = service.startWritingMetrics()
         _ = await engine.run(feed)
         await hooks?.finish()
+        metricsTask?.cancel()
+        service.stopped(counts: nil)
         Console.err("runner: stopped")
         return 0
     }

@@ -394,11 +394,13 @@ struct QueueTests {
         #expect(await Self.stop(pruning, world) == 0)
     }
 
-    @Test func aQueueWatcherSpeaksTheNotifyProtocol() async throws {
+    @Test func aQueueWatcherSpeaksTheNotifyProtocolAndWritesMetrics() async throws {
         let db = try PostgresServer()
         let world = try SpoolWorld()
         let listener = try ServiceTests.NotifyListener(path: "\(world.w.root)/notify.sock")
-        let watcher = try Self.startWatcher(world, db, "out", environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "400000"])
+        let metrics = "\(world.w.root)/runner.prom"
+        let watcher = try Self.startWatcher(
+            world, db, "out", ["--metrics", metrics], environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "400000"])
         defer { if watcher.isRunning { watcher.terminate() } }
         #expect(await world.wait(upTo: .seconds(10)) { !listener.lines("READY=1").isEmpty })
         let ready = try #require(listener.lines("READY=1").first)
@@ -413,6 +415,15 @@ struct QueueTests {
         #expect(await world.exit(of: watcher, upTo: .seconds(10)) == 0)
         let messages = listener.received.map(\.text)
         #expect(messages.contains { $0.hasPrefix("STOPPING=1") }, "\(messages)")
+        // The metrics at exit: the job's counters and no job running.
+        let text = world.text(metrics)
+        #expect(text.contains(#"runner_jobs_total{kind="entry",status="succeeded"} 1"#), "\(text)")
+        #expect(text.contains("runner_running_jobs 0\n"), "\(text)")
+        #expect(!text.contains("runner_queued_files"), "no spool gauges: \(text)")
+        if let promtool = ServiceTests.promtool {
+            let check = try await RunnerBinary.runExecutable(promtool, ["check", "metrics"], in: world.w.root, stdin: text)
+            #expect(check.status == 0, "promtool: \(check.stdout) \(check.stderr)\n\(text)")
+        }
     }
 
     @Test(.enabled(if: Trace.strace != nil, "strace is not installed"))

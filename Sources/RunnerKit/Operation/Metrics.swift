@@ -36,6 +36,8 @@ public final class Metrics: RunObserver {
         var spool: SpoolFeed.Counts?
         var lastRun: (end: Date, success: Bool)?
         var hookFailures = 0
+        /// Counts the jobs running now, for a watcher without a spool (a queue's).
+        var running: (@Sendable () -> Int)?
     }
 
     private let state = Mutex(State())
@@ -63,6 +65,11 @@ public final class Metrics: RunObserver {
     /// The spool as the watcher last reported it.
     public func record(spool counts: SpoolFeed.Counts) {
         state.withLock { $0.spool = counts }
+    }
+
+    /// Where `runner_running_jobs` comes from for a watcher without a spool (a queue's watcher).
+    public func follow(running: @escaping @Sendable () -> Int) {
+        state.withLock { $0.running = running }
     }
 
     /// The end of a run, and whether every job ended succeeded or notModified.
@@ -116,6 +123,9 @@ public final class Metrics: RunObserver {
                 "runner_spool_files_total{outcome=\"done\"} \(spool.done)",
                 "runner_spool_files_total{outcome=\"failed\"} \(spool.failed)",
             ])
+        }
+        if state.spool == nil, let running = state.running {
+            family("runner_running_jobs", "gauge", "Jobs running now.", ["runner_running_jobs \(running())"])
         }
         if let run = state.lastRun {
             family("runner_last_run_end_timestamp_seconds", "gauge", "When the last run ended, in seconds since 1970.", [
