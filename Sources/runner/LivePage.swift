@@ -9,7 +9,8 @@ enum LivePage {
     static let contentSecurityPolicy =
         "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-    static func page(_ snapshot: LiveBoard.Snapshot, status: SpoolStatus, hosts: [JobEngine.HostActivity]) -> String {
+    /// `counts`: what the feed counts (the spool's files, or the queue's jobs), label by label.
+    static func page(_ snapshot: LiveBoard.Snapshot, counts: [(String, Int)], hosts: [JobEngine.HostActivity]) -> String {
         """
         <!DOCTYPE html>
         <html lang="en"><head><meta charset="utf-8">
@@ -19,7 +20,7 @@ enum LivePage {
         <style>\(style)</style>
         </head><body>
         <header><h1>runner watch</h1><span id="live">snapshot</span></header>
-        <main id="main">\(main(snapshot, status: status, hosts: hosts))</main>
+        <main id="main">\(main(snapshot, counts: counts, hosts: hosts))</main>
         <script>\(script)</script>
         </body></html>
 
@@ -27,18 +28,13 @@ enum LivePage {
     }
 
     /// The part the script fetches again (`/?part=main`).
-    static func main(_ snapshot: LiveBoard.Snapshot, status: SpoolStatus, hosts: [JobEngine.HostActivity]) -> String {
+    static func main(_ snapshot: LiveBoard.Snapshot, counts: [(String, Int)], hosts: [JobEngine.HostActivity]) -> String {
         let now = Date()
         var html = "<p class=\"since\">watching since \(escape(Timestamp.iso8601(snapshot.since))); shown at \(escape(Timestamp.iso8601(now)))</p>"
 
         // Counts.
         html += "<section><h2>Counts</h2><div class=\"counts\">"
-        let spoolCounts: [(String, Int)] = [
-            ("files queued", status.queued.count), ("files held", status.claimed.map(\.files.count).reduce(0, +)),
-            ("jobs running", max(status.running.count, snapshot.running.count)),
-            ("files done", status.doneCount), ("files failed", status.failedCount),
-        ]
-        for (label, count) in spoolCounts { html += "<div><b>\(count)</b><span>\(label)</span></div>" }
+        for (label, count) in counts { html += "<div><b>\(count)</b><span>\(label)</span></div>" }
         html += "</div><p class=\"jobs\">jobs since start: "
         html += JobStatus.allCases.map { "<span class=\"\($0.rawValue)\">\($0.rawValue) \(snapshot.counts[$0] ?? 0)</span>" }.joined(separator: " · ")
         html += "</p></section>"

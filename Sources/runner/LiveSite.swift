@@ -4,7 +4,7 @@ import RunnerKinds
 import RunnerKit
 
 /// `runner watch --listen`: the live page and the API, answered from the watcher's `LiveBoard`, its
-/// engine and its spool.
+/// engine and where its jobs come from (the spool folder, or the queue).
 ///
 ///     GET    /                the page (a snapshot without scripts; with them it follows the events)
 ///     GET    /api/status      `runner status --json`, running jobs with their phase, hosts, the last finished
@@ -13,7 +13,7 @@ import RunnerKit
 ///     DELETE /api/jobs/KEY    as `runner cancel KEY`
 struct LiveSite: Sendable {
     let board: LiveBoard
-    let spool: Spool
+    let source: any LiveSource
     let registry: KindRegistry
     /// The engine's hosts now (slots in use, pace).
     let hosts: @Sendable () -> [JobEngine.HostActivity]
@@ -22,8 +22,10 @@ struct LiveSite: Sendable {
         let path = request.path
         switch (request.method, path) {
         case ("GET", "/"), ("HEAD", "/"):
-            let status = SpoolStatus.read(spool)
-            let body = request.query == "part=main" ? LivePage.main(board.snapshot, status: status, hosts: hosts()) : LivePage.page(board.snapshot, status: status, hosts: hosts())
+            let snapshot = board.snapshot
+            let counts = source.counts(runningHere: snapshot.running.count)
+            let body = request.query == "part=main"
+                ? LivePage.main(snapshot, counts: counts, hosts: hosts()) : LivePage.page(snapshot, counts: counts, hosts: hosts())
             return .response(LiveServer.Response(
                 status: 200, contentType: "text/html; charset=utf-8", body: Array(body.utf8),
                 headers: [("Content-Security-Policy", LivePage.contentSecurityPolicy)]))
@@ -47,8 +49,8 @@ struct LiveSite: Sendable {
     func statusJSON() -> JSONValue {
         let now = Date()
         let snapshot = board.snapshot
-        guard case .object(var members) = SpoolStatus.read(spool).json else { return .null }
-        // The spool's running keys (every watcher's), with the phase of those this watcher runs.
+        var members = source.status()
+        // The running keys of every watcher, with the phase of those this watcher runs.
         let mine = Dictionary(snapshot.running.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         var seen = Set<String>()
         if let index = members.firstIndex(where: { $0.key == "running" }), case .array(let running) = members[index].value {
@@ -100,7 +102,7 @@ struct LiveSite: Sendable {
 
     // MARK: - Submitting and cancelling
 
-    /// The body is a job file (JSON or JSON Lines); `?name=NAME` names it in the spool.
+    /// The body is a job file (JSON or JSON Lines); `?name=NAME` names it (in the spool).
     func submit(_ request: LiveServer.Request) -> LiveServer.Response {
         let name = Self.fileName(query: request.query)
         let folder = FileManager.default.temporaryDirectory.path + "/runner-api-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
@@ -117,7 +119,7 @@ struct LiveSite: Sendable {
         }
         guard report.jobs > 0 else { return .json(400, .object([("error", .string("the file holds no job; nothing was queued"))])) }
         do {
-            let queued = try spool.submit(file: path)
+            let queued = try source.queue(file: path, name: name)
             return .json(202, .object([("queued", .string(queued)), ("jobs", JSONValue(report.jobs))]))
         } catch {
             return .json(500, .object([("error", .string("\(error)"))]))
@@ -134,6 +136,72 @@ struct LiveSite: Sendable {
 
     func cancel(key: String) -> LiveServer.Response {
         guard !key.isEmpty else { return .text(400, "the key is empty") }
+        return source.cancel(key: key)
+    }
+}
+
+extension LiveSite {
+    /// The server of `--listen` over `source`, and the observers that feed its board and its
+    /// event readers (to add to the engine's).
+    static func make(
+        _ settings: LiveOptions.Settings, source: any LiveSource, registry: KindRegistry,
+        hosts: @escaping @Sendable () -> [JobEngine.HostActivity]
+    ) -> (server: LiveServer, observers: [any RunObserver]) {
+        let board = LiveBoard()
+        let site = LiveSite(board: board, source: source, registry: registry, hosts: hosts)
+        let server = LiveServer(host: settings.host, port: settings.port, token: settings.token) { site.handle($0) }
+        return (server, [board, EventLines(sink: server)])
+    }
+
+    /// Starts `server` and says where it listens; false, said in one line, when it cannot.
+    static func start(_ server: LiveServer, _ settings: LiveOptions.Settings) -> Bool {
+        do {
+            try server.start()
+        } catch {
+            Console.error("--listen: \(error)")
+            return false
+        }
+        Console.err("runner: live page and API at http://\(LiveServer.display(host: settings.host, port: server.port))/")
+        return true
+    }
+}
+
+/// Where a watcher's jobs come from, as its page and API show and feed it.
+protocol LiveSource: Sendable {
+    /// The page's counts, label by label; `runningHere`: jobs this watcher runs now.
+    func counts(runningHere: Int) -> [(String, Int)]
+    /// `runner status --json`'s members (its `running` array is merged with this watcher's jobs).
+    func status() -> [(key: String, value: JSONValue)]
+    /// Queues the valid job file at `path` as `name`; returns what it was queued as.
+    func queue(file path: String, name: String) throws -> String
+    /// As `runner cancel KEY`: 202, or 404 when nothing has the key.
+    func cancel(key: String) -> LiveServer.Response
+}
+
+/// The spool folder as a live page's source.
+struct SpoolLiveSource: LiveSource {
+    let spool: Spool
+    let registry: KindRegistry
+
+    func counts(runningHere: Int) -> [(String, Int)] {
+        let status = SpoolStatus.read(spool)
+        return [
+            ("files queued", status.queued.count), ("files held", status.claimed.map(\.files.count).reduce(0, +)),
+            ("jobs running", max(status.running.count, runningHere)),
+            ("files done", status.doneCount), ("files failed", status.failedCount),
+        ]
+    }
+
+    func status() -> [(key: String, value: JSONValue)] {
+        guard case .object(let members) = SpoolStatus.read(spool).json else { return [] }
+        return members
+    }
+
+    func queue(file path: String, name: String) throws -> String {
+        try spool.submit(file: path)
+    }
+
+    func cancel(key: String) -> LiveServer.Response {
         let running = spool.running(key: key)
         let waiting = spool.filesHolding(key: key, registry: registry)
         guard !running.isEmpty || !waiting.isEmpty else {

@@ -35,19 +35,12 @@ enum QueueCommands {
         var submissions: [JobQueue.Submission] = []
         var counts: [Int] = []
         for file in inputs.files {
-            let reader = JobFileReader(path: file, registry: registry, checkingSecrets: false)
-            let name = (inputs.display(file) as NSString).lastPathComponent
-            var count = 0
-            while let element = reader.next() {
-                guard case .success(let job) = element, let stored = reader.lastJob else {
-                    Console.error(inputs.display(message: "changed while it was being queued; nothing was queued"))
-                    return 1
-                }
-                let value: JSONValue = .object([("job", .object(stored.object)), ("defaults", .object(stored.defaults))])
-                submissions.append(JobQueue.Submission(key: job.key, kind: job.kindName, job: JSONWriter.string(value), file: name))
-                count += 1
+            guard let jobs = Self.submissions(of: file, name: (inputs.display(file) as NSString).lastPathComponent, registry: registry) else {
+                Console.error(inputs.display(message: "changed while it was being queued; nothing was queued"))
+                return 1
             }
-            counts.append(count)
+            submissions += jobs
+            counts.append(jobs.count)
         }
         let queue: JobQueue
         do {
@@ -61,6 +54,18 @@ enum QueueCommands {
             Console.out("queued \(inputs.display(file)) in \(queue.connection.display) (\(jobs) job\(jobs == 1 ? "" : "s"))")
         }
         return 0
+    }
+
+    /// The jobs of a valid job file as rows of the queue (nil: it is not valid any more).
+    static func submissions(of file: String, name: String, registry: KindRegistry) -> [JobQueue.Submission]? {
+        let reader = JobFileReader(path: file, registry: registry, checkingSecrets: false)
+        var submissions: [JobQueue.Submission] = []
+        while let element = reader.next() {
+            guard case .success(let job) = element, let stored = reader.lastJob else { return nil }
+            let value: JSONValue = .object([("job", .object(stored.object)), ("defaults", .object(stored.defaults))])
+            submissions.append(JobQueue.Submission(key: job.key, kind: job.kindName, job: JSONWriter.string(value), file: name))
+        }
+        return submissions
     }
 
     // MARK: - status
@@ -77,31 +82,7 @@ enum QueueCommands {
         }
         let now = Date()
         if json {
-            let latest: JSONValue = status.latestFailed.first.map { failed in
-                var fields: [(key: String, value: JSONValue)] = [
-                    ("key", .string(failed.key)), ("status", .string(failed.status)), ("at", .string(Timestamp.iso8601(failed.at))),
-                ]
-                if let reason = failed.reason { fields.append(("reason", .string(reason))) }
-                return .object(fields)
-            } ?? .null
-            Console.out(JSONWriter.string(.object([
-                ("queue", .string(display)),
-                ("queued", .object([("count", JSONValue(status.queued))])),
-                ("running", .array(status.running.map { job in
-                    .object([
-                        ("key", .string(job.key)), ("runner", .string(job.runner)), ("startedAt", .string(Timestamp.iso8601(job.startedAt))),
-                        ("ageMs", JSONValue(max(0, Int(now.timeIntervalSince(job.startedAt) * 1000)))),
-                    ])
-                })),
-                ("done", .object([("count", JSONValue(status.done))])),
-                ("failed", .object([
-                    ("count", JSONValue(status.failed)), ("latest", latest),
-                    ("recent", .array(status.latestFailed.map { failed in
-                        .object([("key", .string(failed.key)), ("status", .string(failed.status)), ("reason", failed.reason.map { .string($0) } ?? .null)])
-                    })),
-                ])),
-                ("cancelled", .object([("count", JSONValue(status.cancelled))])),
-            ])))
+            Console.out(JSONWriter.string(.object(statusJSON(status, display: display, now: now))))
             return 0
         }
         var lines = ["queue:    \(display)", "queued:   \(status.queued)", "running:  \(status.running.count)"]
@@ -116,6 +97,35 @@ enum QueueCommands {
         if status.cancelled > 0 { lines.append("cancelled: \(status.cancelled)") }
         Console.out(lines.joined(separator: "\n"))
         return 0
+    }
+
+    /// `status --queue --json`'s members.
+    static func statusJSON(_ status: JobQueue.Status, display: String, now: Date) -> [(key: String, value: JSONValue)] {
+        let latest: JSONValue = status.latestFailed.first.map { failed in
+            var fields: [(key: String, value: JSONValue)] = [
+                ("key", .string(failed.key)), ("status", .string(failed.status)), ("at", .string(Timestamp.iso8601(failed.at))),
+            ]
+            if let reason = failed.reason { fields.append(("reason", .string(reason))) }
+            return .object(fields)
+        } ?? .null
+        return [
+            ("queue", .string(display)),
+            ("queued", .object([("count", JSONValue(status.queued))])),
+            ("running", .array(status.running.map { job in
+                .object([
+                    ("key", .string(job.key)), ("runner", .string(job.runner)), ("startedAt", .string(Timestamp.iso8601(job.startedAt))),
+                    ("ageMs", JSONValue(max(0, Int(now.timeIntervalSince(job.startedAt) * 1000)))),
+                ])
+            })),
+            ("done", .object([("count", JSONValue(status.done))])),
+            ("failed", .object([
+                ("count", JSONValue(status.failed)), ("latest", latest),
+                ("recent", .array(status.latestFailed.map { failed in
+                    .object([("key", .string(failed.key)), ("status", .string(failed.status)), ("reason", failed.reason.map { .string($0) } ?? .null)])
+                })),
+            ])),
+            ("cancelled", .object([("count", JSONValue(status.cancelled))])),
+        ]
     }
 
     // MARK: - cancel
@@ -145,10 +155,6 @@ enum QueueCommands {
 
     /// A watcher of the queue: the same engine and options as the folder's watcher.
     static func watch(_ options: SpoolCommands.WatchOptions, url: String) async -> Int32 {
-        guard options.live == nil else {
-            Console.error("--listen is not available with --queue yet")
-            return 2
-        }
         var configuration = options.feed.engine
         do {
             configuration = try configuration.prepared()
@@ -186,16 +192,32 @@ enum QueueCommands {
                 sync: options.feed.durable, observer: ObserverFanout([service.metrics] + (events.map { [$0] } ?? [])),
                 report: { Console.err($0) })
         }
+        // The live page and API (--listen), over a connection of their own.
+        let engineHolder = Locked<JobEngine?>(nil)
+        let live: (server: LiveServer, observers: [any RunObserver])?
+        do {
+            live = try options.live.map { settings throws(QueueError) in
+                LiveSite.make(
+                    settings, source: QueueLiveSource(queue: try JobQueue(url: url), registry: configuration.registry),
+                    registry: configuration.registry, hosts: { engineHolder.value?.hostActivity ?? [] })
+            }
+        } catch {
+            return fail(error)
+        }
         let engine: JobEngine
         do {
             engine = try JobEngine(
                 configuration: configuration,
                 observer: ObserverFanout(
-                    [WatchReporter(json: options.json), service.metrics] + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])))
+                    [WatchReporter(json: options.json), service.metrics] + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])
+                        + (live?.observers ?? [])))
         } catch {
             Console.error("\(error)")
             return 2
         }
+        engineHolder.withLock { $0 = engine }
+        if let live, let settings = options.live, !LiveSite.start(live.server, settings) { return 2 }
+        defer { live?.server.stop() }
         feed.freeSlots.withLock { $0 = { engine.freeSlots } }
         let concurrency = configuration.concurrency
         service.metrics.follow(running: { concurrency - engine.freeSlots })
@@ -237,5 +259,52 @@ enum QueueCommands {
         service.stopped(counts: nil)
         Console.err("runner: stopped")
         return 0
+    }
+}
+
+/// The queue as a live page's source: fleet-wide counts and status, jobs posted queued in one
+/// transaction, cancels as `runner cancel KEY --queue`.
+struct QueueLiveSource: LiveSource {
+    let queue: JobQueue
+    let registry: KindRegistry
+
+    func counts(runningHere: Int) -> [(String, Int)] {
+        guard let status = try? queue.status() else { return [("jobs running here", runningHere)] }
+        return [
+            ("jobs queued", status.queued), ("jobs running", max(status.running.count, runningHere)), ("running here", runningHere),
+            ("jobs done", status.done), ("jobs failed", status.failed),
+        ]
+    }
+
+    func status() -> [(key: String, value: JSONValue)] {
+        do {
+            return QueueCommands.statusJSON(try queue.status(), display: queue.connection.display, now: Date())
+        } catch {
+            return [("queue", .string(queue.connection.display)), ("error", .string("\(error)"))]
+        }
+    }
+
+    func queue(file path: String, name: String) throws -> String {
+        guard let jobs = QueueCommands.submissions(of: path, name: name, registry: registry) else {
+            throw QueueError("the job file changed while it was being queued; nothing was queued")
+        }
+        try queue.submit(jobs)
+        return name
+    }
+
+    func cancel(key: String) -> LiveServer.Response {
+        let outcome: (queued: Int, running: [String])
+        do {
+            outcome = try queue.cancel(key: key)
+        } catch {
+            return .json(500, .object([("error", .string("\(error)"))]))
+        }
+        guard outcome.queued > 0 || !outcome.running.isEmpty else {
+            return .json(404, .object([("error", .string("nothing with the key \(key) is running or queued"))]))
+        }
+        return .json(202, .object([
+            ("key", .string(key)), ("running", .bool(!outcome.running.isEmpty)), ("runners", .array(outcome.running.map { .string($0) })),
+            ("queuedCancelled", JSONValue(outcome.queued)),
+        ]))
     }
 }

@@ -163,11 +163,9 @@ enum SpoolCommands {
         // The live page and API: the board follows the engine, the server's readers its events.
         let engine = Locked<JobEngine?>(nil)
         let live = options.live.map { settings in
-            let board = LiveBoard()
-            let site = LiveSite(
-                board: board, spool: spool, registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] })
-            let server = LiveServer(host: settings.host, port: settings.port, token: settings.token) { site.handle($0) }
-            return (server: server, observers: [board, EventLines(sink: server)] as [any RunObserver])
+            LiveSite.make(
+                settings, source: SpoolLiveSource(spool: spool, registry: configuration.engine.registry),
+                registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] })
         }
         let feed: SpoolFeed
         do {
@@ -185,15 +183,7 @@ enum SpoolCommands {
             return 2
         }
         engine.withLock { $0 = feed.engine }
-        if let live, let settings = options.live {
-            do {
-                try live.server.start()
-            } catch {
-                Console.error("--listen: \(error)")
-                return 2
-            }
-            Console.err("runner: live page and API at http://\(LiveServer.display(host: settings.host, port: live.server.port))/")
-        }
+        if let live, let settings = options.live, !LiveSite.start(live.server, settings) { return 2 }
         defer { live?.server.stop() }
         let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
             service.stopping()

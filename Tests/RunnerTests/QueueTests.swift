@@ -2,6 +2,7 @@ import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// A real PostgreSQL for the test (Debian's postgresql): `initdb` into a temporary folder as the
@@ -464,6 +465,58 @@ struct QueueTests {
         let stored = try #require(calls.firstIndex { $0.name == "sendto" && $0.text.contains("UPDATE runner.jobs j SET state = 'done'") })
         let syncfs = try #require(calls[record...].firstIndex { $0.name == "syncfs" }, "a syncfs after the record is written")
         #expect(record < syncfs && syncfs < stored, "the record is written, made durable, and only then stored in the queue")
+    }
+
+    @Test func theLivePageAndAPIOfAQueueWatcherShowTheFleetAndFeedTheQueue() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let token = world.w.write("token", "t0ken\n")
+        let watcher = try Self.startWatcher(world, db, "out", ["--listen", "127.0.0.1:0", "--listen-token", token])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        var port: UInt16?
+        _ = await world.wait(upTo: .seconds(20)) {
+            port = world.log("out").split(separator: "\n").lazy.compactMap { line -> UInt16? in
+                guard let range = line.range(of: "live page and API at http://127.0.0.1:") else { return nil }
+                return UInt16(line[range.upperBound...].prefix { $0.isNumber })
+            }.first
+            return port != nil
+        }
+        let live = try #require(port, "\(world.log("out"))")
+        let auth = LiveTests.auth
+
+        // A job posted over HTTP is validated, queued in the database, claimed and run.
+        let bad = #"{"kind": "entry", "key": "q:bad", "url": "http://x.test/{id}"}"#
+        #expect(try RawHTTP.exchange(port: live, "POST /api/jobs HTTP/1.1", body: Array(bad.utf8), headers: auth).status == 400)
+        let slow = Self.jobs(world, 1, prefix: "q:live", delay: 2000)
+        let posted = try RawHTTP.exchange(port: live, "POST /api/jobs?name=live.jsonl HTTP/1.1", body: Array(slow.utf8), headers: auth)
+        #expect(posted.status == 202, "\(posted.body)")
+        var running: JSONValue = .null
+        _ = await world.wait(upTo: .seconds(10)) {
+            guard let status = try? LiveTests.json(RawHTTP.exchange(port: live, "GET /api/status HTTP/1.1", headers: auth)) else { return false }
+            running = status["running"]?.arrayValue?.first { $0["key"]?.stringValue == "q:live0" } ?? .null
+            return running["phase"] != nil
+        }
+        #expect(running["runner"]?.stringValue?.isEmpty == false, "the queue's view, merged with this watcher's: \(running)")
+        #expect(running["phase"]?.stringValue != nil, "\(running)")
+        let page = try RawHTTP.exchange(port: live, "GET / HTTP/1.1", headers: auth)
+        let html = page.body
+        #expect(page.status == 200 && html.contains("jobs queued") && html.contains("q:live0"), "\(html)")
+        #expect(await world.wait(upTo: .seconds(20)) { Self.records(world, "out")["q:live0"] == "succeeded" })
+        var done = 0
+        for _ in 0..<50 where done != 1 {
+            done = try await Self.status(world, db)["done"]?["count"]?.intValue ?? 0
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(done == 1, "stored in the queue once durable on disk")
+
+        // Cancel over HTTP reaches the queue.
+        let other = Self.jobs(world, 1, prefix: "q:gone", delay: 20_000)
+        #expect(try RawHTTP.exchange(port: live, "POST /api/jobs HTTP/1.1", body: Array(other.utf8), headers: auth).status == 202)
+        #expect(await world.wait(upTo: .seconds(10)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 2 })
+        #expect(try RawHTTP.exchange(port: live, "DELETE /api/jobs/q:gone0 HTTP/1.1", headers: auth).status == 202)
+        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world, "out")["q:gone0"] == "cancelled" })
+        #expect(try RawHTTP.exchange(port: live, "DELETE /api/jobs/q:nothing HTTP/1.1", headers: auth).status == 404)
+        #expect(await Self.stop(watcher, world) == 0)
     }
 
     @Test func badURLsUnreachableServersAndWrongPasswordsAreOneLine() async throws {
