@@ -102,6 +102,22 @@ struct QueueTests {
         return try JSONParser.parse(result.stdout)
     }
 
+    /// `status --queue --json`, asked every 200 ms until `condition` holds or `timeout` passed
+    /// (the last answer either way; a database restarting answers `.null` meanwhile).
+    static func status(
+        _ world: SpoolWorld, _ db: PostgresServer, upTo timeout: Duration, until condition: (JSONValue) -> Bool
+    ) async throws -> JSONValue {
+        let end = ContinuousClock.now + timeout
+        var status: JSONValue = .null
+        while true {
+            status = (try? await Self.status(world, db)) ?? .null
+            if condition(status) || ContinuousClock.now >= end { return status }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
+    static func count(_ status: JSONValue, _ name: String) -> Int { status[name]?["count"]?.intValue ?? 0 }
+
     static func stop(_ process: Process, _ world: SpoolWorld) async -> Int32? {
         kill(process.processIdentifier, SIGTERM)
         return await world.exit(of: process, upTo: .seconds(20))
@@ -182,12 +198,7 @@ struct QueueTests {
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
         #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count >= 4 })
         try db.restart()
-        var status: JSONValue = .null
-        for _ in 0..<150 {
-            status = (try? await Self.status(world, db)) ?? .null
-            if status["done"]?["count"]?.intValue == 20 { break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
+        let status = try await Self.status(world, db, upTo: .seconds(30)) { Self.count($0, "done") == 20 }
         #expect(status["done"]?["count"]?.intValue == 20, "every record in the database: \(status) \(world.log("out"))")
         #expect(Self.records(world, "out").count == 20, "and on disk")
         #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 20, "none fetched twice")
@@ -211,12 +222,7 @@ struct QueueTests {
         #expect(await world.wait(upTo: .seconds(10)) { Self.records(world, "out")["q:cancel0"] == "cancelled" }, "\(world.log("out"))")
         #expect(asked.duration(to: .now) < .seconds(1), "the running task ended within 1 s of the cancel: \(asked.duration(to: .now))")
         // The other two (queued, or claimed and waiting for a slot) end cancelled without running.
-        var status: JSONValue = .null
-        for _ in 0..<50 {
-            status = try await Self.status(world, db)
-            if status["cancelled"]?["count"]?.intValue == 3 { break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
+        let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "cancelled") == 3 }
         #expect(status["cancelled"]?["count"]?.intValue == 3, "\(status)")
         #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 1, "the other two never ran")
         let nothing = try await world.w.run(["cancel", "q:nothing", "--queue", db.url])
@@ -238,13 +244,8 @@ struct QueueTests {
         let watchers = try (1...3).map { try Self.startWatcher(world, db, "out\($0)", ["--concurrency", "4"]) }
         defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
-        var status: JSONValue = .null
-        for _ in 0..<150 {
-            status = try await Self.status(world, db)
-            if (status["done"]?["count"]?.intValue ?? 0) + (status["failed"]?["count"]?.intValue ?? 0) == 24 { break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        #expect((status["done"]?["count"]?.intValue ?? 0) + (status["failed"]?["count"]?.intValue ?? 0) == 24, "\(status)")
+        let status = try await Self.status(world, db, upTo: .seconds(30)) { Self.count($0, "done") + Self.count($0, "failed") == 24 }
+        #expect(Self.count(status, "done") + Self.count(status, "failed") == 24, "\(status)")
         // A job of a key running on another watcher ends duplicate; none overlaps at the server.
         var fetched = 0
         for id in Self.entryIDs {
@@ -366,12 +367,7 @@ struct QueueTests {
         }
         let last = try Self.startWatcher(world, db, "last", lease: 1)
         defer { if last.isRunning { last.terminate() } }
-        var status: JSONValue = .null
-        for _ in 0..<50 {
-            status = try await Self.status(world, db)
-            if status["failed"]?["count"]?.intValue == 1 { break }
-            try await Task.sleep(for: .milliseconds(200))
-        }
+        let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "failed") == 1 }
         #expect(status["failed"]?["count"]?.intValue == 1, "\(status)")
         #expect(status["failed"]?["latest"]?["reason"]?.stringValue == "abandoned by 3 runners", "\(status)")
         #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 3, "not run a fourth time")
@@ -450,12 +446,7 @@ struct QueueTests {
         let pid = try #require(name.split(separator: "-").last.flatMap { Int32($0) })
         let file = world.w.write("one.jsonl", Self.jobs(world, 1, prefix: "q:durable", delay: 0))
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
-        var status: JSONValue = .null
-        for _ in 0..<100 {
-            status = try await Self.status(world, db)
-            if status["done"]?["count"]?.intValue == 1 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "done") == 1 }
         #expect(status["done"]?["count"]?.intValue == 1, "\(status)")
         kill(pid, SIGTERM)
         #expect(await world.exit(of: strace, upTo: .seconds(20)) == 0)
@@ -502,12 +493,8 @@ struct QueueTests {
         let html = page.body
         #expect(page.status == 200 && html.contains("jobs queued") && html.contains("q:live0"), "\(html)")
         #expect(await world.wait(upTo: .seconds(20)) { Self.records(world, "out")["q:live0"] == "succeeded" })
-        var done = 0
-        for _ in 0..<50 where done != 1 {
-            done = try await Self.status(world, db)["done"]?["count"]?.intValue ?? 0
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(done == 1, "stored in the queue once durable on disk")
+        let stored = try await Self.status(world, db, upTo: .seconds(5)) { Self.count($0, "done") == 1 }
+        #expect(Self.count(stored, "done") == 1, "stored in the queue once durable on disk")
 
         // Cancel over HTTP reaches the queue.
         let other = Self.jobs(world, 1, prefix: "q:gone", delay: 20_000)

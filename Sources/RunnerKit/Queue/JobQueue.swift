@@ -39,7 +39,7 @@ public final class JobQueue: Sendable {
             try db.query("SELECT pg_advisory_xact_lock(74170001)")
             try db.query("CREATE SCHEMA IF NOT EXISTS runner")
             try db.query("CREATE TABLE IF NOT EXISTS runner.meta (version integer NOT NULL)")
-            let version = try db.query("SELECT max(version) FROM runner.meta").first?.first?.flatMap { Int($0) }
+            let version = Self.value(try db.query("SELECT max(version) FROM runner.meta")).flatMap { Int($0) }
             if let version, version > Self.schemaVersion {
                 throw QueueError(
                     "the queue's tables are of version \(version), newer than this runner knows (\(Self.schemaVersion)); upgrade the runner",
@@ -131,6 +131,12 @@ public final class JobQueue: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// A bigint array literal.
+    static func array(_ ids: [Int64]) -> String { "{" + ids.map(String.init).joined(separator: ",") + "}" }
+
+    /// The first column of the first row (nil: no row, or NULL).
+    static func value(_ rows: [[String?]]) -> String? { rows.first?.first ?? nil }
+
     // MARK: - Claiming
 
     public struct Claim: Sendable {
@@ -187,7 +193,7 @@ public final class JobQueue: Sendable {
                 RETURNING 1)
             SELECT count(*) FROM gone
             """, [String(Self.maxClaims)])
-        return rows.first?.first.flatMap { $0 }.flatMap { Int($0) } ?? 0
+        return Self.value(rows).flatMap { Int($0) } ?? 0
     }
 
     /// How long until the first lease of a running job ends (nil: none runs): a job whose
@@ -196,7 +202,7 @@ public final class JobQueue: Sendable {
         let rows = try connection.query(
             "SELECT extract(epoch FROM min(lease_until) - now())::float8 FROM runner.jobs WHERE state = 'running' AND claims < $1",
             [String(Self.maxClaims)])
-        return rows.first?.first.flatMap { $0 }.flatMap(Double.init).map { .seconds(max(0, $0)) }
+        return Self.value(rows).flatMap(Double.init).map { .seconds(max(0, $0)) }
     }
 
     /// One finished job, as `finish(_:runner:)` stores it.
@@ -226,7 +232,7 @@ public final class JobQueue: Sendable {
             FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS f(id, status, reason, record)
             WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running'
             """,
-            ["{" + jobs.map { String($0.id) }.joined(separator: ",") + "}", Self.array(jobs.map(\.status)),
+            [Self.array(jobs.map(\.id)), Self.array(jobs.map(\.status)),
              Self.array(jobs.map(\.error)), Self.array(jobs.map(\.record)), runner, Self.array(keys)])
     }
 
@@ -237,7 +243,7 @@ public final class JobQueue: Sendable {
             """
             UPDATE runner.jobs SET state = 'queued', runner = NULL, lease_until = NULL, started_at = NULL, claims = greatest(0, claims - 1)
             WHERE id = ANY($1::bigint[]) AND runner = $2 AND state = 'running'
-            """, ["{" + ids.map(String.init).joined(separator: ",") + "}", runner])
+            """, [Self.array(ids), runner])
         try connection.query("SELECT pg_notify('runner_jobs', '')")
     }
 
@@ -280,7 +286,7 @@ public final class JobQueue: Sendable {
             ON CONFLICT (host) DO UPDATE SET next_at = greatest(h.next_at, now(), h.paused_until) + $2::interval
             RETURNING extract(epoch FROM h.next_at - now())::float8
             """, [host, step])
-        let ahead = rows.first?.first.flatMap { $0 }.flatMap(Double.init) ?? 0
+        let ahead = Self.value(rows).flatMap(Double.init) ?? 0
         return max(.zero, .seconds(ahead) - interval)
     }
 
@@ -304,7 +310,7 @@ public final class JobQueue: Sendable {
         let rows = try connection.query(
             "WITH gone AS (DELETE FROM runner.jobs WHERE state = 'done' AND finished_at < now() - $1::interval RETURNING 1) SELECT count(*) FROM gone",
             ["\(max(0, age.inMilliseconds)) milliseconds"])
-        return rows.first?.first.flatMap { $0 }.flatMap { Int($0) } ?? 0
+        return Self.value(rows).flatMap { Int($0) } ?? 0
     }
 
     // MARK: - Cancelling
@@ -380,7 +386,7 @@ public final class JobQueue: Sendable {
 
     /// The record stored for the last finished job of `key`, if any.
     public func record(key: String) throws(QueueError) -> String? {
-        try connection.query(
-            "SELECT record FROM runner.jobs WHERE key = $1 AND record IS NOT NULL ORDER BY finished_at DESC LIMIT 1", [key]).first?.first ?? nil
+        Self.value(try connection.query(
+            "SELECT record FROM runner.jobs WHERE key = $1 AND record IS NOT NULL ORDER BY finished_at DESC LIMIT 1", [key]))
     }
 }
