@@ -240,10 +240,15 @@ struct EnginePacingTests {
         // Tokens come at 0.5, 1, 1.5 (a.test) and 1, 2 s (b.test): four instants to move to. A
         // job's sleep for its token begins only once the job before it took its own, so before
         // each step the token sleeps known to come are waited for (2, 2, 2, then 1): the earliest
-        // sleep pending is then the next instant.
-        for expected in [2, 2, 2, 1] {
-            let pending = await waitUntil { clock.pendingSleeps.filter { $0 <= .seconds(5) }.count >= expected }
-            #expect(pending, "\(expected) token sleeps (pending: \(clock.pendingSleeps))")
+        // sleep pending is then the next instant. And the jobs whose token has come must have
+        // started (2, 3, 5, then 6), or one woken at 1.5 s could note its start only after the
+        // clock moved on to 2 s.
+        for (expected, started) in [(2, 2), (2, 3), (2, 5), (1, 6)] {
+            let pending = await waitUntil {
+                clock.pendingSleeps.filter { $0 <= .seconds(5) }.count >= expected
+                    && starts.value.values.map(\.count).reduce(0, +) >= started
+            }
+            #expect(pending, "\(expected) token sleeps (pending: \(clock.pendingSleeps)) and \(started) starts (\(starts.value))")
             let next = try #require(await clock.nextSleep(within: .seconds(5)))
             clock.advance(by: next)
         }
