@@ -7,17 +7,19 @@
 # shows the median of the runs. Prints a Markdown table and one line about the machine.
 #
 # Usage: bash Tests/Benchmarks/compare.sh [--entries N] [--images M] [--runs R] [--parallel P]
-#                                         [--tools LIST] [--out-dir DIR] [--no-build]
+#                                         [--tools LIST] [--https] [--out-dir DIR] [--no-build]
 #   --entries N   JSON entries to fetch (default 2000, env BENCH_ENTRIES)
 #   --images M    images to fetch (default 200, env BENCH_IMAGES)
 #   --runs R      runs per tool; the median is shown (default 3, env BENCH_RUNS)
 #   --parallel P  fetches at once, for every tool (default 32, env BENCH_PARALLEL)
 #   --tools LIST  comma-separated subset of runner,curl,aria2c,xargs (default all, env BENCH_TOOLS)
+#   --https       serve over TLS with HTTP/2 (nginx, a CA and certificate made by the script for
+#                 127.0.0.1; every tool is given the CA); env BENCH_HTTPS=1
 #   --out-dir DIR where the tools write (default: a tmpfs, /dev/shm, when there is one, so that
 #                 the tools are measured rather than the disk; env BENCH_OUT_DIR)
 #   --no-build    use the existing .build/release/runner instead of building it
 #
-# Needs nginx, aria2c, curl and GNU time; installs the missing ones from Debian's packages
+# Needs nginx, aria2c, curl, GNU time and (for --https) openssl; installs the missing ones from Debian's packages
 # (apt-get, as root). Listens on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,6 +30,7 @@ runs=${BENCH_RUNS:-3}
 parallel=${BENCH_PARALLEL:-32}
 tools=${BENCH_TOOLS:-runner,curl,aria2c,xargs}
 out_base=${BENCH_OUT_DIR:-}
+https=${BENCH_HTTPS:-0}
 build=1
 
 usage() { sed -n '/^# Usage:/,/^# Needs/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
         --runs) runs=$2; shift 2 ;;
         --parallel) parallel=$2; shift 2 ;;
         --tools) tools=$2; shift 2 ;;
+        --https) https=1; shift ;;
         --out-dir) out_base=$2; shift 2 ;;
         --no-build) build=0; shift ;;
         -h|--help) usage; exit 0 ;;
@@ -64,6 +68,7 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
 command -v aria2c >/dev/null 2>&1 || missing+=(aria2)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 [ -x /usr/bin/time ] || missing+=(time)
+[ "$https" != 1 ] || command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
         say "installing ${missing[*]} from Debian's packages"
@@ -130,13 +135,39 @@ free_port() {
 wait_for() {
     local url=$1 what=$2 pid=$3
     for _ in $(seq 1 100); do
-        curl -sf -o /dev/null "$url" && return 0
+        curl "${curl_tls[@]}" -sf -o /dev/null "$url" && return 0
         kill -0 "$pid" 2>/dev/null || return 1
         sleep 0.05
     done
     say "$what did not answer $url"
     return 1
 }
+
+# --- TLS, with --https: a CA of this run and a certificate for 127.0.0.1 that it signed ------
+tls=""
+curl_tls=()
+listen_tls=""
+scheme=http
+if [ "$https" = 1 ]; then
+    tls=$work/tls
+    mkdir -p "$tls"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -subj "/CN=runner benchmark CA" -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>"$tls/log" \
+        && openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+            -subj "/CN=127.0.0.1" -keyout "$tls/server.key" -out "$tls/server.csr" 2>>"$tls/log" \
+        && printf 'subjectAltName = IP:127.0.0.1\nbasicConstraints = CA:FALSE\nextendedKeyUsage = serverAuth\n' >"$tls/ext" \
+        && openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial \
+            -days 2 -extfile "$tls/ext" -out "$tls/server.pem" 2>>"$tls/log" \
+        || { cat "$tls/log" >&2; fail "openssl could not make the CA and the certificate"; }
+    curl_tls=(--cacert "$tls/ca.pem")
+    listen_tls=" ssl http2;
+        ssl_certificate $tls/server.pem;
+        ssl_certificate_key $tls/server.key;
+        ssl_protocols TLSv1.3;
+        ssl_session_cache shared:TLS:1m;
+        http2_max_concurrent_streams 256"
+    scheme=https
+fi
 
 # --- The document root: N entries, M images --------------------------------------------------
 root=$work/root
@@ -179,6 +210,11 @@ chmod -R a+rX "$work"   # nginx's workers may run as another user
 # (In a session of its own, so that a Ctrl-C stops the tool being measured, not the server under it.)
 mkdir -p "$work/nginx"
 if [ "$entries" -gt 0 ]; then probe=entries/e1.json; else probe=images/i1.png; fi
+# nginx keeps files open in its cache: half of what a process may open, so that a run of more
+# files than that is served from disk instead of failing with "Too many open files".
+nofile=$(ulimit -n)
+[[ "$nofile" =~ ^[0-9]+$ ]] || nofile=100000
+cache_files=$((nofile / 2 < 100000 ? nofile / 2 : 100000))
 start_nginx() {
     local port=$1
     cat >"$work/nginx/nginx.conf" <<EOF
@@ -194,7 +230,7 @@ http {
     tcp_nodelay on;
     keepalive_timeout 65s;
     keepalive_requests 1000000;
-    open_file_cache max=100000 inactive=60s;
+    open_file_cache max=$cache_files inactive=60s;
     types { application/json json; image/png png; image/jpeg jpg; }
     default_type application/octet-stream;
     client_body_temp_path $work/nginx/body;
@@ -203,14 +239,14 @@ http {
     uwsgi_temp_path $work/nginx/uwsgi;
     scgi_temp_path $work/nginx/scgi;
     server {
-        listen 127.0.0.1:$port;
+        listen 127.0.0.1:$port$listen_tls;
         root $root;
     }
 }
 EOF
     setsid "$nginx_bin" -p "$work/nginx" -e "$work/nginx/error.log" -c "$work/nginx/nginx.conf" >"$work/nginx/stdout.log" 2>&1 &
     nginx_pid=$!
-    wait_for "http://127.0.0.1:$port/$probe" nginx "$nginx_pid" 2>/dev/null && return 0
+    wait_for "$scheme://127.0.0.1:$port/$probe" nginx "$nginx_pid" 2>/dev/null && return 0
     kill -TERM "$nginx_pid" 2>/dev/null || true
     wait "$nginx_pid" 2>/dev/null || true
     nginx_pid=""
@@ -221,7 +257,7 @@ for attempt in 1 2 3 4 5; do
     start_nginx "$port" && break
     [ "$attempt" -lt 5 ] || { cat "$work/nginx/error.log" >&2 2>/dev/null || true; fail "nginx did not start"; }
 done
-base=http://127.0.0.1:$port
+base=$scheme://127.0.0.1:$port
 
 # --- The same work, in each tool's input format ----------------------------------------------
 # runner: one JSONL job per URL. curl: url/output pairs. aria2c: URL with dir/out. xargs: "FILE URL".
@@ -252,12 +288,13 @@ runner_abs=$PWD/$runner
 tool_command() {
     case "$1" in
         # Every URL is on one host, so --per-host (8 by default, to be polite) is raised to P too.
-        runner) cmd=("$runner_abs" run "$lists/batch.jsonl" --concurrency "$parallel" --per-host "$parallel" --out .) ;;
-        curl) cmd=(curl --silent --show-error --fail --parallel --parallel-max "$parallel" -K "$lists/curl.config") ;;
+        runner) cmd=("$runner_abs" run "$lists/batch.jsonl" --concurrency "$parallel" --per-host "$parallel" --out .
+                     ${tls:+--cacert "$tls/ca.pem"}) ;;
+        curl) cmd=(curl --silent --show-error --fail "${curl_tls[@]}" --parallel --parallel-max "$parallel" -K "$lists/curl.config") ;;
         aria2c) cmd=(aria2c --no-conf -j "$parallel" -x1 -i "$lists/aria2.list" --allow-overwrite=true
                      --auto-file-renaming=false --console-log-level=warn --summary-interval=0
-                     --download-result=hide --file-allocation=none) ;;
-        xargs) cmd=(xargs -P "$parallel" -n 2 curl --silent --show-error --fail -o) ;;   # reads $lists/paths
+                     --download-result=hide --file-allocation=none ${tls:+--ca-certificate="$tls/ca.pem"}) ;;
+        xargs) cmd=(xargs -P "$parallel" -n 2 curl --silent --show-error --fail "${curl_tls[@]}" -o) ;;   # reads $lists/paths
     esac
 }
 
@@ -299,7 +336,7 @@ outputs=$(mktemp -d "$out_base/runner-compare-out.XXXXXX")
 out_fs=$( (findmnt -n -o FSTYPE --target "$outputs" 2>/dev/null || stat -f -c %T "$outputs") | tail -1)
 top=$PWD
 mkdir -p "$outputs/warm/entries" "$outputs/warm/images"
-(cd "$outputs/warm" && curl --silent --show-error --fail --parallel --parallel-max "$parallel" -K "$lists/curl.config" >"$work/log" 2>&1) \
+(cd "$outputs/warm" && curl --silent --show-error --fail "${curl_tls[@]}" --parallel --parallel-max "$parallel" -K "$lists/curl.config" >"$work/log" 2>&1) \
     || fail "the warm-up fetch with curl failed"
 rm -rf "$outputs/warm"
 
@@ -319,7 +356,9 @@ median() {   # median of the given column for one tool
 curl_wall=""
 for tool in "${tool_list[@]}"; do [ "$tool" = curl ] && curl_wall=$(median curl 2); done
 
-echo "Fetching $entries JSON entries + $images images ($total files) from nginx on loopback, $parallel at once, written to $out_fs; median of $runs runs."
+over=""
+[ "$https" = 1 ] && over=" over HTTPS (TLS 1.3, HTTP/2)"
+echo "Fetching $entries JSON entries + $images images ($total files) from nginx on loopback$over, $parallel at once, written to $out_fs; median of $runs runs."
 echo
 echo "| tool | wall (s) | jobs/s | CPU user+sys (s) | CPU per job (ms) | peak RSS (MB) | wall vs curl |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
