@@ -19,8 +19,8 @@
 #                 the tools are measured rather than the disk; env BENCH_OUT_DIR)
 #   --no-build    use the existing .build/release/runner instead of building it
 #
-# Needs nginx, aria2c, curl, GNU time and (for --https) openssl; installs the missing ones from Debian's packages
-# (apt-get, as root). Listens on 127.0.0.1 only.
+# Needs nginx, aria2c, curl, GNU time and (for --https) openssl; installs the missing ones from
+# Debian's packages (apt-get, as root). Listens on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
