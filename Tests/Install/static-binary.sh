@@ -33,7 +33,9 @@ version=$(env -i "$runner" --version) || fail "runner --version failed"
 echo "$version" | grep -Eq '^libcurl [0-9.]+, TLS ' || fail "runner --version does not name libcurl: $version"
 # Without libpq (hidden by a bind mount in a mount namespace of this one command): --version
 # says so, and --queue is one line, exit 2.
-libpq=$(ldconfig -p | awk '/libpq\.so\.5 / { print $NF; exit }')
+# (awk reads to the end: leaving early would kill ldconfig with SIGPIPE, which pipefail and set -e
+# turn into a silent exit 141.)
+libpq=$(ldconfig -p | awk '/libpq\.so\.5 / && !found { print $NF; found = 1 }')
 if [ -n "$libpq" ] && unshare -m --propagation private true 2>/dev/null; then
     without() { unshare -m --propagation private sh -c 'mount --bind /dev/null "$1" && shift && exec env -i "$@"' sh "$libpq" "$@"; }
     without "$runner" --version | grep -q '^libpq: not loaded' || fail "runner --version does not say libpq is missing"
