@@ -8,6 +8,7 @@
 #
 # Usage: bash Tests/Benchmarks/compare.sh [--entries N] [--images M] [--runs R] [--parallel P]
 #                                         [--tools LIST] [--https] [--out-dir DIR] [--no-build]
+#                                         [--runner PATH]
 #   --entries N   JSON entries to fetch (default 2000, env BENCH_ENTRIES)
 #   --images M    images to fetch (default 200, env BENCH_IMAGES)
 #   --runs R      runs per tool; the median is shown (default 3, env BENCH_RUNS)
@@ -18,6 +19,8 @@
 #   --out-dir DIR where the tools write (default: a tmpfs, /dev/shm, when there is one, so that
 #                 the tools are measured rather than the disk; env BENCH_OUT_DIR)
 #   --no-build    use the existing .build/release/runner instead of building it
+#   --runner PATH measure this binary (for example the one .ci/install.sh installs, with the Swift
+#                 runtime linked in, which starts faster) instead of building; env RUNNER_BIN
 #
 # Needs nginx, aria2c, curl, GNU time and (for --https) openssl; installs the missing ones from
 # Debian's packages (apt-get, as root). Listens on 127.0.0.1 only.
@@ -31,6 +34,7 @@ parallel=${BENCH_PARALLEL:-32}
 tools=${BENCH_TOOLS:-runner,curl,aria2c,xargs}
 out_base=${BENCH_OUT_DIR:-}
 https=${BENCH_HTTPS:-0}
+runner=${RUNNER_BIN:-}
 build=1
 
 usage() { sed -n '/^# Usage:/,/^# Needs/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
@@ -44,6 +48,7 @@ while [ $# -gt 0 ]; do
         --https) https=1; shift ;;
         --out-dir) out_base=$2; shift 2 ;;
         --no-build) build=0; shift ;;
+        --runner) runner=$2; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "compare.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
@@ -111,12 +116,16 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # --- The runner, in release ------------------------------------------------------------------
-runner=.build/release/runner
-if [ "$build" -eq 1 ]; then
-    say "building the runner in release"
-    swift build -c release >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; fail "swift build -c release"; }
+if [ -n "$runner" ]; then
+    [ -x "$runner" ] || fail "--runner $runner: not an executable file"
+else
+    runner=.build/release/runner
+    if [ "$build" -eq 1 ]; then
+        say "building the runner in release"
+        swift build -c release >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; fail "swift build -c release"; }
+    fi
+    [ -x "$runner" ] || fail "$runner is missing (drop --no-build)"
 fi
-[ -x "$runner" ] || fail "$runner is missing (drop --no-build)"
 
 # A port below the kernel's ephemeral range (so no outgoing connection holds it) that nobody
 # answers on right now; nginx is retried on another one if it is taken meanwhile.
@@ -284,7 +293,7 @@ awk '{ printf "url = \"%s\"\noutput = \"%s\"\n", $2, $1 }' "$lists/paths" >"$lis
 awk '{ n = split($1, p, "/"); printf "%s\n  dir=%s\n  out=%s\n", $2, p[1], p[2] }' "$lists/paths" >"$lists/aria2.list"
 
 # The command line of one tool; each runs in a fresh output folder as its working directory.
-runner_abs=$PWD/$runner
+case "$runner" in /*) runner_abs=$runner ;; *) runner_abs=$PWD/$runner ;; esac
 tool_command() {
     case "$1" in
         # Every URL is on one host, so --per-host (8 by default, to be polite) is raised to P too.

@@ -8,10 +8,12 @@
 # per tool, the median shown.
 #
 # Usage: bash Tests/Benchmarks/scale.sh [--sizes "5000 50000 200000"] [--runs R] [--https] [--no-build]
+#                                       [--runner PATH]
 #   --sizes LIST  numbers of jobs to try (default "5000 50000 200000", env BENCH_SIZES)
 #   --runs R      runs per tool and size; the median is shown (default 1, env BENCH_RUNS)
 #   --https       over TLS with HTTP/2 (see compare.sh)
 #   --no-build    use the existing .build/release/runner instead of building it
+#   --runner PATH measure this binary instead (see compare.sh); env RUNNER_BIN
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -26,6 +28,8 @@ while [ $# -gt 0 ]; do
         --runs) runs=$2; shift 2 ;;
         --https) extra+=(--https); shift ;;
         --no-build) build=0; shift ;;
+        --runner) [ -x "$2" ] || { echo "scale.sh: --runner $2: not an executable file" >&2; exit 2; }
+                  extra+=(--runner "$2"); build=0; shift 2 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "scale.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
     esac
@@ -34,6 +38,7 @@ for value in $sizes "$runs"; do
     [[ "$value" =~ ^[1-9][0-9]*$ ]] || { echo "scale.sh: '$value' is not a whole number above 0" >&2; exit 2; }
 done
 
+[ -z "${RUNNER_BIN:-}" ] || build=0   # compare.sh measures that binary
 if [ "$build" -eq 1 ]; then
     echo "scale.sh: building the runner in release" >&2
     swift build -c release >/dev/null 2>&1 || { swift build -c release >&2; exit 1; }
