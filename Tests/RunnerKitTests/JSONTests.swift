@@ -59,35 +59,6 @@ import Testing
     }
 }
 
-@Suite struct SHA256Tests {
-    @Test(arguments: [
-        ("", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
-        ("abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
-        ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
-    ])
-    func knownVectors(input: String, digest: String) {
-        #expect(SHA256.hex(Array(input.utf8)) == digest)
-    }
-
-    @Test func incrementalEqualsOneShot() {
-        let bytes = (0..<10_000).map { UInt8(truncatingIfNeeded: $0 &* 31) }
-        var hasher = SHA256()
-        var offset = 0
-        for size in [1, 63, 64, 65, 1000, 3] + Array(repeating: 997, count: 20) where offset < bytes.count {
-            let end = min(bytes.count, offset + size)
-            hasher.update(Array(bytes[offset..<end]))
-            offset = end
-        }
-        hasher.update(Array(bytes[offset...]))
-        #expect(hasher.finalizeHex() == SHA256.hex(bytes))
-        // one million 'a': the FIPS long-message vector
-        var million = SHA256()
-        let chunk = [UInt8](repeating: 0x61, count: 1000)
-        for _ in 0..<1000 { million.update(chunk) }
-        #expect(million.finalizeHex() == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
-    }
-}
-
 @Suite struct JSONWriterTests {
     @Test func escapesOnlyWhatJSONRequiresAndCopiesTheRest() {
         let text = "plain \"quoted\" back\\slash\nnew\ttab\r\u{01}é😀"

@@ -1,13 +1,46 @@
 /// SHA-256 (FIPS 180-4), incremental, so a payload is hashed while it streams to disk.
-/// The toolchain has no CryptoKit on Linux and the project takes no packages.
+///
+/// With libcrypto in the process (`CryptoLibrary`), OpenSSL does the work, on the processor's
+/// SHA instructions where it has them; else the code below does. The toolchain has no CryptoKit
+/// on Linux and the project takes no packages. A hasher is a plain value either way: a copy
+/// goes on from where the original was (`Payload` finishes a copy to tell the digest so far).
 public struct SHA256: Sendable {
     private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
         0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
     )
     private var buffer: [UInt8] = []
     private var length: UInt64 = 0
+    /// OpenSSL's context when libcrypto does the work (the fields above are then unused).
+    private var openSSL: OpenSSLContext?
 
-    public init() { buffer.reserveCapacity(64) }
+    /// `SHA256_CTX`'s bytes, kept in the value.
+    private struct OpenSSLContext: Sendable {
+        var bytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                    UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    }
+
+    /// Whether hashers use libcrypto (else the code of this file).
+    public static var usesLibcrypto: Bool { CryptoLibrary.shared != nil }
+
+    /// What hashes, in a line for `runner --version`.
+    public static var implementation: String {
+        if let crypto = CryptoLibrary.shared { return "sha256: \(crypto.name) (OpenSSL)" }
+        return "sha256: built in (no libcrypto.so.3 or .so.1.1 to load; large payloads hash several times slower)"
+    }
+
+    public init() { self.init(portable: false) }
+
+    /// With `portable`, the code of this file even when libcrypto is there (to compare the two).
+    init(portable: Bool) {
+        if !portable, let crypto = CryptoLibrary.shared {
+            var context = OpenSSLContext()
+            withUnsafeMutableBytes(of: &context.bytes) { _ = crypto.initialize($0.baseAddress) }
+            openSSL = context
+        } else {
+            buffer.reserveCapacity(64)
+        }
+    }
 
     /// Hex digest of `bytes` in one call.
     public static func hex(_ bytes: some Sequence<UInt8>) -> String {
@@ -23,6 +56,11 @@ public struct SHA256: Sendable {
     }
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        if openSSL != nil, let crypto = CryptoLibrary.shared {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+            withUnsafeMutableBytes(of: &openSSL!.bytes) { _ = crypto.update($0.baseAddress, base, bytes.count) }
+            return
+        }
         length &+= UInt64(bytes.count)
         var offset = 0
         if !buffer.isEmpty {
@@ -42,6 +80,15 @@ public struct SHA256: Sendable {
     }
 
     public mutating func finalizeHex() -> String {
+        if openSSL != nil, let crypto = CryptoLibrary.shared {
+            var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+            withUnsafeMutableBytes(of: &digest) { out in
+                withUnsafeMutableBytes(of: &openSSL!.bytes) {
+                    _ = crypto.finish(out.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.baseAddress)
+                }
+            }
+            return withUnsafeBytes(of: digest) { Self.hex(digest: $0) }
+        }
         let bitLength = length &* 8
         var tail = buffer
         tail.append(0x80)
@@ -55,16 +102,20 @@ public struct SHA256: Sendable {
             }
         }
         buffer.removeAll()
-        return String(unsafeUninitializedCapacity: 64) { out in
-            var index = 0
-            func put(_ word: UInt32) {
-                for shift in stride(from: 28, through: 0, by: -4) {
-                    out[index] = Self.digits[Int((word >> UInt32(shift)) & 0xF)]
-                    index += 1
-                }
+        let words = (
+            state.0.bigEndian, state.1.bigEndian, state.2.bigEndian, state.3.bigEndian,
+            state.4.bigEndian, state.5.bigEndian, state.6.bigEndian, state.7.bigEndian
+        )
+        return withUnsafeBytes(of: words) { Self.hex(digest: $0) }
+    }
+
+    /// The 32 bytes of a digest as 64 lower-case hex digits.
+    private static func hex(digest: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: 64) { out in
+            for (index, byte) in digest.prefix(32).enumerated() {
+                out[2 * index] = digits[Int(byte >> 4)]
+                out[2 * index + 1] = digits[Int(byte & 0xF)]
             }
-            put(state.0); put(state.1); put(state.2); put(state.3)
-            put(state.4); put(state.5); put(state.6); put(state.7)
             return 64
         }
     }
