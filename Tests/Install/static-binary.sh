@@ -3,7 +3,7 @@
 # then checks that
 #   - ldd lists no Swift runtime or Foundation library, only the system's;
 #   - with a cleared environment (env -i), from a folder outside the checkout, `runner demo`
-#     runs every demo job and `runner --version` names libcurl;
+#     runs every demo job and `runner --version` names libcurl and libcrypto for SHA-256;
 #   - with libpq hidden (a bind mount in a mount namespace of one command), `--version` says so
 #     and `--queue` is one line, exit 2;
 #   - the man page and the completion scripts are installed and pass mandoc and the shells.
@@ -31,6 +31,8 @@ mkdir -p "$outside"
 cd "$outside"
 version=$(env -i "$runner" --version) || fail "runner --version failed"
 echo "$version" | grep -Eq '^libcurl [0-9.]+, TLS ' || fail "runner --version does not name libcurl: $version"
+# libcurl's OpenSSL build brings libcrypto, and the installed binary hashes payloads with it.
+echo "$version" | grep -Eq '^sha256: libcrypto\.so\.[0-9.]+ \(OpenSSL\)$' || fail "runner --version does not hash with libcrypto: $version"
 # Without libpq (hidden by a bind mount in a mount namespace of this one command): --version
 # says so, and --queue is one line, exit 2.
 # (awk reads to the end: leaving early would kill ldconfig with SIGPIPE, which pipefail and set -e
