@@ -15,9 +15,6 @@ struct CryptoLibrary: @unchecked Sendable {  // immutable; holds C function poin
     /// The file loaded, e.g. "libcrypto.so.3".
     let name: String
 
-    /// Bytes of `SHA256_CTX` (112), rounded up: what a hasher keeps for OpenSSL.
-    static let contextBytes = 128
-
     /// libcrypto's SHA-256, or nil when this process cannot load it.
     static let shared: CryptoLibrary? = load()
 

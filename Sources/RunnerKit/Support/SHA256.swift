@@ -13,15 +13,34 @@ public struct SHA256: Sendable {
     /// OpenSSL's context when libcrypto does the work (the fields above are then unused).
     private var openSSL: OpenSSLContext?
 
-    /// `SHA256_CTX`'s bytes, kept in the value.
+    /// `SHA256_CTX` (112 bytes in OpenSSL 1.1 and 3, kept in 128), inside the value.
     private struct OpenSSLContext: Sendable {
-        var bytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
-                    UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
+        private let crypto: CryptoLibrary
+        private var bytes: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64,
+                            UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) =
             (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+
+        init(_ crypto: CryptoLibrary) {
+            self.crypto = crypto
+            withUnsafeMutableBytes(of: &bytes) { _ = crypto.initialize($0.baseAddress) }
+        }
+
+        mutating func update(_ data: UnsafeRawBufferPointer) {
+            guard let base = data.baseAddress, !data.isEmpty else { return }
+            withUnsafeMutableBytes(of: &bytes) { _ = crypto.update($0.baseAddress, base, data.count) }
+        }
+
+        mutating func finalizeHex() -> String {
+            var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+            withUnsafeMutableBytes(of: &digest) { out in
+                withUnsafeMutableBytes(of: &bytes) { _ = crypto.finish(out.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.baseAddress) }
+            }
+            return withUnsafeBytes(of: digest) { SHA256.hex(digest: $0) }
+        }
     }
 
     /// Whether hashers use libcrypto (else the code of this file).
-    public static var usesLibcrypto: Bool { CryptoLibrary.shared != nil }
+    static var usesLibcrypto: Bool { CryptoLibrary.shared != nil }
 
     /// What hashes, in a line for `runner --version`.
     public static var implementation: String {
@@ -34,9 +53,7 @@ public struct SHA256: Sendable {
     /// With `portable`, the code of this file even when libcrypto is there (to compare the two).
     init(portable: Bool) {
         if !portable, let crypto = CryptoLibrary.shared {
-            var context = OpenSSLContext()
-            withUnsafeMutableBytes(of: &context.bytes) { _ = crypto.initialize($0.baseAddress) }
-            openSSL = context
+            openSSL = OpenSSLContext(crypto)
         } else {
             buffer.reserveCapacity(64)
         }
@@ -56,9 +73,8 @@ public struct SHA256: Sendable {
     }
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        if openSSL != nil, let crypto = CryptoLibrary.shared {
-            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-            withUnsafeMutableBytes(of: &openSSL!.bytes) { _ = crypto.update($0.baseAddress, base, bytes.count) }
+        if openSSL != nil {
+            openSSL!.update(bytes)
             return
         }
         length &+= UInt64(bytes.count)
@@ -80,15 +96,7 @@ public struct SHA256: Sendable {
     }
 
     public mutating func finalizeHex() -> String {
-        if openSSL != nil, let crypto = CryptoLibrary.shared {
-            var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-            withUnsafeMutableBytes(of: &digest) { out in
-                withUnsafeMutableBytes(of: &openSSL!.bytes) {
-                    _ = crypto.finish(out.baseAddress!.assumingMemoryBound(to: UInt8.self), $0.baseAddress)
-                }
-            }
-            return withUnsafeBytes(of: digest) { Self.hex(digest: $0) }
-        }
+        if openSSL != nil { return openSSL!.finalizeHex() }
         let bitLength = length &* 8
         var tail = buffer
         tail.append(0x80)
@@ -110,7 +118,7 @@ public struct SHA256: Sendable {
     }
 
     /// The 32 bytes of a digest as 64 lower-case hex digits.
-    private static func hex(digest: UnsafeRawBufferPointer) -> String {
+    fileprivate static func hex(digest: UnsafeRawBufferPointer) -> String {
         String(unsafeUninitializedCapacity: 64) { out in
             for (index, byte) in digest.prefix(32).enumerated() {
                 out[2 * index] = digits[Int(byte >> 4)]
