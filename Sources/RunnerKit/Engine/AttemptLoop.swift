@@ -24,13 +24,13 @@ struct AttemptLoop: Sendable {
     }
 
     /// Runs the attempts of `job`; `operation` is one attempt's work inside the deadline.
+    /// `host` is the job's URL's (read once per job by the caller).
     func run(
-        _ job: JobDescriptor, hostSlots: SlotLimiter, pacer: HostPacer, observer: any RunObserver,
+        _ job: JobDescriptor, host: String, hostSlots: SlotLimiter, pacer: HostPacer, observer: any RunObserver,
         makeContext: @Sendable () -> JobContext,
         operation: @escaping @Sendable (JobContext) async throws -> Committed
     ) async -> Report {
         var report = Report()
-        let host = job.url.host ?? ""
         while true {
             report.attempts += 1
             // The slot, then the token, both before the deadline starts: waiting for either

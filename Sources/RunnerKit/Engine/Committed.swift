@@ -18,10 +18,11 @@ extension JobContext {
         case .body(let response):
             let path = payloadPath(folder: outcome.folder, fileExtension: outcome.fileExtension)
             let payload = response.payload
-            try checkChecksum(payload.sha256)
+            let digest = payload.sha256  // hashed once: checked, then recorded
+            try checkChecksum(digest)
             try store.commit(payload.file(), to: path)
             return Committed(
-                status: .succeeded, output: path, bytes: payload.count, sha256: payload.sha256,
+                status: .succeeded, output: path, bytes: payload.count, sha256: digest,
                 httpStatus: response.head.status, details: outcome.details, children: outcome.children)
         case .bytes(let bytes, let httpStatus):
             let path = payloadPath(folder: outcome.folder, fileExtension: outcome.fileExtension)

@@ -199,8 +199,9 @@ public final class JobEngine: Sendable {
         let store = self.store
         let http = self.http
         let requests = configuration.requests
+        let host = job.url.host ?? ""
         let report = await attempts.run(
-            job, hostSlots: admission.hostSlots(for: job.url.host ?? ""), pacer: admission.pacer, observer: observer,
+            job, host: host, hostSlots: admission.hostSlots(for: host), pacer: admission.pacer, observer: observer,
             makeContext: { JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests) },
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)

@@ -281,6 +281,8 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     private let sink: any BodySink
     private let maxBytes: Int
     private let url: URL
+    /// The URL's host, read once: the policy asks for it before every request.
+    private let host: String
     private let tls: TLSFiles
     private let policy: AddressPolicy
     private var headerList: UnsafeMutableRawPointer?
@@ -317,6 +319,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         self.sink = sink
         self.maxBytes = maxBytes
         self.url = hop.url
+        self.host = hop.url.host ?? ""
         self.lastAddress = hop.after
         self.tls = tls
         self.policy = policy
@@ -396,7 +399,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     }
 
     private func translate(_ code: Int32) -> any Error {
-        let host = url.host ?? "the server"
+        let host = host.isEmpty ? "the server" : host
         switch code {
         case Curl.Code.couldNotResolveHost: return HTTPError.cannotResolveHost(host)
         case Curl.Code.couldNotConnect, Curl.Code.couldNotResolveProxy:
@@ -424,13 +427,10 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
 
     // MARK: Callbacks (on the client's thread)
 
-    /// The host of the request about to be made.
-    private var pendingHost: String { url.host ?? "" }
-
     /// libcurl is about to open a socket to `address`: the policy may refuse (nothing is sent).
     fileprivate func mayConnect(to address: NetworkAddress) -> Bool {
         guard abortReason == nil, !isFinished else { return false }
-        if let refusal = policy.refusal(host: pendingHost, address: address, after: lastAddress) {
+        if let refusal = policy.refusal(host: host, address: address, after: lastAddress) {
             abortReason = HTTPError.refused(refusal.description)
             return false
         }
@@ -444,7 +444,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
             abortReason = HTTPError.refused("refused the request: libcurl did not say which address it goes to")
             return false
         }
-        if let refusal = policy.refusal(host: pendingHost, address: address, after: lastAddress) {
+        if let refusal = policy.refusal(host: host, address: address, after: lastAddress) {
             abortReason = HTTPError.refused(refusal.description)
             return false
         }

@@ -73,7 +73,8 @@ public final class TemporaryFile: Sendable {
     /// durable at once (`Durability.syncFileSystem`), or not at all.
     func commit(to target: OutputStore.Folder, name targetName: String, durable: Bool = false) throws(OutputStore.WriteError) {
         try state.withLock { state throws(OutputStore.WriteError) in
-            let targetPath = target.path + "/" + targetName
+            // Made only for an error's message: a commit that succeeds builds no path.
+            var targetPath: String { target.path + "/" + targetName }
             guard !state.done else { throw OutputStore.WriteError(path: targetPath, reason: "the temporary file is gone") }
             state.done = true
             if durable, fsync(state.fd) != 0 {
