@@ -399,7 +399,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     }
 
     private func translate(_ code: Int32) -> any Error {
-        let host = host.isEmpty ? "the server" : host
+        let host = self.host.isEmpty ? "the server" : self.host
         switch code {
         case Curl.Code.couldNotResolveHost: return HTTPError.cannotResolveHost(host)
         case Curl.Code.couldNotConnect, Curl.Code.couldNotResolveProxy:
