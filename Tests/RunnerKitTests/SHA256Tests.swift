@@ -72,8 +72,11 @@ import Testing
     /// The tests run with Debian's libcurl4, built on OpenSSL: its libcrypto is on the machine,
     /// and the hash must come from it.
     @Test func libcryptoIsUsedWhereTheMachineHasIt() {
-        let names: [String] = ["libcrypto.so.3", "libcrypto.so.1.1"]
-        let present = names.contains { dlopen($0, RTLD_LAZY) != nil }
+        let present = CryptoLibrary.names.contains { name in
+            guard let handle = dlopen(name, RTLD_LAZY) else { return false }
+            dlclose(handle)
+            return true
+        }
         #expect(present, "no libcrypto on this machine (libcurl4 brings it)")
         #expect(SHA256.usesLibcrypto == present)
     }

@@ -18,8 +18,11 @@ struct CryptoLibrary: @unchecked Sendable {  // immutable; holds C function poin
     /// libcrypto's SHA-256, or nil when this process cannot load it.
     static let shared: CryptoLibrary? = load()
 
+    /// The files tried, in order (OpenSSL 3, then 1.1).
+    static let names = ["libcrypto.so.3", "libcrypto.so.1.1"]
+
     private static func load() -> CryptoLibrary? {
-        for name in ["libcrypto.so.3", "libcrypto.so.1.1"] {
+        for name in names {
             guard let handle = dlopen(name, RTLD_NOW | RTLD_LOCAL) else { continue }
             if let initialize = dlsym(handle, "SHA256_Init"), let update = dlsym(handle, "SHA256_Update"),
                 let finish = dlsym(handle, "SHA256_Final")
