@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Side by side: runner against curl --parallel, aria2c and xargs+curl on the same work.
+# Side by side: runner against curl --parallel, aria2c and xargs+curl on the same work, and
+# against the floor of its output contract: floor.c, beside this script, fetches with libcurl as
+# curl does and writes what a runner job must write (payload and record each to a temporary file
+# renamed into place, a run-log line, one syncfs) with nothing else, its files on a second thread.
+# What the runner spends above the floor is its engine's own cost.
 #
 # Serves N small JSON entries and M small images from nginx on loopback, then fetches all of
 # them with each tool, P at once, every tool writing one file per URL into a fresh folder.
@@ -13,7 +17,8 @@
 #   --images M    images to fetch (default 200, env BENCH_IMAGES)
 #   --runs R      runs per tool; the median is shown (default 3, env BENCH_RUNS)
 #   --parallel P  fetches at once, for every tool (default 32, env BENCH_PARALLEL)
-#   --tools LIST  comma-separated subset of runner,curl,aria2c,xargs (default all, env BENCH_TOOLS)
+#   --tools LIST  comma-separated subset of runner,floor,curl,aria2c,xargs (default all, env
+#                 BENCH_TOOLS)
 #   --https       serve over TLS with HTTP/2 (nginx, a CA and certificate made by the script for
 #                 127.0.0.1; every tool is given the CA); env BENCH_HTTPS=1
 #   --out-dir DIR where the tools write (default: a tmpfs, /dev/shm, when there is one, so that
@@ -22,8 +27,9 @@
 #   --runner PATH measure this binary (for example the one .ci/install.sh installs, with the Swift
 #                 runtime linked in, which starts faster) instead of building; env RUNNER_BIN
 #
-# Needs nginx, aria2c, curl, GNU time and (for --https) openssl; installs the missing ones from
-# Debian's packages (apt-get, as root). Listens on 127.0.0.1 only.
+# Needs nginx, aria2c, curl, GNU time, (for --https) openssl and (for floor) a C compiler and
+# libcurl's headers; installs the missing ones from Debian's packages (apt-get, as root). The
+# compiler is $CC, else cc, else the Swift toolchain's clang. Listens on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -31,7 +37,7 @@ entries=${BENCH_ENTRIES:-2000}
 images=${BENCH_IMAGES:-200}
 runs=${BENCH_RUNS:-3}
 parallel=${BENCH_PARALLEL:-32}
-tools=${BENCH_TOOLS:-runner,curl,aria2c,xargs}
+tools=${BENCH_TOOLS:-runner,floor,curl,aria2c,xargs}
 out_base=${BENCH_OUT_DIR:-}
 https=${BENCH_HTTPS:-0}
 runner=${RUNNER_BIN:-}
@@ -60,7 +66,7 @@ done
     || { echo "compare.sh: runs, parallel and entries+images must be at least 1" >&2; exit 2; }
 IFS=, read -r -a tool_list <<<"$tools"
 for tool in "${tool_list[@]}"; do
-    case "$tool" in runner|curl|aria2c|xargs) ;; *) echo "compare.sh: unknown tool '$tool'" >&2; exit 2 ;; esac
+    case "$tool" in runner|floor|curl|aria2c|xargs) ;; *) echo "compare.sh: unknown tool '$tool'" >&2; exit 2 ;; esac
 done
 total=$((entries + images))
 
@@ -74,6 +80,14 @@ command -v aria2c >/dev/null 2>&1 || missing+=(aria2)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 [ -x /usr/bin/time ] || missing+=(time)
 [ "$https" != 1 ] || command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+cc=""
+if [[ ",$tools," == *,floor,* ]]; then
+    for candidate in "${CC:-}" cc clang; do
+        [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 && { cc=$candidate; break; }
+    done
+    [ -n "$cc" ] || missing+=(gcc)
+    { [ -n "$cc" ] && echo '#include <curl/curl.h>' | "$cc" -E - >/dev/null 2>&1; } || missing+=(libcurl4-openssl-dev)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
         say "installing ${missing[*]} from Debian's packages"
@@ -84,6 +98,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     fi
 fi
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+if [[ ",$tools," == *,floor,* ]] && [ -z "$cc" ]; then
+    cc=$(command -v cc || command -v clang) || fail "no C compiler for floor.c (set CC)"
+fi
 
 [ -n "${EPOCHREALTIME:-}" ] || fail "needs bash 5 or later (EPOCHREALTIME)"
 
@@ -125,6 +142,13 @@ else
         swift build -c release >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; fail "swift build -c release"; }
     fi
     [ -x "$runner" ] || fail "$runner is missing (drop --no-build)"
+fi
+
+# --- The floor, compiled for this machine ----------------------------------------------------
+floor_bin=$work/floor
+if [[ ",$tools," == *,floor,* ]]; then
+    "$cc" -O2 -o "$floor_bin" Tests/Benchmarks/floor.c -lcurl -lpthread 2>"$work/cc.log" \
+        || { cat "$work/cc.log" >&2; fail "$cc could not build Tests/Benchmarks/floor.c"; }
 fi
 
 # A port below the kernel's ephemeral range (so no outgoing connection holds it) that nobody
@@ -299,6 +323,7 @@ tool_command() {
         # Every URL is on one host, so --per-host (8 by default, to be polite) is raised to P too.
         runner) cmd=("$runner_abs" run "$lists/batch.jsonl" --concurrency "$parallel" --per-host "$parallel" --out .
                      ${tls:+--cacert "$tls/ca.pem"}) ;;
+        floor) cmd=("$floor_bin" "$lists/paths" . --parallel "$parallel" --writer ${tls:+--cacert "$tls/ca.pem"}) ;;
         curl) cmd=(curl --silent --show-error --fail "${curl_tls[@]}" --parallel --parallel-max "$parallel" -K "$lists/curl.config") ;;
         aria2c) cmd=(aria2c --no-conf -j "$parallel" -x1 -i "$lists/aria2.list" --allow-overwrite=true
                      --auto-file-renaming=false --console-log-level=warn --summary-interval=0
@@ -314,9 +339,9 @@ check_output() {
     bytes=$(find "$dir/entries" "$dir/images" -type f ! -name '.*' ! -name '*.aria2' -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
     [ "$count" -eq "$total" ] || fail "$tool wrote $count of $total files"
     [ "$bytes" -eq "$expected_bytes" ] || fail "$tool wrote $bytes bytes, expected $expected_bytes"
-    if [ "$tool" = runner ]; then
+    if [ "$tool" = runner ] || [ "$tool" = floor ]; then
         count=$(find "$dir/results" -type f -name '*.json' | wc -l)
-        [ "$count" -eq "$total" ] || fail "runner wrote $count of $total result records"
+        [ "$count" -eq "$total" ] || fail "$tool wrote $count of $total result records"
     fi
 }
 
@@ -374,6 +399,7 @@ echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
 for tool in "${tool_list[@]}"; do
     case "$tool" in
         runner) label="\`runner run\` (JSONL batch)" ;;
+        floor) label="floor: libcurl and the runner's files, in C" ;;
         curl) label="\`curl --parallel -K\`" ;;
         aria2c) label="\`aria2c -j -i\`" ;;
         xargs) label="\`xargs -P curl\`" ;;
@@ -386,6 +412,9 @@ for tool in "${tool_list[@]}"; do
 done
 echo
 echo "Peak RSS is GNU time's: the largest single process (for xargs, one curl or xargs itself), not a sum."
+if [[ ",$tools," == *,floor,* ]]; then
+    echo "floor (floor.c) fetches as curl does and writes what a runner job must write, with nothing else: what the runner spends above it is its engine's own."
+fi
 nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///')
 echo "Machine: $(nproc) cores ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), \
 $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r), \
