@@ -414,6 +414,11 @@ echo
 echo "Peak RSS is GNU time's: the largest single process (for xargs, one curl or xargs itself), not a sum."
 if [[ ",$tools," == *,floor,* ]]; then
     echo "floor (floor.c) fetches as curl does and writes what a runner job must write, with nothing else: what the runner spends above it is its engine's own."
+    if [[ ",$tools," == *,runner,* ]]; then
+        awk -v rw="$(median runner 2)" -v rc="$(median runner 3)" -v fw="$(median floor 2)" -v fc="$(median floor 3)" -v n="$total" 'BEGIN {
+            if (fw > 0 && fc > 0) printf "runner against the floor: %.2f× the wall time, %.2f× the CPU (%.0f µs of CPU a job above it).\n", rw / fw, rc / fc, 1e6 * (rc - fc) / n
+        }'
+    fi
 fi
 nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///')
 echo "Machine: $(nproc) cores ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), \
