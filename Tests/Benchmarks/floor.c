@@ -4,8 +4,8 @@
 // (HTTP/2 streams share a connection when the server offers it).
 // Each body is kept in memory; then, for each job, what the contract asks and nothing more:
 // the payload written to a temporary file (O_CREAT|O_EXCL, one write, close) and renamed into
-// place, a one-line JSON record written the same way, its line added to a run log (one write
-// per batch of finished jobs), and one syncfs at the end. No validation of the body, no hash,
+// place, a one-line JSON record written the same way, its line added to a run log (written in
+// batches, not a write per line), and one syncfs at the end. No validation of the body, no hash,
 // no policy, no deadline, no task manager: whatever the runner spends above this program is
 // the engine's own cost.
 //
