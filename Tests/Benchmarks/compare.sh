@@ -80,12 +80,17 @@ command -v aria2c >/dev/null 2>&1 || missing+=(aria2)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 [ -x /usr/bin/time ] || missing+=(time)
 [ "$https" != 1 ] || command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+# The C compiler for floor.c: $CC, else cc, else clang (the Swift toolchain has one).
+find_cc() {
+    local candidate
+    for candidate in "${CC:-}" cc clang; do
+        [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 && { echo "$candidate"; return 0; }
+    done
+    return 1
+}
 cc=""
 if [[ ",$tools," == *,floor,* ]]; then
-    for candidate in "${CC:-}" cc clang; do
-        [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1 && { cc=$candidate; break; }
-    done
-    [ -n "$cc" ] || missing+=(gcc)
+    cc=$(find_cc) || missing+=(gcc)
     { [ -n "$cc" ] && echo '#include <curl/curl.h>' | "$cc" -E - >/dev/null 2>&1; } || missing+=(libcurl4-openssl-dev)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
@@ -99,7 +104,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 if [[ ",$tools," == *,floor,* ]] && [ -z "$cc" ]; then
-    cc=$(command -v cc || command -v clang) || fail "no C compiler for floor.c (set CC)"
+    cc=$(find_cc) || fail "no C compiler for floor.c (set CC)"
 fi
 
 [ -n "${EPOCHREALTIME:-}" ] || fail "needs bash 5 or later (EPOCHREALTIME)"
