@@ -74,23 +74,18 @@ public enum Durability {
     /// many were removed.
     @discardableResult
     public static func sweepLeftovers(in folder: String, depth: Int = 0, minimumAge: Int = 60) -> Int {
-        guard let directory = opendir(folder) else { return 0 }
-        defer { closedir(directory) }
         var removed = 0
         var below: [String] = []
         let now = Int(time(nil))
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name == "." || name == ".." { continue }
-            if entry.pointee.d_type == UInt8(DT_DIR) {
+        FolderReader.forEachEntry(in: folder) { entry in
+            let name = String(decoding: entry.bytes, as: UTF8.self)
+            if entry.isDirectory {
                 if depth > 0 { below.append(name) }
-                continue
+                return
             }
-            guard let prefix = temporaryPrefixes.first(where: { name.hasPrefix($0) }) else { continue }
+            guard let prefix = temporaryPrefixes.first(where: { name.hasPrefix($0) }) else { return }
             var info = stat()
-            guard lstat("\(folder)/\(name)", &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+            guard lstat("\(folder)/\(name)", &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return }
             let age = now - info.st_mtim.wholeSeconds
             if age > 86_400 || age >= minimumAge && !isAlive(pidIn: name.dropFirst(prefix.count)) {
                 if unlink("\(folder)/\(name)") == 0 { removed += 1 }

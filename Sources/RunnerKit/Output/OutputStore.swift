@@ -151,16 +151,7 @@ public final class OutputStore: Sendable {
 
     /// The names of the record files in `results/` now (one directory read).
     func recordFileNames() -> [String] {
-        guard let directory = opendir(root + "/results") else { return [] }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name.hasSuffix(".json") && !name.hasPrefix(".") { names.append(name) }
-        }
-        return names
+        FolderReader.names(in: root + "/results").filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }
     }
 
     /// The name of a key's record file in `results/`.

@@ -52,18 +52,7 @@ enum FileSystem {
     /// The names in a folder, `.` and `..` left out; empty when it cannot be read. A name that is
     /// not UTF-8 is left out, and handed to `notUTF8` as its bytes.
     static func names(in folder: String, notUTF8: (([UInt8]) -> Void)? = nil) -> [String] {
-        guard let directory = opendir(folder) else { return [] }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let bytes = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix(while: { $0 != 0 })) }
-            guard let name = String(validating: bytes, as: UTF8.self) else {
-                notUTF8?(bytes)
-                continue
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
+        FolderReader.names(in: folder, notUTF8: notUTF8)
     }
 
     /// Renames the entry whose name in `folder` is the bytes `raw` (not UTF-8) to `target`,
