@@ -2,6 +2,7 @@
 
 import Dispatch
 import Foundation
+import RunnerTestSupport
 import Glibc
 import Synchronization
 import Testing
@@ -267,16 +268,7 @@ enum IPTool {
     /// Runs `ip ARGUMENTS`: its exit status and output.
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
         guard let path else { throw Failure(description: "iproute2 is not installed") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        return try ChildProcess.run(path, arguments)
     }
 
     /// What `ip route get` and `ip link show` say: a unicast or local route, through a link

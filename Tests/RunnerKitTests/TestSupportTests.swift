@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import RunnerKit
 import RunnerTestSupport
 import Testing
@@ -83,5 +84,43 @@ struct TestSupportTests {
         fetch.cancel()
         await #expect(throws: CancellationError.self) { try await fetch.value }
         await http.waitForCancelled(1)
+    }
+
+    /// A child started from a thread that blocks SIGTERM and SIGHUP (as the engine's threads do)
+    /// starts with nothing blocked, hears SIGTERM, and takes what it started with it.
+    @Test func aChildProcessStartsWithNoSignalBlockedAndEndsWithItsGroup() async throws {
+        var blocked = sigset_t()
+        sigemptyset(&blocked)
+        sigaddset(&blocked, SIGTERM)
+        sigaddset(&blocked, SIGHUP)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &blocked, &previous)
+        let child: ChildProcess
+        do {
+            defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+            child = try ChildProcess(
+                "/bin/sh", ["-c", "sleep 60 & echo $!; grep '^SigBlk' /proc/self/status; wait"], stdout: .pipe)
+        }
+        var text = ""
+        while text.split(separator: "\n").count < 2 {
+            let chunk = child.output!.availableData
+            if chunk.isEmpty { break }
+            text += String(decoding: chunk, as: UTF8.self)
+        }
+        let lines = text.split(separator: "\n")
+        #expect(lines.count == 2, "\(text)")
+        #expect(lines.last?.hasSuffix("0000000000000000") == true, "the child's mask: \(text)")
+        let sleeper = try #require(lines.first.flatMap { pid_t($0) })
+        child.terminate()
+        #expect(!child.isRunning)
+        #expect(child.endedBySignal && child.terminationStatus == SIGTERM, "SIGTERM ended it: \(child.terminationStatus)")
+        // The sleep it started is gone with its group (killed, then reaped by init).
+        var gone = false
+        for _ in 0..<200 where !gone {
+            let state = (try? String(contentsOfFile: "/proc/\(sleeper)/stat", encoding: .utf8))?.split(separator: " ").dropFirst(2).first
+            gone = state == nil || state == "Z"
+            if !gone { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        #expect(gone, "sleep \(sleeper) outlived the group")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RunnerTestSupport
 import Glibc
 import RunnerKit
 import Testing
@@ -75,13 +76,11 @@ struct DurabilityTests {
         let s = try SpoolWorld()
         try s.spool.makeFolders()
         let tracePath = "\(s.w.root)/watch.trace"
-        let strace = Process()
-        strace.executableURL = URL(fileURLWithPath: Trace.strace!)
-        strace.arguments = ["-f", "-s", "512", "-o", tracePath, "-e", "trace=\(Trace.syscalls)", RunnerBinary.path, "watch", "--spool", s.spool.root, "--out", s.w.out]
-        strace.standardError = FileHandle.nullDevice
-        strace.standardOutput = FileHandle.nullDevice
-        try strace.run()
-        defer { if strace.isRunning { strace.terminate() } }
+        let strace = try ChildProcess(
+            Trace.strace!,
+            ["-f", "-s", "512", "-o", tracePath, "-e", "trace=\(Trace.syscalls)", RunnerBinary.path, "watch", "--spool", s.spool.root, "--out", s.w.out],
+            stdout: .null, stderr: .null)
+        defer { strace.terminate() }
         // The watcher's pid starts the name of its folder under active/.
         #expect(await s.wait(upTo: .seconds(20)) { !s.names(s.spool.active).isEmpty })
         let pid = try #require(s.names(s.spool.active).first.flatMap { Int32($0.split(separator: "-")[0]) })

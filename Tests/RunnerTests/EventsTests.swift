@@ -2,6 +2,7 @@ import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// `--events FILE` through the binary: a FIFO read while jobs run, one nobody reads, and a watcher.

@@ -2,6 +2,7 @@ import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// Executable kinds: a program gets the job on stdin and answers on stdout; the runner keeps

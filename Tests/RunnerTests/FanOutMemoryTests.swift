@@ -1,5 +1,6 @@
 import FixtureServer
 import Foundation
+import RunnerTestSupport
 import Glibc
 import RunnerKit
 import Synchronization
@@ -14,13 +15,9 @@ struct FanOutMemoryTests {
         // Every image hangs, so the children in flight stay in flight: what is running at once
         // is exactly the window, and the peak is that of the list plus the window.
         w.write("list.json", #"{"kind": "image-list", "key": "list:big", "url": "\#(w.base)/list/300000?image=hang%3D1", "timeout": 120}"#)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: RunnerBinary.path)
-        process.arguments = ["run", "list.json", "--out", w.out, "--concurrency", "8"]
-        process.currentDirectoryURL = URL(fileURLWithPath: w.root)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let process = try ChildProcess(
+            RunnerBinary.path, ["run", "list.json", "--out", w.out, "--concurrency", "8"], directory: w.root, stdout: .null, stderr: .null)
+        defer { process.terminate() }
         let peak = Mutex(0)
         let watching = Task {
             let value = await PeakMemory.watch(process)

@@ -1,4 +1,5 @@
 import Foundation
+import RunnerTestSupport
 import RunnerKit
 import Testing
 
@@ -205,13 +206,9 @@ struct FileKindTests {
         try Data(whole.dropLast()).write(to: URL(fileURLWithPath: "\(w.root)/www/cut.jxl"))
         // A port the kernel chose and nobody holds now (python's server binds it right after).
         let port = try LoopbackPort().port
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", "-m", "http.server", "--bind", "127.0.0.1", String(port)]
-        server.currentDirectoryURL = URL(fileURLWithPath: "\(w.root)/www")
-        server.standardOutput = FileHandle.nullDevice
-        server.standardError = FileHandle.nullDevice
-        try server.run()
+        let server = try ChildProcess(
+            "/usr/bin/env", ["python3", "-m", "http.server", "--bind", "127.0.0.1", String(port)], directory: "\(w.root)/www",
+            stdout: .null, stderr: .null)
         defer { server.terminate() }
         let base = "http://127.0.0.1:\(port)"
         var up = false

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// The example kinds of `Jobs/kinds/`, run as users run them, against servers the tests start.
@@ -8,7 +9,7 @@ import Testing
 struct KindExampleTests {
     /// A small server in Python over a folder: `http` (files as they are) or `gopher` (RFC 1436).
     final class PythonServer: @unchecked Sendable {
-        let process = Process()
+        let process: ChildProcess
         let port: Int
 
         static let script = #"""
@@ -35,28 +36,21 @@ struct KindExampleTests {
             """#
 
         init(mode: String, folder: String) throws {
-            let output = Pipe()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", "-c", Self.script, mode, folder]
-            process.standardOutput = output
-            try process.run()
+            process = try ChildProcess("/usr/bin/env", ["python3", "-c", Self.script, mode, folder], stdout: .pipe)
             var line = Data()
             while !line.contains(0x0A) {
-                let chunk = output.fileHandleForReading.availableData
+                let chunk = process.output!.availableData
                 if chunk.isEmpty { break }
                 line += chunk
             }
             guard let port = Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-                process.terminate()
+                process.terminate(grace: .zero)
                 throw Workspace.Missing(what: "the Python \(mode) server did not start")
             }
             self.port = port
         }
 
-        deinit {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        deinit { process.terminate(grace: .zero) }
     }
 
     static var kinds: String { "\(FileKindTests.jobs)/kinds" }

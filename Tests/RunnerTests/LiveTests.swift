@@ -8,7 +8,7 @@ import Testing
 /// over HTTP, what it refuses at start, and hostile clients while jobs run.
 @Suite(.serialized) struct LiveTests {
     /// A watcher serving on a port the kernel chose, with a token; and that port.
-    static func startWatcher(_ world: SpoolWorld, token: String? = "t0ken", _ arguments: [String] = []) async throws -> (Process, UInt16) {
+    static func startWatcher(_ world: SpoolWorld, token: String? = "t0ken", _ arguments: [String] = []) async throws -> (ChildProcess, UInt16) {
         var extra = ["--listen", "127.0.0.1:0"]
         if let token { extra += ["--listen-token", world.w.write("token", token + "\n")] }
         let watcher = try world.startWatcher(extra + arguments)
@@ -31,7 +31,7 @@ import Testing
 
     static func json(_ answer: RawHTTP.Answer) throws -> JSONValue { try JSONParser.parse(answer.body) }
 
-    static func stop(_ watcher: Process, _ world: SpoolWorld) async {
+    static func stop(_ watcher: ChildProcess, _ world: SpoolWorld) async {
         kill(watcher.processIdentifier, SIGTERM)
         #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0, "\(world.log())")
     }
@@ -161,13 +161,9 @@ import Testing
         defer { if watcher.isRunning { watcher.terminate() } }
         let before = PeakMemory.highWaterMark(pid: watcher.processIdentifier) ?? 0
 
-        let attack = Process()
-        attack.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        attack.arguments = ["python3", script, "--port", String(port), "--token", "t0ken", "--seconds", "12"]
-        let output = Pipe()
-        attack.standardOutput = output
-        attack.standardError = FileHandle.standardError
-        try attack.run()
+        let attack = try ChildProcess(
+            "/usr/bin/env", ["python3", script, "--port", String(port), "--token", "t0ken", "--seconds", "12"], stdout: .pipe, stderr: .inherit)
+        defer { attack.terminate() }
         try await Task.sleep(for: .seconds(3))  // the attack under way
 
         // 60 jobs, a quarter of a second each, dropped while it goes on.
@@ -180,8 +176,8 @@ import Testing
         #expect(finished, "\(world.log())")
         #expect(world.records(world.spool.done, "during.jsonl").filter { $0["status"]?.stringValue == "succeeded" }.count == 60)
 
+        let report = try JSONParser.parse(Array(attack.output!.readDataToEndOfFile()))
         attack.waitUntilExit()
-        let report = try JSONParser.parse(Array(output.fileHandleForReading.readDataToEndOfFile()))
         #expect(attack.terminationStatus == 0)
         #expect((report["idleOpened"]?.intValue ?? 0) >= 5_000, "\(report)")
         #expect(report["bigPostStatus"]?.intValue == 413, "\(report)")

@@ -2,6 +2,7 @@ import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// `runner run --on-finish COMMAND`: a command per finished job, after its record is durable.

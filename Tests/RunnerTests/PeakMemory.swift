@@ -1,10 +1,11 @@
 import Foundation
+import RunnerTestSupport
 
 /// The peak resident memory of a running child, from `/proc/<pid>/status` (VmHWM, the kernel's
 /// high-water mark), read every 10 ms until the child ends; the last value read is its peak.
 enum PeakMemory {
     /// Watches `process` until it exits; answers its peak resident memory in bytes (0 if unknown).
-    static func watch(_ process: Process) async -> Int {
+    static func watch(_ process: ChildProcess) async -> Int {
         var peak = 0
         while process.isRunning {
             if let value = highWaterMark(pid: process.processIdentifier) {

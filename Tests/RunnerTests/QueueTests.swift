@@ -17,6 +17,8 @@ final class PostgresServer: @unchecked Sendable {
 
     let folder: String
     let password = "s3cret-pw"
+    /// Stops the server if the test process exits before this value goes (a crash of the test).
+    private var stopAtExit: UUID?
 
     init() throws {
         guard let bin = Self.bin else { throw Workspace.Missing(what: "postgresql is not installed (Debian: apt-get install postgresql; .ci/run installs it)") }
@@ -25,6 +27,8 @@ final class PostgresServer: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: "\(folder)/pw", contents: Data((password + "\n").utf8))
         try Self.sh("chown -R postgres \(folder) && chmod 755 \(folder)")
         try Self.sh("runuser -u postgres -- \(bin)/initdb -D \(folder)/data -U runner --pwfile=\(folder)/pw -A scram-sha-256 > \(folder)/initdb.log 2>&1")
+        let folder = folder
+        stopAtExit = ChildProcess.atExit { Self.stop(folder) }
         try start()
     }
 
@@ -37,24 +41,28 @@ final class PostgresServer: @unchecked Sendable {
     }
 
     deinit {
-        try? Self.sh("runuser -u postgres -- \(Self.bin!)/pg_ctl -D \(folder)/data -m immediate -w stop > /dev/null 2>&1")
+        if let stopAtExit { ChildProcess.cancelAtExit(stopAtExit) }
+        Self.stop(folder)
         try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    /// Stops the server of `folder`: pg_ctl's immediate stop, then SIGKILL to the postmaster named
+    /// in postmaster.pid if it is still there (its children end with it).
+    private static func stop(_ folder: String) {
+        try? sh("runuser -u postgres -- \(bin!)/pg_ctl -D \(folder)/data -m immediate -w stop > /dev/null 2>&1")
+        if let text = try? String(contentsOfFile: "\(folder)/data/postmaster.pid", encoding: .utf8),
+            let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }), pid > 0
+        {
+            kill(pid, SIGKILL)
+        }
     }
 
     var url: String { "postgresql://runner:\(password)@/postgres?host=\(folder)" }
 
-    /// Runs `command` with /bin/sh, by posix_spawn and waitpid: Foundation's Process waits for
-    /// every descendant that inherited its descriptors, and the server started here outlives it.
+    /// Runs `command` with /bin/sh to its end; throws if it fails.
     static func sh(_ command: String) throws {
-        var pid: pid_t = 0
-        let arguments: [UnsafeMutablePointer<CChar>?] = ["/bin/sh", "-c", command].map { (text: String) in strdup(text) } + [nil]
-        defer { arguments.forEach { free($0) } }
-        guard posix_spawn(&pid, "/bin/sh", nil, nil, arguments, environ) == 0 else {
-            throw Workspace.Missing(what: "could not start: \(command)")
-        }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard status == 0 else { throw Workspace.Missing(what: "failed (\(status)): \(command)") }
+        let result = try ChildProcess.run("/bin/sh", ["-c", command])
+        guard result.status == 0 else { throw Workspace.Missing(what: "failed (\(result.status)): \(command)\n\(result.output)") }
     }
 }
 
@@ -71,17 +79,11 @@ struct QueueTests {
 
     static func startWatcher(
         _ world: SpoolWorld, _ db: PostgresServer, _ name: String, lease: Double = 30, _ extra: [String] = [], environment: [String: String] = [:]
-    ) throws -> Process {
-        let process = Process()
-        process.environment = ProcessInfo.processInfo.environment.merging(["RUNNER_QUEUE_LEASE": String(lease)].merging(environment) { $1 }) { $1 }
-        process.executableURL = URL(fileURLWithPath: RunnerBinary.path)
-        process.arguments = ["watch", "--queue", db.url, "--out", "\(world.w.root)/\(name)", "--rescan", "30"] + extra
-        let log = "\(world.w.root)/\(name).stderr"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        return process
+    ) throws -> ChildProcess {
+        try ChildProcess(
+            RunnerBinary.path, ["watch", "--queue", db.url, "--out", "\(world.w.root)/\(name)", "--rescan", "30"] + extra,
+            environment: ChildProcess.environment(adding: ["RUNNER_QUEUE_LEASE": String(lease)].merging(environment) { $1 }),
+            stdout: .null, stderr: .file("\(world.w.root)/\(name).stderr"))
     }
 
     static func records(_ world: SpoolWorld, _ name: String) -> [String: String] {
@@ -118,7 +120,7 @@ struct QueueTests {
 
     static func count(_ status: JSONValue, _ name: String) -> Int { status[name]?["count"]?.intValue ?? 0 }
 
-    static func stop(_ process: Process, _ world: SpoolWorld) async -> Int32? {
+    static func stop(_ process: ChildProcess, _ world: SpoolWorld) async -> Int32? {
         kill(process.processIdentifier, SIGTERM)
         return await world.exit(of: process, upTo: .seconds(20))
     }
@@ -396,18 +398,26 @@ struct QueueTests {
         let world = try SpoolWorld()
         let listener = try ServiceTests.NotifyListener(path: "\(world.w.root)/notify.sock")
         let metrics = "\(world.w.root)/runner.prom"
+        // WATCHDOG_USEC of 1 s: a ping is due every 500 ms, and systemd would end the service
+        // after a second without one.
         let watcher = try Self.startWatcher(
-            world, db, "out", ["--metrics", metrics], environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "400000"])
+            world, db, "out", ["--metrics", metrics], environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "1000000"])
         defer { if watcher.isRunning { watcher.terminate() } }
         #expect(await world.wait(upTo: .seconds(10)) { !listener.lines("READY=1").isEmpty })
         let ready = try #require(listener.lines("READY=1").first)
         #expect(ready.text.contains("STATUS=0 running; watching the queue"), "\(ready.text)")
         #expect(!ready.text.contains(db.password))
-        let file = world.w.write("slow.jsonl", Self.jobs(world, 1, prefix: "q:notify", delay: 1500))
+        let file = world.w.write("slow.jsonl", Self.jobs(world, 1, prefix: "q:notify", delay: 3000))
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
         #expect(await world.wait(upTo: .seconds(10)) { listener.lines("STATUS=1 running").count > 0 }, "\(listener.received.map(\.text))")
-        let pings = listener.lines("WATCHDOG=1").count
-        #expect(pings >= 2, "WATCHDOG=1 every 200 ms: \(pings)")
+        // The pings go on while a job runs: over 2.5 s waited for on purpose, 5 are due; at
+        // least 3 must come, none more than a watchdog interval after the one before.
+        let before = listener.lines("WATCHDOG=1").count
+        try await Task.sleep(for: .milliseconds(2500))
+        let pings = listener.lines("WATCHDOG=1").map(\.at)
+        #expect(pings.count - before >= 3, "WATCHDOG=1 every 500 ms while a job runs: \(pings.count - before) in 2.5 s")
+        let gaps = zip(pings.dropFirst(before), pings.dropFirst(before + 1)).map { $0.duration(to: $1) }
+        #expect(gaps.allSatisfy { $0 < .seconds(1) }, "gaps \(gaps)")
         kill(watcher.processIdentifier, SIGTERM)
         #expect(await world.exit(of: watcher, upTo: .seconds(10)) == 0)
         let messages = listener.received.map(\.text)
@@ -430,15 +440,13 @@ struct QueueTests {
         let tracePath = "\(world.w.root)/watch.trace"
         let log = "\(world.w.root)/watch.stderr"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let strace = Process()
-        strace.executableURL = URL(fileURLWithPath: Trace.strace!)
-        strace.arguments = [
-            "-f", "-s", "512", "-o", tracePath, "-e", "trace=renameat,renameat2,rename,syncfs,sendto",
-            RunnerBinary.path, "watch", "--queue", db.url, "--out", world.w.out, "--rescan", "30",
-        ]
-        strace.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        strace.standardOutput = FileHandle.nullDevice
-        try strace.run()
+        let strace = try ChildProcess(
+            Trace.strace!,
+            [
+                "-f", "-s", "512", "-o", tracePath, "-e", "trace=renameat,renameat2,rename,syncfs,sendto",
+                RunnerBinary.path, "watch", "--queue", db.url, "--out", world.w.out, "--rescan", "30",
+            ],
+            stdout: .null, stderr: .file(log))
         defer { if strace.isRunning { strace.terminate() } }
         #expect(await world.wait(upTo: .seconds(20)) { world.text(log).contains("watching the queue") })
         // "watching the queue … as HOST-PID;": the watcher's pid, to stop it.

@@ -1,6 +1,7 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// `--rate` end to end: the real binary against the FixtureServer, judged by the server's own

@@ -1,5 +1,6 @@
 import FixtureServer
 import Foundation
+import RunnerTestSupport
 import RunnerKit
 import Testing
 
@@ -217,18 +218,9 @@ struct RequestExampleTests {
         let kinds = try await RunnerBinary.runExecutable(RunnerBinary.path, ["kinds", "--config", "api-config.json"], in: w.root, environment: ["ACME_API_KEY": "k"])
         #expect(kinds.stdout.contains("json-entry"), "the config's kinds folder is read: \(kinds.stdout)")
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: RunnerBinary.path)
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: w.root)
-        process.environment = ProcessInfo.processInfo.environment.filter { $0.key != "ACME_API_KEY" }
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 2)
+        let (status, message) = try ChildProcess.run(
+            RunnerBinary.path, arguments, environment: ProcessInfo.processInfo.environment.filter { $0.key != "ACME_API_KEY" }, directory: w.root)
+        #expect(status == 2)
         #expect(message.contains("ACME_API_KEY is not set"), "\(message)")
     }
 }

@@ -1,6 +1,7 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// Headers with secret references (`{env:NAME}`, `{file:PATH}`): sent to the server, written

@@ -1,5 +1,6 @@
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// `runner run` and `runner watch` are built in one place: the same jobs give the same records.

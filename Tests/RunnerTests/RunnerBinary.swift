@@ -2,6 +2,7 @@ import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// Runs the built `runner` binary, as a user would, and reads what it wrote.
@@ -22,7 +23,7 @@ struct RunnerBinary {
     /// Runs `runner ARGS…` in `directory`, with `input` on a pipe as standard input (else
     /// /dev/null); `beforeWait` gets the process once it started.
     @discardableResult
-    static func run(_ arguments: [String], in directory: String, input: [UInt8]? = nil, beforeWait: (Process) async -> Void = { _ in }) async throws -> Output {
+    static func run(_ arguments: [String], in directory: String, input: [UInt8]? = nil, beforeWait: (ChildProcess) async -> Void = { _ in }) async throws -> Output {
         try await runExecutable(path, arguments, in: directory, input: input, beforeWait: beforeWait)
     }
 
@@ -30,40 +31,25 @@ struct RunnerBinary {
     /// given as a file, `input` on a pipe.
     static func runExecutable(
         _ executable: String, _ arguments: [String], in directory: String, input: [UInt8]? = nil, stdin: String? = nil,
-        environment: [String: String] = [:], beforeWait: (Process) async -> Void = { _ in }
+        environment: [String: String] = [:], beforeWait: (ChildProcess) async -> Void = { _ in }
     ) async throws -> Output {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
         let stdoutPath = "\(directory)/.stdout-\(UUID().uuidString)"
         let stderrPath = "\(directory)/.stderr-\(UUID().uuidString)"
-        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        defer {
-            try? FileManager.default.removeItem(atPath: stdoutPath)
-            try? FileManager.default.removeItem(atPath: stderrPath)
-        }
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        let pipe = input.map { _ in Pipe() }
-        if let pipe {
-            process.standardInput = pipe
+        let stdinPath = "\(directory)/.stdin-\(UUID().uuidString)"
+        defer { for path in [stdoutPath, stderrPath, stdinPath] { unlink(path) } }
+        var standardInput = ChildProcess.Stream.null
+        if input != nil {
+            standardInput = .pipe
         } else if let stdin {
-            let stdinPath = "\(directory)/.stdin-\(UUID().uuidString)"
             _ = FileManager.default.createFile(atPath: stdinPath, contents: Data(stdin.utf8))
-            process.standardInput = FileHandle(forReadingAtPath: stdinPath)
-            unlink(stdinPath)
-        } else {
-            process.standardInput = FileHandle.nullDevice
+            standardInput = .file(stdinPath)
         }
-        try process.run()
-        if let pipe, let input {
+        let process = try ChildProcess(
+            executable, arguments, environment: environment.isEmpty ? nil : ChildProcess.environment(adding: environment),
+            directory: directory, stdin: standardInput, stdout: .file(stdoutPath), stderr: .file(stderrPath))
+        defer { process.terminate() }
+        if let writer = process.input, let input {
             // Written from a thread of its own: a pipe holds 64 KiB, and the runner reads as it goes.
-            let writer = pipe.fileHandleForWriting
             Thread.detachNewThread {
                 try? writer.write(contentsOf: input)
                 try? writer.close()
@@ -71,16 +57,10 @@ struct RunnerBinary {
         }
         await beforeWait(process)
         // A runner that does not end within a minute is a failure, not a reason to hang the suite.
-        let limit = ContinuousClock.now.advanced(by: .seconds(60))
-        while process.isRunning {
-            if ContinuousClock.now > limit {
-                process.interrupt()
-                try await Task.sleep(for: .seconds(2))
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-                Issue.record("runner \(arguments.joined(separator: " ")) did not end within 60 s")
-                break
-            }
-            try await Task.sleep(for: .milliseconds(5))
+        if await process.exitStatus(upTo: .seconds(60)) == nil {
+            process.signal(SIGINT)
+            if await process.exitStatus(upTo: .seconds(2)) == nil { process.terminate(grace: .zero) }
+            Issue.record("\(executable) \(arguments.joined(separator: " ")) did not end within 60 s")
         }
         process.waitUntilExit()
         return Output(
@@ -116,7 +96,7 @@ final class Workspace: @unchecked Sendable {
         return path
     }
 
-    func run(_ arguments: [String], input: [UInt8]? = nil, beforeWait: (Process) async -> Void = { _ in }) async throws -> RunnerBinary.Output {
+    func run(_ arguments: [String], input: [UInt8]? = nil, beforeWait: (ChildProcess) async -> Void = { _ in }) async throws -> RunnerBinary.Output {
         try await RunnerBinary.run(arguments, in: root, input: input, beforeWait: beforeWait)
     }
 

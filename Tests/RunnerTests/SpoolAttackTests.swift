@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// The spool against files that change under the watcher and cancel requests for nothing.

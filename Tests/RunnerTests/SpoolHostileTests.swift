@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// What others may plant in a spool: links, FIFOs, huge files, names that are not UTF-8. None

@@ -1,4 +1,5 @@
 import Foundation
+import RunnerTestSupport
 import Glibc
 import RunnerKit
 import Testing
@@ -80,16 +81,12 @@ struct SpoolSettleTests {
         }
         chmod(s.w.root, 0o755)
         chmod(s.spool.inbox, 0o777)  // the producer (root) writes there anyway
-        let watcher = Process()
-        watcher.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        watcher.arguments = ["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", RunnerBinary.path,
-                             "watch", "--spool", s.spool.root, "--out", s.w.out, "--rescan", "0.2", "--settle", "1.5", "--concurrency", "16"]
-        let log = "\(s.w.root)/watch.stderr"
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        watcher.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        watcher.standardOutput = FileHandle.nullDevice
-        try watcher.run()
-        defer { if watcher.isRunning { watcher.terminate() } }
+        let watcher = try ChildProcess(
+            "/usr/bin/setpriv",
+            ["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", RunnerBinary.path,
+             "watch", "--spool", s.spool.root, "--out", s.w.out, "--rescan", "0.2", "--settle", "1.5", "--concurrency", "16"],
+            stdout: .null, stderr: .file("\(s.w.root)/watch.stderr"))
+        defer { watcher.terminate() }
         #expect(await s.wait(upTo: .seconds(10)) { s.log().contains("watching") }, "\(s.log())")
         let bytes = Self.batch(s)
         try await Self.writeInPlace(bytes, to: "\(s.spool.inbox)/batch.jsonl", pause: .milliseconds(400), keepOpen: true)

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// A spool inside a `Workspace`, with watchers run as child processes of the test.
@@ -35,23 +36,11 @@ final class SpoolWorld: @unchecked Sendable {
     }
 
     /// Starts `runner watch` with `arguments`, stdout and stderr to files in the workspace.
-    func startWatcher(_ arguments: [String] = [], name: String = "watch", environment: [String: String] = [:]) throws -> Process {
-        let process = Process()
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        process.executableURL = URL(fileURLWithPath: RunnerBinary.path)
-        process.arguments = ["watch", "--spool", spool.root, "--out", w.out] + arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: w.root)
-        let stderrPath = "\(w.root)/\(name).stderr"
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        handle.seekToEndOfFile()
-        process.standardError = handle
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        return process
+    func startWatcher(_ arguments: [String] = [], name: String = "watch", environment: [String: String] = [:]) throws -> ChildProcess {
+        try ChildProcess(
+            RunnerBinary.path, ["watch", "--spool", spool.root, "--out", w.out] + arguments,
+            environment: environment.isEmpty ? nil : ChildProcess.environment(adding: environment), directory: w.root,
+            stdout: .null, stderr: .file("\(w.root)/\(name).stderr"))
     }
 
     func log(_ name: String = "watch") -> String {
@@ -70,8 +59,8 @@ final class SpoolWorld: @unchecked Sendable {
     }
 
     /// Waits for a process to exit, up to `timeout`; returns its status, or nil if it still runs.
-    func exit(of process: Process, upTo timeout: Duration) async -> Int32? {
-        await wait(upTo: timeout) { !process.isRunning } ? process.terminationStatus : nil
+    func exit(of process: ChildProcess, upTo timeout: Duration) async -> Int32? {
+        await process.exitStatus(upTo: timeout)
     }
 
     func names(_ folder: String) -> [String] {

@@ -1,4 +1,5 @@
 import Foundation
+import RunnerTestSupport
 
 /// Runs a tool of the system (a shell, mandoc), which CI installs; a missing one fails the test
 /// with what to install.
@@ -9,17 +10,8 @@ enum SystemTool {
         guard let path = ["/usr/bin", "/bin", "/usr/local/bin"].map({ "\($0)/\(name)" }).first(where: FileManager.default.isExecutableFile) else {
             throw Missing(name: name)
         }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Output(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
+        let result = try ChildProcess.run(path, arguments)
+        return Output(status: result.status, output: result.output)
     }
 
     struct Missing: Error, CustomStringConvertible {

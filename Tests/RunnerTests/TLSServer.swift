@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RunnerTestSupport
 
 /// nginx, from Debian's package, serving a few files over HTTPS on loopback: on `port` with a
 /// server certificate only, on `clientCertificatePort` also requiring a client certificate signed
@@ -15,7 +16,7 @@ final class TLSServer: @unchecked Sendable {
     let folder: String
     let port: UInt16
     let clientCertificatePort: UInt16
-    private let process: Process
+    private let process: ChildProcess
 
     /// Starts nginx with `certificate` (the server's, with its key), trusting `clientCA` for client
     /// certificates on the second port, serving `files` (path under the root: content). Picks free
@@ -39,16 +40,9 @@ final class TLSServer: @unchecked Sendable {
                 folder: folder, root: root, ports: ports, certificate: certificate, clientCA: clientCA)
             try configuration.write(toFile: "\(folder)/nginx.conf", atomically: true, encoding: .utf8)
             try? FileManager.default.removeItem(atPath: "\(folder)/error.log")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: nginx)
-            process.arguments = ["-p", folder, "-e", "\(folder)/error.log", "-c", "\(folder)/nginx.conf"]
-            process.standardInput = FileHandle.nullDevice
-            _ = FileManager.default.createFile(atPath: "\(folder)/stdout.log", contents: nil)
-            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(folder)/stdout.log"))
-            process.standardOutput = log
-            process.standardError = log
-            try process.run()
-            try? log.close()
+            let log = "\(folder)/stdout.log"
+            let process = try ChildProcess(
+                nginx, ["-p", folder, "-e", "\(folder)/error.log", "-c", "\(folder)/nginx.conf"], stdout: .file(log), stderr: .file(log))
             if Self.waitUntilListening(process, ports: ports) {
                 self.process = process
                 port = ports[0]
@@ -126,7 +120,7 @@ final class TLSServer: @unchecked Sendable {
     }
 
     /// Waits (up to ten seconds) until both ports accept connections while nginx runs.
-    private static func waitUntilListening(_ process: Process, ports: [UInt16]) -> Bool {
+    private static func waitUntilListening(_ process: ChildProcess, ports: [UInt16]) -> Bool {
         let limit = ContinuousClock.now.advanced(by: .seconds(10))
         while ContinuousClock.now < limit && process.isRunning {
             if ports.allSatisfy(accepts) {
@@ -137,13 +131,8 @@ final class TLSServer: @unchecked Sendable {
         return false
     }
 
-    /// SIGKILL: nginx without a master is one process with nothing to hand over or clean up, and
-    /// it inherits the test process's blocked signals, SIGTERM among them, so it would not hear that.
-    private static func end(_ process: Process) {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-    }
+    /// SIGKILL: nginx without a master is one process with nothing to hand over or clean up.
+    private static func end(_ process: ChildProcess) { process.terminate(grace: .zero) }
 
     // MARK: - Ports
 

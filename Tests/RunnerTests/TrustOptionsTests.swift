@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// `run` and `watch` with the options that bound what a job or a server can make the runner do.
