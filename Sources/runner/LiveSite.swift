@@ -112,7 +112,7 @@ struct LiveSite: Sendable {
         guard FileManager.default.createFile(atPath: path, contents: Data(request.body)) else {
             return .text(500, "cannot hold the job file in \(folder)")
         }
-        let report = JobFileReader.validate(path: path, registry: registry, checkingSecrets: false)
+        let report = JobFileReader.validate(path: path, registry: registry, limits: .producer, checkingSecrets: false)
         guard report.errors.isEmpty else {
             let errors = report.errors.map { "\($0)".replacingOccurrences(of: path, with: name) }
             return .json(400, .object([("error", .string("nothing was queued")), ("problems", .array(errors.map { .string($0) }))]))

@@ -58,7 +58,7 @@ enum QueueCommands {
 
     /// The jobs of a valid job file as rows of the queue (nil: it is not valid any more).
     static func submissions(of file: String, name: String, registry: KindRegistry) -> [JobQueue.Submission]? {
-        let reader = JobFileReader(path: file, registry: registry, checkingSecrets: false)
+        let reader = JobFileReader(path: file, registry: registry, limits: .producer, checkingSecrets: false)
         var submissions: [JobQueue.Submission] = []
         while let element = reader.next() {
             guard case .success(let job) = element, let stored = reader.lastJob else { return nil }

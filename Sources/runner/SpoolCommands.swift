@@ -40,8 +40,8 @@ enum SpoolCommands {
             var counts: [Int] = []
             var invalid = false
             for file in inputs.files {
-                // The references expand in the watcher's environment, not here: syntax only.
-                let report = JobFileReader.validate(path: file, registry: registry, checkingSecrets: false)
+                // A watcher expands no secret reference of a job: refused here already.
+                let report = JobFileReader.validate(path: file, registry: registry, limits: .producer, checkingSecrets: false)
                 for error in report.errors { Console.error(inputs.display(message: "\(error)")) }
                 if !report.errors.isEmpty { invalid = true }
                 counts.append(report.jobs)
@@ -99,6 +99,8 @@ enum SpoolCommands {
             do {
                 var feed = SpoolFeed.Configuration.watch(spool: try spoolWithGroup(arguments), registry: KindRegistry())
                 try EngineCommandOptions.apply(arguments, to: &feed.engine)
+                // Whoever drops or submits a job is not the operator: no secret references.
+                feed.engine.limits.allowsSecretReferences = false
                 feed.grace = try arguments[grace]
                 feed.settle = try arguments[settle]
                 feed.rescanInterval = try arguments[rescan]

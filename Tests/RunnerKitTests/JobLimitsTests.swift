@@ -30,6 +30,24 @@ import Testing
         #expect(errors(text, limits: .none).isEmpty)
     }
 
+    /// One limit on keys, wherever a job is read: 1 KiB of UTF-8 passes, a byte more does not.
+    @Test func aKeyIsAtMostOneKiBOfUTF8() {
+        let most = String(repeating: "é", count: 512)  // 1024 bytes
+        #expect(errors(#"{"kind": "probe", "url": "http://h/", "key": "\#(most)"}"#, limits: .none).isEmpty)
+        #expect(errors(#"{"kind": "probe", "url": "http://h/", "key": "\#(most)k"}"#, limits: .producer)
+            == ["f.json: field 'key' is 1025 bytes long; a key is at most 1024 bytes of UTF-8"])
+    }
+
+    /// A producer's job may not refer to the runner's environment or files; the operator's may.
+    @Test func secretReferencesAreTheOperatorsOnly() {
+        let job = #"{"kind": "probe", "url": "http://h/", "headers": {"a": "x {env:HOME}", "b": "plain"}}"#
+        #expect(errors(job, limits: .none).isEmpty)
+        #expect(errors(job, limits: .producer) == [
+            "f.json: field 'headers' a: {env:HOME} is not expanded in a job a watcher runs (only under 'runner run'); put the header in the watcher's --config, under the host it is for",
+        ])
+        #expect(errors(#"{"kind": "probe", "url": "http://h/", "headers": {"b": "{braces} are text"}}"#, limits: .producer).isEmpty)
+    }
+
     @Test func aJobWithinTheCapsKeepsWhatItAskedAndAnUnsetFieldGetsTheLowerOfDefaultAndCap() throws {
         let path = folder.write("ok.json", #"[{"kind": "probe", "url": "http://h/1", "maxBytes": 1000000, "timeout": 5, "retries": 2}, {"kind": "probe", "url": "http://h/2"}]"#)
         let jobs = try IteratorSequence(JobFileReader(path: path, registry: registry, limits: limits)).map { try $0.get() }

@@ -54,18 +54,24 @@ struct RequestSecretTests {
         #expect(sent.count > 10)
         #expect(sent.allSatisfy { $0.value == "Bearer \(envSecret)" }, "\(sent.prefix(3))")
 
-        // Through a spool: submitted without the variable (the watcher's environment counts),
-        // run by a watcher that has it, then `runner status`.
+        // Through a spool: the same jobs without headers, run by a watcher whose config binds
+        // the secrets to the fixture server's host, then `runner status`.
         let world = SpoolWorld(workspace: w)
-        outputs.append(try await runner(w, ["submit", "--spool", world.spool.root, "jobs.jsonl"]))
+        w.write("spool-jobs.jsonl", jobs.split(separator: "\n").dropFirst().joined(separator: "\n"))
+        let config = w.write("watch-config.json", """
+            {"hosts": {"127.0.0.1": {"headers": {"Authorization": "Bearer {env:RUNNER_TEST_TOKEN}", "x-api-key": "{file:\(w.root)/token.txt}"}}}}
+            """)
+        outputs.append(try await runner(w, ["submit", "--spool", world.spool.root, "spool-jobs.jsonl"]))
         #expect(outputs.last?.status == 0, "\(outputs.last?.stderr ?? "")")
-        let watcher = try world.startWatcher(["--out", "\(w.root)/spool-out"], environment: environment)
-        defer { if watcher.isRunning { watcher.terminate() } }
+        let before = w.server.recordedHeaderValues.count
+        let watcher = try world.startWatcher(["--out", "\(w.root)/spool-out", "--config", config], environment: environment)
+        defer { watcher.terminate() }
         let settled = await world.wait(upTo: .seconds(30)) { !world.jobFiles(world.spool.failed).isEmpty || !world.jobFiles(world.spool.done).isEmpty }
         #expect(settled, "the watcher did not finish the file: \(world.log())")
         outputs.append(try await runner(w, ["status", "--spool", world.spool.root]))
         watcher.terminate()
-        _ = await world.exit(of: watcher, upTo: .seconds(10))
+        let fromConfig = w.server.recordedHeaderValues.dropFirst(before)
+        #expect(fromConfig.count > 5 && fromConfig.allSatisfy { $0.value == "Bearer \(envSecret)" }, "the config's header went out: \(fromConfig.prefix(3))")
 
         for secret in [envSecret, fileSecret] {
             for output in outputs {
@@ -79,6 +85,48 @@ struct RequestSecretTests {
         // The checks above looked at something: records and a run log exist.
         #expect(Self.files(under: w.out, holding: "\"status\"").count >= 5)
         #expect(!Self.files(under: "\(w.root)/spool-out", holding: "\"status\"").isEmpty)
+    }
+
+    /// Whoever writes a job for a watcher is not its operator: a job's `{env:}` and `{file:}`
+    /// are refused by `submit`, by the API and by the watcher itself, and nothing is sent.
+    @Test func aWatcherExpandsNoSecretReferenceOfAJob() async throws {
+        let w = try Workspace()
+        let secret = Self.randomSecret()
+        w.write("token.txt", secret + "\n")
+        let environment = ["RUNNER_TEST_TOKEN": secret]
+        let world = SpoolWorld(workspace: w)
+        let byEnvironment = #"{"kind": "entry", "key": "env", "id": "imgly.A.1", "url": "\#(w.base)/entries/{id}.json", "headers": {"Authorization": "Bearer {env:RUNNER_TEST_TOKEN}"}}"#
+        let byFile = #"{"kind": "entry", "key": "file", "id": "imgly.A.1", "url": "\#(w.base)/entries/{id}.json", "headers": {"x-api-key": "{file:\#(w.root)/token.txt}"}}"#
+        w.write("env.json", byEnvironment)
+        w.write("defaults.jsonl", #"{"defaults": {"headers": {"x-api-key": "{file:\#(w.root)/token.txt}"}}}"# + "\n" + #"{"kind": "entry", "id": "imgly.A.1", "url": "\#(w.base)/entries/{id}.json"}"#)
+
+        for file in ["env.json", "defaults.jsonl"] {
+            let submitted = try await runner(w, ["submit", "--spool", world.spool.root, file], environment)
+            #expect(submitted.status == 2, "\(submitted.stderr)")
+            #expect(submitted.stderr.contains("is not expanded in a job a watcher runs"), "\(submitted.stderr)")
+        }
+        #expect(world.jobFiles(world.spool.inbox).isEmpty, "nothing was queued")
+
+        // A file dropped straight into the inbox, past submit: the watcher refuses it.
+        let (watcher, port) = try await LiveTests.startWatcher(world)
+        defer { watcher.terminate() }
+        try world.drop("file.json", byFile)
+        #expect(await world.wait(upTo: .seconds(20)) { world.jobFiles(world.spool.failed).contains("file.json") }, "\(world.log())")
+        let reason = world.text("\(world.spool.failed)/file.json\(Spool.errorSuffix)")
+        #expect(reason.contains("{file:\(w.root)/token.txt} is not expanded in a job a watcher runs"), "\(reason)")
+
+        // And the API.
+        let posted = try RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(byEnvironment.utf8), headers: LiveTests.auth)
+        #expect(posted.status == 400, "\(posted)")
+        #expect(posted.body.contains("is not expanded in a job a watcher runs"), "\(posted.body)")
+
+        // `run` is the operator's: the same job expands and sends.
+        w.server.recordHeader(named: "authorization")
+        #expect(try await runner(w, ["run", "env.json"], environment).status == 0)
+        #expect(w.server.recordedHeaderValues.map(\.value) == ["Bearer \(secret)"])
+        #expect(w.server.totalRequests == 1, "nothing reached the server from the watcher")
+        await LiveTests.stop(watcher, world)
+        #expect(!world.log().contains(secret))
     }
 
     @Test func aReferenceThatCannotExpandMakesTheFileInvalid() async throws {

@@ -9,14 +9,37 @@ public struct JobLimits: Sendable, Equatable {
     /// Most `retries` a job may set.
     public var maxRetries: Int?
 
-    public init(maxBytes: Int? = nil, maxTimeout: Duration? = nil, maxRetries: Int? = nil) {
+    /// Whether a job's `headers` may hold `{env:NAME}` and `{file:PATH}`, read in the runner's
+    /// own environment and files. Yes under `run`, where whoever wrote the jobs runs them; no
+    /// for jobs a watcher takes from others (a spool, a queue, the API), whose writers must not
+    /// read the watcher's secrets: those come from the operator's config, bound to their hosts.
+    public var allowsSecretReferences: Bool
+
+    public init(maxBytes: Int? = nil, maxTimeout: Duration? = nil, maxRetries: Int? = nil, allowsSecretReferences: Bool = true) {
         self.maxBytes = maxBytes
         self.maxTimeout = maxTimeout
         self.maxRetries = maxRetries
+        self.allowsSecretReferences = allowsSecretReferences
     }
 
     /// No caps beyond the fields' own ranges.
     public static let none = JobLimits()
+
+    /// What a job written by someone other than the operator may ask (`submit`, the API): no
+    /// secret references, no caps.
+    public static let producer = JobLimits(allowsSecretReferences: false)
+
+    /// The longest key, in bytes of UTF-8: keys are shown on the page, in logs and in the queue.
+    public static let maxKeyBytes = 1024
+
+    /// Refuses a header with a secret reference when this runner does not expand them.
+    func checkSecretReferences(_ headers: [HeaderTemplate]) throws(JobSpecError) {
+        guard !allowsSecretReferences, let header = headers.first(where: { !$0.references.isEmpty }) else { return }
+        throw JobSpecError(
+            field: "headers",
+            "\(header.name): \(header.references[0]) is not expanded in a job a watcher runs (only under 'runner run'); "
+                + "put the header in the watcher's --config, under the host it is for")
+    }
 
     /// `maxBytes` as the job set it (nil: unset), checked against the cap.
     func maxBytes(_ asked: Int?, default standard: Int) throws(JobSpecError) -> Int {

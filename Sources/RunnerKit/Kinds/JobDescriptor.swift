@@ -103,6 +103,9 @@ public struct JobDescriptor: Sendable {
         let key = try fields.string("key")
         if let key, key.isEmpty { throw JobSpecError(field: "key", "must not be empty") }
         if let key, key.utf8.contains(0) { throw JobSpecError(field: "key", "must not contain a NUL character") }
+        if let key, key.utf8.count > JobLimits.maxKeyBytes {
+            throw JobSpecError(field: "key", "is \(key.utf8.count) bytes long; a key is at most \(JobLimits.maxKeyBytes) bytes of UTF-8")
+        }
         let timeout = try limits.timeout(try seconds(&fields, "timeout", allowZero: false) ?? parent?.timeout, default: defaultTimeout)
         let noticeAfter = try seconds(&fields, "noticeAfter", allowZero: true) ?? parent?.noticeAfter ?? defaultNoticeAfter
         let retries = try fields.int("retries") ?? parent?.retries ?? 0
@@ -114,6 +117,7 @@ public struct JobDescriptor: Sendable {
         let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try OutputStore.validateOutput(path) }
         let checksum = try fields.string("checksum").map { (text) throws(JobSpecError) -> String in try validateChecksum(text) }
         let headers = try decodeHeaders(fields.value("headers") != nil, object, defaults)
+        if let headers { try limits.checkSecretReferences(headers) }
 
         let parameters = try definition.decode(&fields)
         if let unknown = fields.firstUnknownField() {
