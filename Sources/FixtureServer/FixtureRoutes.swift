@@ -17,6 +17,7 @@ import Synchronization
 /// | `/gzip/N` | N zero bytes sent gzip-compressed (`Content-Encoding: gzip`), about N/1000 bytes on the wire |
 /// | `/redirect?to=URL` | 302 to URL |
 /// | `/echo-headers` | the request's header fields as a JSON object, names lowercased |
+/// | `/say?text=TEXT` | TEXT (percent-decoded, any bytes) as `application/json`: an answer a test chooses |
 /// | `/` | a plain-text list of these routes |
 enum FixtureRoutes {
     /// The name the image list gives to an image that does not exist.
@@ -38,6 +39,8 @@ enum FixtureRoutes {
             return .resource(imageListJSON(baseURL: baseURL), contentType: "application/json")
         case "/echo-headers":
             return .json(200, echoJSON(request.headers))
+        case "/say":
+            return .json(200, request.query["text"] ?? "")
         case "/redirect":
             guard let location = request.query["to"], !location.isEmpty else {
                 return .text(400, "redirect needs ?to=URL")
@@ -166,6 +169,7 @@ enum FixtureRoutes {
           /gzip/N               N zero bytes, gzip-encoded (a gzip bomb for large N)
           /redirect?to=URL      302 to URL
           /echo-headers         the request's header fields as JSON
+          /say?text=TEXT        TEXT as application/json (an answer of the caller's choosing)
         Fault parameters on any path: delay=MS status=N retryAfter=S hang=1 truncate=N reset=1 html=1 trickle=MS trickleAfter=N close=1
         """
 

@@ -109,7 +109,7 @@ public final class OnFinishHooks: RunObserver, Sendable {
         let timeout = self.timeout
         // The hook races its timeout; the loser is cancelled (a cancelled hook's group is killed).
         let outcome: KindProcess.Outcome? = await withTaskGroup(of: KindProcess.Outcome?.self) { group in
-            group.addTask { await process.run(input: line) { report("\(key): on-finish: \($0)") } }
+            group.addTask { await process.run(input: line) { report(Printable.escaped("\(key): on-finish: \($0)")) } }
             group.addTask {
                 try? await Task.sleep(for: timeout)
                 return nil
@@ -135,7 +135,7 @@ public final class OnFinishHooks: RunObserver, Sendable {
 
     private func fail(_ result: JobResult, _ message: String) {
         state.withLock { $0.failed += 1 }
-        report("runner: \(message)")
+        report(Printable.escaped("runner: \(message)"))
         observer.hookFailed(result, reason: message)
     }
 

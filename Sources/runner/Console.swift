@@ -1,17 +1,25 @@
 import Foundation
 import Glibc
+import RunnerKit
 
-/// Writing to the terminal: whole lines, unbuffered, safe from any thread.
+/// Writing to the terminal: whole lines, unbuffered, safe from any thread. Control characters
+/// other than line breaks and tabs are shown escaped: a message may carry a key or a server's
+/// words, which must not drive the terminal.
 enum Console {
     private static let lock = NSLock()
 
     static func out(_ text: String) {
+        let text = Printable.escaped(text, keepingLineBreaks: true)
         write(1, text.hasSuffix("\n") ? text : text + "\n")
     }
 
     static func err(_ text: String) {
+        let text = Printable.escaped(text, keepingLineBreaks: true)
         write(2, text.hasSuffix("\n") ? text : text + "\n")
     }
+
+    /// One line about a job or from a server: line breaks are escaped too, so it stays one line.
+    static func errLine(_ text: String) { err(Printable.escaped(text)) }
 
     /// Raw text to standard output, no newline added (progress lines).
     static func outRaw(_ text: String) { write(1, text) }

@@ -40,7 +40,24 @@ enum EngineCommandOptions {
 
     static let events = CommandOption<String?>.text(
         "events", "FILE",
-        help: "Append one JSON line per event (queued, started, waiting, attempt, finished) to FILE as it happens; FILE may be a FIFO.")
+        help: "Write one JSON line per event (queued, started, waiting, attempt, finished, hook, dropped) to FILE as it happens: a new file, a FIFO or a device; never through a symbolic link.")
+    static let eventsAppend = CommandOption<Bool>.flag(
+        "events-append", help: "With --events, add to FILE if it is an existing regular file (refused without this).")
+
+    /// `--events FILE` and `--events-append`, checked now (a link, or an existing file without
+    /// `--events-append`, is a usage error); nil without `--events`.
+    static func eventsTarget(_ arguments: ParsedArguments) throws(UsageError) -> EventsTarget? {
+        guard let path = try arguments[events] else { return nil }
+        let append = try arguments[eventsAppend]
+        if let problem = EventStream.problem(opening: path, append: append) { throw UsageError("--events: \(problem)") }
+        return EventsTarget(path: path, append: append)
+    }
+
+    struct EventsTarget {
+        var path: String
+        var append: Bool
+        func stream() -> EventStream { EventStream(path: path, append: append) }
+    }
 
     static let onFinish = CommandOption<String?>.text(
         "on-finish", "COMMAND",
@@ -51,7 +68,7 @@ enum EngineCommandOptions {
         "hook-timeout", default: OnFinishHooks.defaultTimeout, help: "How long an --on-finish command may run before its process group is killed.")
 
     static let options: [CommandSpec.Option] =
-        KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, http.spec, cacert.spec, events.spec]
+        KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, http.spec, cacert.spec, events.spec, eventsAppend.spec]
         + [onFinish.spec, hookConcurrency.spec, hookTimeout.spec] + TrustOptions.specs
 
     /// `--on-finish`, `--hook-concurrency` and `--hook-timeout`, or nil without a command.

@@ -58,13 +58,30 @@ enum LiveOptions {
         return Settings(host: address, port: number, token: nil)
     }
 
-    /// The first line of `path`, which must not be empty.
+    /// The shortest token taken: a guess at 16 random characters is hopeless.
+    static let minimumTokenLength = 16
+
+    /// The first line of `path` (a trailing CR dropped, spaces trimmed): at least 16 characters,
+    /// in a file that only its owner may read.
     static func readToken(_ path: String) throws(UsageError) -> String {
+        var info = stat()
+        guard stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+            throw UsageError("--listen-token \(path): cannot be read: \(String(cString: strerror(errno == 0 ? EINVAL : errno)))")
+        }
+        guard info.st_mode & 0o044 == 0 else {
+            throw UsageError(
+                "--listen-token \(path): others may read it (mode \(String(info.st_mode & 0o777, radix: 8))); make it the watcher's own: chmod 600 \(path)")
+        }
         guard let data = FileManager.default.contents(atPath: path), data.count <= 4096 else {
             throw UsageError("--listen-token \(path): cannot be read, or is over 4 KiB")
         }
-        let token = String(decoding: data, as: UTF8.self).split(separator: "\n").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+        let token = String(decoding: data, as: UTF8.self).split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }).first
+            .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
         guard !token.isEmpty else { throw UsageError("--listen-token \(path): the file is empty; put the token on its first line") }
+        guard token.count >= minimumTokenLength else {
+            throw UsageError(
+                "--listen-token \(path): the token has \(token.count) characters; use at least \(minimumTokenLength) (for example: openssl rand -hex 16 > \(path))")
+        }
         return token
     }
 

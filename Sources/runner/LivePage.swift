@@ -61,11 +61,13 @@ enum LivePage {
             html += "<p class=\"none\">No host contacted yet.</p>"
         } else {
             html += "<table id=\"hosts\"><tr><th>host</th><th>slots in use</th><th>waiting</th><th>pace</th></tr>"
-            for host in hosts.prefix(100) {
+            let (shown, more) = LiveSite.busiest(hosts)
+            for host in shown {
                 var pace = host.rate.map { String(format: "%g a second", $0) } ?? "unpaced"
                 if host.pausedFor > .zero { pace += String(format: "; paused %.1f s more (Retry-After)", host.pausedFor.inSeconds) }
                 html += "<tr><td>\(escape(host.host))</td><td>\(host.inUse) of \(host.limit)</td><td>\(host.waiting)</td><td>\(escape(pace))</td></tr>"
             }
+            if more > 0 { html += "<tr><td colspan=\"4\">\(more) more host\(more == 1 ? "" : "s"), idle or less busy</td></tr>" }
             html += "</table>"
         }
         html += "</section>"

@@ -69,7 +69,9 @@ struct LiveSite: Sendable {
             members[index].value = .array(merged + others)
         }
         members.append(("jobs", .object(JobStatus.allCases.map { ($0.rawValue, JSONValue(snapshot.counts[$0] ?? 0)) })))
-        members.append(("hosts", .array(hosts().map { host in
+        let (shown, more) = Self.busiest(hosts())
+        members.append(("moreHosts", JSONValue(more)))
+        members.append(("hosts", .array(shown.map { host in
             .object([
                 ("host", .string(host.host)), ("inUse", JSONValue(host.inUse)), ("limit", JSONValue(host.limit)),
                 ("waiting", JSONValue(host.waiting)), ("rate", host.rate.map { JSONValue.number($0) } ?? .null),
@@ -99,6 +101,16 @@ struct LiveSite: Sendable {
     }
 
     static func milliseconds(_ seconds: TimeInterval) -> Int { max(0, Int(seconds * 1000)) }
+
+    /// The hosts shown: the busiest `limit` (slots in use and jobs waiting, then a pause), and
+    /// how many more there are. A list naming thousands of hosts keeps the page small.
+    static func busiest(_ hosts: [JobEngine.HostActivity], limit: Int = 50) -> (shown: [JobEngine.HostActivity], more: Int) {
+        guard hosts.count > limit else { return (hosts, 0) }
+        let sorted = hosts.sorted { a, b in
+            (a.inUse + a.waiting, a.pausedFor, b.host) > (b.inUse + b.waiting, b.pausedFor, a.host)
+        }
+        return (Array(sorted.prefix(limit)), hosts.count - limit)
+    }
 
     // MARK: - Submitting and cancelling
 

@@ -87,12 +87,12 @@ enum QueueCommands {
         }
         var lines = ["queue:    \(display)", "queued:   \(status.queued)", "running:  \(status.running.count)"]
         for job in status.running.prefix(20) {
-            lines.append("  \(job.key)  \(SpoolStatus.age(now.timeIntervalSince(job.startedAt)))  (runner \(job.runner))")
+            lines.append("  \(Printable.escaped(job.key))  \(SpoolStatus.age(now.timeIntervalSince(job.startedAt)))  (runner \(job.runner))")
         }
         lines.append("done:     \(status.done)")
         lines.append("failed:   \(status.failed)")
         for failed in status.latestFailed.prefix(5) {
-            lines.append("  \(failed.key)  \(failed.status)" + (failed.reason.map { ": \($0)" } ?? ""))
+            lines.append(Printable.escaped("  \(failed.key)  \(failed.status)" + (failed.reason.map { ": \($0)" } ?? "")))
         }
         if status.cancelled > 0 { lines.append("cancelled: \(status.cancelled)") }
         Console.out(lines.joined(separator: "\n"))
@@ -182,7 +182,7 @@ enum QueueCommands {
         }
         configuration.keyLock = feed.keyLock
         configuration.sharedPacing = feed.sharedPacing
-        let events = options.events.map { EventStream(path: $0) }
+        let events = options.events.map { $0.stream() }
         defer { EngineCommandOptions.finish(events) }
         // Prometheus metrics (--metrics): the jobs' counters and the jobs running now.
         let service = WatchService(notifier: nil, metricsPath: options.metrics)
@@ -223,7 +223,7 @@ enum QueueCommands {
         service.metrics.follow(running: { concurrency - engine.freeSlots })
         feed.pacer.withLock { $0 = engine.pacer }
         feed.cancelKey.withLock { $0 = { key in
-            if engine.taskManager.cancel(key: key) { Console.err("runner: cancel \(key): the running task is cancelled") }
+            if engine.taskManager.cancel(key: key) { Console.errLine("runner: cancel \(key): the running task is cancelled") }
         } }
         let grace = options.feed.grace
         // Under systemd (Type=notify): READY=1 once connected, a STATUS= line and WATCHDOG=1 at

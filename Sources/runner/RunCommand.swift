@@ -51,7 +51,7 @@ enum RunCommand {
         var wait: Bool
         var json: Bool
         var metrics: String?
-        var events: String?
+        var events: EngineCommandOptions.EventsTarget?
         /// `--on-finish`, `--hook-concurrency`, `--hook-timeout`.
         var hook: (command: String, concurrency: Int, timeout: Duration)?
         var sync: Bool
@@ -75,7 +75,7 @@ enum RunCommand {
             wait = try arguments[RunCommand.wait]
             json = try arguments[RunCommand.json]
             metrics = try arguments[RunCommand.metrics]
-            events = try arguments[EngineCommandOptions.events]
+            events = try EngineCommandOptions.eventsTarget(arguments)
             hook = try EngineCommandOptions.hook(arguments)
             sync = !(try arguments[noSync])
             kindFolders = try arguments[KindOptions.kinds]
@@ -138,7 +138,7 @@ enum RunCommand {
         }
         let reporter = RunReporter(json: options.json, total: validation.total)
         let metrics = options.metrics.map { _ in Metrics() }
-        let events = options.events.map { EventStream(path: $0) }
+        let events = options.events.map { $0.stream() }
         defer { EngineCommandOptions.finish(events) }
         let hooks = options.hook.map { hook in
             OnFinishHooks(

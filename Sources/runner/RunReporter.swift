@@ -35,12 +35,12 @@ final class RunReporter: RunObserver {
 
     func jobNotice(_ job: JobDescriptor, message: String) {
         clearProgress()
-        Console.err("runner: \(job.key): \(message)")
+        Console.errLine("runner: \(job.key): \(message)")
     }
 
     func problem(_ message: String) {
         clearProgress()
-        Console.err("runner: \(message)")
+        Console.errLine("runner: \(message)")
     }
 
     func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
@@ -146,6 +146,7 @@ final class RunReporter: RunObserver {
         func line(_ cells: [String]) -> String {
             var text = ""
             for (column, cell) in zip(columns, cells) {
+                let cell = Printable.escaped(cell)
                 let pad = String(repeating: " ", count: max(1, column.width - cell.count + 1) - (column.right ? 1 : 0))
                 text += column.width == 0 ? cell : column.right ? pad + cell + " " : cell + pad
             }

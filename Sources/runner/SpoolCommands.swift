@@ -107,7 +107,7 @@ enum SpoolCommands {
                 guard feed.rescanInterval >= .milliseconds(10) else { throw UsageError("--rescan must be at least 0.01 seconds") }
                 options = WatchOptions(
                     feed: feed, metrics: try arguments[watchMetrics], json: try arguments[watchJSON],
-                    events: try arguments[EngineCommandOptions.events], hook: try EngineCommandOptions.hook(arguments),
+                    events: try EngineCommandOptions.eventsTarget(arguments), hook: try EngineCommandOptions.hook(arguments),
                     live: try LiveOptions.settings(arguments), queue: try QueueCommands.url(arguments),
                     keepDays: try arguments[QueueCommands.keepOption])
             } catch {
@@ -125,7 +125,7 @@ enum SpoolCommands {
         var feed: SpoolFeed.Configuration
         var metrics: String?
         var json = false
-        var events: String?
+        var events: EngineCommandOptions.EventsTarget?
         var hook: (command: String, concurrency: Int, timeout: Duration)?
         var live: LiveOptions.Settings?
         /// A PostgreSQL queue to take jobs from instead of the spool folder.
@@ -152,7 +152,7 @@ enum SpoolCommands {
         // Operating as a service: systemd's notify protocol and Prometheus metrics.
         let service = WatchService(notifier: SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment), metricsPath: options.metrics)
         configuration.heartbeatInterval = service.heartbeatInterval
-        let events = options.events.map { EventStream(path: $0) }
+        let events = options.events.map { $0.stream() }
         defer { EngineCommandOptions.finish(events) }
         // Hooks: a file moves on only once the hooks of its jobs ended.
         let hooks = options.hook.map { hook in
@@ -242,7 +242,7 @@ enum SpoolCommands {
             if report.outcome == .failed, let reason = report.reason?.split(separator: "\n").first { line += "\n  \(reason)" }
             Console.err(line)
         case .cancelRequested(let key, let cancelledRunning):
-            Console.err("runner: cancel \(key): " + (cancelledRunning ? "the running task is cancelled" : "no task with that key is running; waiting jobs with it will not run"))
+            Console.errLine("runner: cancel \(key): " + (cancelledRunning ? "the running task is cancelled" : "no task with that key is running; waiting jobs with it will not run"))
         case .problem(let message):
             Console.err("runner: \(message)")
         }
@@ -328,8 +328,8 @@ final class WatchReporter: RunObserver {
 
     init(json: Bool) { self.json = json }
 
-    func jobNotice(_ job: JobDescriptor, message: String) { Console.err("runner: \(job.key): \(message)") }
-    func problem(_ message: String) { Console.err("runner: \(message)") }
+    func jobNotice(_ job: JobDescriptor, message: String) { Console.errLine("runner: \(job.key): \(message)") }
+    func problem(_ message: String) { Console.errLine("runner: \(message)") }
     func jobFinished(_ result: JobResult) {
         if json { Console.out(result.jsonLine) }
     }

@@ -43,12 +43,12 @@ extension SpoolStatus {
         if orphaned > 0 { lines.append("orphaned: \(orphaned) file(s) in active/ of a watcher that died; the next watcher puts them back in line") }
         lines.append("running:  \(running.count)")
         for job in running.prefix(20) {
-            lines.append("  \(job.key)  \(Self.age(now.timeIntervalSince(job.startedAt)))  (pid \(job.pid))")
+            lines.append("  \(Printable.escaped(job.key))  \(Self.age(now.timeIntervalSince(job.startedAt)))  (pid \(job.pid))")
         }
         if running.count > 20 { lines.append("  … and \(running.count - 20) more") }
         lines.append("done:     \(doneCount)" + (latestDone.map { ", latest \($0.name) (\(Self.age(now.timeIntervalSince($0.at))) ago)" } ?? ""))
         lines.append("failed:   \(failedCount)" + (latestFailed.map { f in
-            ", latest \(f.name) (\(Self.age(now.timeIntervalSince(f.at))) ago)" + (f.reason.map { ": \($0)" } ?? "")
+            ", latest \(f.name) (\(Self.age(now.timeIntervalSince(f.at))) ago)" + (f.reason.map { ": \(Printable.escaped($0))" } ?? "")
         } ?? ""))
         if !cancelRequests.isEmpty { lines.append("cancel requests: \(cancelRequests.joined(separator: ", "))") }
         return lines.joined(separator: "\n")

@@ -76,7 +76,8 @@ struct ConnectionTests {
         #expect(!clients[0].hasData(within: 0.1))
         let start = ContinuousClock.now
         server.stop()
-        #expect(milliseconds(since: start) < 3000)
+        let took = milliseconds(since: start)
+        #expect(took < 5000, "stop waited \(took) ms; the hangs never end by themselves")
         #expect(server.openConnections == 0)
         #expect(clients.allSatisfy { $0.hasData(within: 1) })
     }

@@ -40,7 +40,8 @@ struct FaultTests {
         #expect(!client.hasData(within: 0.3))
         let start = ContinuousClock.now
         server.stop()
-        #expect(milliseconds(since: start) < 1000)
+        let took = milliseconds(since: start)
+        #expect(took < 5000, "stop waited \(took) ms; a hang never ends by itself")
         #expect(client.hasData(within: 1))
         #expect((try? client.readToEnd()) ?? [] == [])
         #expect(server.openConnections == 0)
@@ -66,7 +67,8 @@ struct FaultTests {
         #expect(await eventually { server.totalRequests == 2 })
         let start = ContinuousClock.now
         server.stop()
-        #expect(milliseconds(since: start) < 1000)
+        let took = milliseconds(since: start)
+        #expect(took < 5000, "stop waited \(took) ms; unwoken, 20 s and more")
         #expect(server.openConnections == 0)
     }
 

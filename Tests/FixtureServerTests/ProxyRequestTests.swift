@@ -95,7 +95,8 @@ struct ProxyRequestTests {
         #expect(await eventually { proxy.tunnels == 2 })
         let start = ContinuousClock.now
         proxy.stop()
-        #expect(milliseconds(since: start) < 3000)
+        let took = milliseconds(since: start)
+        #expect(took < 5000, "stop waited \(took) ms; an open tunnel never ends by itself")
         #expect(try open.readToEnd().isEmpty)
     }
 

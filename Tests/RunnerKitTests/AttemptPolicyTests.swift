@@ -222,8 +222,12 @@ struct DeadlineTimerTests {
         let cancelled = timer.schedule(after: .milliseconds(50)) { order.update { $0.append(-1) } }
         #expect(cancelled.cancel())
         #expect(!cancelled.cancel(), "a second cancel finds nothing pending")
+        // Against one base instant, far enough out for the loop to end first: a loop slowed
+        // between two calls cannot put a deadline after a later one.
+        let base = ContinuousClock.now + .milliseconds(500)
         for i in (0..<20).reversed() {
-            _ = timer.schedule(after: .milliseconds(100 + 10 * i)) { order.update { $0.append(i) } }
+            let due = base + .milliseconds(10 * i)
+            _ = timer.schedule(after: ContinuousClock.now.duration(to: due)) { order.update { $0.append(i) } }
         }
         await order.wait(until: { $0.count >= 20 }, "20 deadlines to fire")
         // The cancelled deadline, had it fired, would come first (50 ms, before every other).

@@ -441,12 +441,14 @@ struct EventStreamTests {
     }
 
     @Test func aReaderThatIsBehindLosesEventsButNeverWaitsAndIsToldHowMany() throws {
-        var fds: [Int32] = [0, 0]
-        #expect(pipe(&fds) == 0)
-        defer { close(fds[0]) }
-        // The pipe's write end, by path, as a FIFO is opened; nobody reads it yet.
-        let stream = EventStream(path: "/proc/self/fd/\(fds[1])", capacity: 100)
-        defer { close(fds[1]) }
+        // A FIFO whose read end is open, but nobody reads it yet.
+        let folder = TemporaryFolder()
+        let fifo = folder.path + "/events"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+        #expect(reader >= 0)
+        defer { close(reader) }
+        let stream = EventStream(path: fifo, capacity: 100)
         let job = JobDescriptor(Kind(), key: "k", url: URL(string: "http://host.test/")!)
         let began = ContinuousClock.now
         for _ in 0..<5000 { stream.jobStarted(job) }
@@ -457,12 +459,11 @@ struct EventStreamTests {
             _ = stream.finish(timeout: .seconds(10))
             done.withLock { $0 = true }
         }
-        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let finished = done.withLock { $0 }
-            let got = read(fds[0], &buffer, buffer.count)
+            let got = read(reader, &buffer, buffer.count)
             if got > 0 {
                 bytes += buffer[..<got]
             } else if finished {

@@ -38,6 +38,23 @@ import Testing
             == ["f.json: field 'key' is 1025 bytes long; a key is at most 1024 bytes of UTF-8"])
     }
 
+    /// What the page, the logs and the queue show is bounded: a URL at most 8 KiB (checked when
+    /// the job is read), an error at most 2 KiB (cut where it is made).
+    @Test func urlsAndErrorsAreBounded() {
+        let path = "/" + String(repeating: "p", count: 8192 - 9)  // "http://h" and the path: 8192 bytes
+        #expect(errors(#"{"kind": "probe", "url": "http://h\#(path)"}"#, limits: .none).isEmpty)
+        #expect(errors(#"{"kind": "probe", "url": "http://h\#(path)p"}"#, limits: .none)
+            == ["f.json: field 'url' is 8193 bytes long; a URL is at most 8192 bytes"])
+        let long = String(repeating: "é", count: 3000)
+        var result = JobResult(key: "k", kind: "probe", status: .failed, error: long, startedAt: Date(), finishedAt: Date())
+        #expect(result.error!.utf8.count <= JobResult.maxErrorBytes)
+        #expect(result.error!.hasPrefix("ééé") && result.error!.hasSuffix("more bytes)"), "\(result.error!.suffix(40))")
+        result.error = "short"
+        #expect(result.error == "short")
+        result.error = long
+        #expect(result.error!.utf8.count <= JobResult.maxErrorBytes, "set later, cut too")
+    }
+
     /// A producer's job may not refer to the runner's environment or files; the operator's may.
     @Test func secretReferencesAreTheOperatorsOnly() {
         let job = #"{"kind": "probe", "url": "http://h/", "headers": {"a": "x {env:HOME}", "b": "plain"}}"#

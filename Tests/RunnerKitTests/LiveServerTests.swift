@@ -118,6 +118,71 @@ import Testing
         #expect(RawHTTP.closedByPeer(idle[0]), "the oldest idle connection was closed for the newcomer")
     }
 
+    /// A thousand hostile connections: most announce 1 MiB bodies without a token and send a few
+    /// bytes of them, the others never finish their head. The unauthenticated are answered 401 on
+    /// their head and reserve nothing; the oldest make room for newcomers; an authenticated
+    /// client is served, its POST too.
+    @Test func aThousandHostileConnectionsLeaveRoomForAnAuthenticatedClient() throws {
+        let token = "a-token-of-the-test"
+        let server = try Self.server(token: token)
+        defer { server.stop() }
+        var hostile: [Int32] = []
+        defer { hostile.forEach { close($0) } }
+        for index in 0..<1000 {
+            let fd = try RawHTTP.connect(port: server.port, timeout: .seconds(5))
+            if index.isMultiple(of: 10) {
+                RawHTTP.send(fd, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            } else {
+                RawHTTP.send(fd, "POST /jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1048576\r\n\r\nonly a little")
+            }
+            hostile.append(fd)
+        }
+        // An unauthenticated one was answered at once, its body never awaited.
+        var answer: [UInt8] = []
+        #expect(RawHTTP.read(hostile[999], until: "\r\n\r\n", into: &answer))
+        #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 401"), "\(String(decoding: answer, as: UTF8.self))")
+        for _ in 0..<3 {
+            #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer \(token)"]).status == 200)
+            let post = try RawHTTP.exchange(port: server.port, "POST /jobs HTTP/1.1", body: Array("{}".utf8), headers: ["Authorization: Bearer \(token)"])
+            #expect(post.status == 200, "\(post.body)")
+        }
+    }
+
+    /// A connection still sending its body makes room for a newcomer too.
+    @Test func pastTheConnectionLimitAConnectionStillSendingItsBodyMakesRoom() throws {
+        var limits = LiveServer.Limits()
+        limits.connections = 8
+        let server = try Self.server(token: "t", limits: limits)
+        defer { server.stop() }
+        let slow = try (0..<8).map { _ in
+            let fd = try RawHTTP.connect(port: server.port, timeout: .seconds(5))
+            RawHTTP.send(fd, "POST /jobs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t\r\nContent-Length: 100\r\n\r\nab")
+            return fd
+        }
+        defer { slow.forEach { close($0) } }
+        usleep(200_000)  // all eight are reading their bodies
+        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer t"]).status == 200)
+        #expect(RawHTTP.closedByPeer(slow[0]), "the oldest connection still sending its body was closed for the newcomer")
+    }
+
+    /// Past `failuresPerAddress` wrong tokens in `failureWindow`, an address is answered 429,
+    /// right token or not, until the window has passed.
+    @Test func failedAuthenticationsFromOneAddressAreSlowed() async throws {
+        var limits = LiveServer.Limits()
+        limits.failuresPerAddress = 3
+        limits.failureWindow = .seconds(1)
+        let server = try Self.server(token: "right-token", limits: limits)
+        defer { server.stop() }
+        for _ in 0..<3 {
+            #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer wrong"]).status == 401)
+        }
+        let slowed = try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer right-token"])
+        #expect(slowed.status == 429, "\(slowed.body)")
+        #expect(slowed.headers["retry-after"] == "1")
+        try await Task.sleep(for: .milliseconds(1100))
+        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer right-token"]).status == 200)
+    }
+
     @Test func eventReadersGetEveryLineAndOneThatFallsBehindIsDropped() async throws {
         var limits = LiveServer.Limits()
         limits.readerBuffer = 64 * 1024

@@ -48,7 +48,8 @@ struct RouteMonitorTests {
             #expect(monitor.isReachable(host: host))
             let started = ContinuousClock.now
             try await monitor.waitUntilReachable(host: host)
-            #expect(ContinuousClock.now - started < .milliseconds(20))
+            let took = ContinuousClock.now - started
+            #expect(took < .seconds(2), "\(host): waited \(took); a wait for a route change would never end")
         }
     }
 
@@ -120,7 +121,8 @@ struct RouteMonitorTests {
             waiter.cancel()
             // Then it ends with CancellationError, promptly
             await #expect(throws: CancellationError.self) { try await waiter.value }
-            #expect(ContinuousClock.now - cancelled < .milliseconds(50))
+            let took = ContinuousClock.now - cancelled
+            #expect(took < .seconds(1), "\(host): ended \(took) after cancel; ignoring it, the wait never ends")
         }
 
         // Closing the monitor ends the waits that remain.
@@ -146,7 +148,9 @@ struct RouteMonitorTests {
 
         let monitor = try client.make { Self.makeMonitor(usesNetlinkEvents: usesNetlinkEvents) }
         defer { monitor.close() }
-        let limit: Duration = usesNetlinkEvents ? .milliseconds(100) : .milliseconds(200)  // polling: interval + margin
+        // Either way a missed change is never seen (netlink mode never polls; polling looks
+        // every 100 ms), so a margin for a loaded machine still tells.
+        let limit: Duration = .seconds(2)
 
         let log = UpdateLog()
         let reader = Task { for await update in monitor.updates(for: target) { log.append(update) } }
@@ -201,10 +205,10 @@ private final class UpdateLog: Sendable {
 
     func append(_ update: RouteMonitor.Update) { storage.withLock { $0.append(update) } }
 
-    /// Waits until `count` updates arrived, at most two seconds. This bounds the test; the
+    /// Waits until `count` updates arrived, at most five seconds. This bounds the test; the
     /// updates' own timestamps are what is measured.
     func waitForCount(_ count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(2)
+        let deadline = ContinuousClock.now + .seconds(5)
         while updates.count < count {
             guard ContinuousClock.now < deadline else {
                 Issue.record("expected \(count) updates, got \(states)")

@@ -72,7 +72,8 @@ struct TaskManagerTests {
             var cancelled = 0
             for await result in group where result == true { cancelled += 1 }
             #expect(cancelled == 50)
-            #expect(before.duration(to: clock.now) < .milliseconds(1000))
+            let took = before.duration(to: clock.now)
+            #expect(took < .seconds(5), "all ended \(took) after cancelAll; uncancelled they sleep 60 s")
         }
         #expect(manager.count == 0)
     }

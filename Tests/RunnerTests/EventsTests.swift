@@ -92,4 +92,30 @@ struct EventsTests {
         let events = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(String($0)) }
         #expect(Self.byKey(events)["image:a"] == ["queued", "started", "finished"], "\(events)")
     }
+
+    /// `--events` never follows a link and never mixes into an existing file unasked.
+    @Test func eventsRefuseALinkAndAnExistingFileUnlessAppending() async throws {
+        let w = try Workspace()
+        w.write("job.json", #"{"kind": "image", "key": "image:e", "url": "\#(w.base)/images/png.png"}"#)
+        let target = w.write("elsewhere.txt", "keep\n")
+        #expect(symlink(target, "\(w.root)/link.jsonl") == 0)
+        let linked = try await w.run(["run", "job.json", "--events", "link.jsonl"])
+        #expect(linked.status == 2, "\(linked.stderr)")
+        #expect(linked.stderr.contains("--events: link.jsonl is a symbolic link, which --events does not follow"), "\(linked.stderr)")
+        #expect(linked.stderr.split(separator: "\n").count == 1 || linked.stderr.contains("--help"), "\(linked.stderr)")
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == "keep\n")
+        #expect(w.server.totalRequests == 0, "nothing ran")
+
+        let first = try await w.run(["run", "job.json", "--events", "events.jsonl"])
+        #expect(first.status == 0, "\(first.stderr)")
+        let again = try await w.run(["run", "job.json", "--events", "events.jsonl"])
+        #expect(again.status == 2 && again.stderr.contains("events.jsonl exists; pass --events-append"), "\(again.stderr)")
+        let appended = try await w.run(["run", "job.json", "--events", "events.jsonl", "--events-append"])
+        #expect(appended.status == 0, "\(appended.stderr)")
+        let lines = try String(contentsOfFile: "\(w.root)/events.jsonl", encoding: .utf8).split(separator: "\n")
+        #expect(lines.filter { $0.contains(#""event":"finished""#) }.count == 2, "both runs' lines: \(lines)")
+        let linkedAppend = try await w.run(["run", "job.json", "--events", "link.jsonl", "--events-append"])
+        #expect(linkedAppend.status == 2, "a link stays refused with --events-append: \(linkedAppend.stderr)")
+        #expect(try String(contentsOfFile: target, encoding: .utf8) == "keep\n")
+    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import RunnerKit
+@testable import runner
 import RunnerTestSupport
 import Testing
 
@@ -8,9 +9,18 @@ import Testing
 /// over HTTP, what it refuses at start, and hostile clients while jobs run.
 @Suite(.serialized) struct LiveTests {
     /// A watcher serving on a port the kernel chose, with a token; and that port.
-    static func startWatcher(_ world: SpoolWorld, token: String? = "t0ken", _ arguments: [String] = []) async throws -> (ChildProcess, UInt16) {
+    static let token = "t0ken-of-the-live-tests"
+
+    /// A token file as the watcher wants it: the owner's alone.
+    static func tokenFile(_ world: SpoolWorld, _ token: String = token, name: String = "token") -> String {
+        let path = world.w.write(name, token + "\n")
+        chmod(path, 0o600)
+        return path
+    }
+
+    static func startWatcher(_ world: SpoolWorld, token: String? = Self.token, _ arguments: [String] = []) async throws -> (ChildProcess, UInt16) {
         var extra = ["--listen", "127.0.0.1:0"]
-        if let token { extra += ["--listen-token", world.w.write("token", token + "\n")] }
+        if let token { extra += ["--listen-token", tokenFile(world, token)] }
         let watcher = try world.startWatcher(extra + arguments)
         var port: UInt16?
         _ = await world.wait(upTo: .seconds(20)) {
@@ -27,7 +37,7 @@ import Testing
         return (watcher, port)
     }
 
-    static let auth = ["Authorization: Bearer t0ken"]
+    static let auth = ["Authorization: Bearer \(token)"]
 
     static func json(_ answer: RawHTTP.Answer) throws -> JSONValue { try JSONParser.parse(answer.body) }
 
@@ -44,7 +54,7 @@ import Testing
         // An event-stream reader from the start.
         let reader = try RawHTTP.connect(port: port, timeout: .seconds(30))
         defer { close(reader) }
-        RawHTTP.send(reader, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer t0ken\r\n\r\n")
+        RawHTTP.send(reader, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(Self.token)\r\n\r\n")
         var stream: [UInt8] = []
         #expect(RawHTTP.read(reader, until: "retry: 2000", into: &stream))
 
@@ -131,10 +141,24 @@ import Testing
         await Self.stop(watcher, world)
     }
 
+    /// A token file written on Windows (CRLF) or with trailing spaces gives the token itself.
+    @Test func aTokenFileLineEndsWithoutItsCRAndSpaces() throws {
+        let world = try SpoolWorld()
+        for (text, name) in [("\(Self.token)\r\n", "crlf"), ("  \(Self.token) \r\nsecond line\n", "spaces"), (Self.token, "bare")] {
+            let path = Self.tokenFile(world, "", name: name)
+            _ = FileManager.default.createFile(atPath: path, contents: Data(text.utf8))
+            chmod(path, 0o600)
+            #expect(try LiveOptions.readToken(path) == Self.token, "\(name)")
+        }
+    }
+
     @Test func whatListenRefusesAtStartIsOneLineAndExit2() async throws {
         let world = try SpoolWorld()
-        let token = world.w.write("token", "abc\n")
-        let empty = world.w.write("empty", "\n")
+        let token = Self.tokenFile(world)
+        let empty = Self.tokenFile(world, "", name: "empty")
+        let short = Self.tokenFile(world, "abc", name: "short")
+        let shared = world.w.write("shared", Self.token + "\n")
+        chmod(shared, 0o644)
         let cases: [([String], String)] = [
             (["--listen", "0.0.0.0:0"], "not a loopback address; serving it needs --listen-token FILE"),
             (["--listen", "127.0.0.1"], "expected HOST:PORT"),
@@ -142,6 +166,8 @@ import Testing
             (["--listen", "127.0.0.1:99999"], "the port must be a number"),
             (["--listen", "127.0.0.1:0", "--listen-token", "\(world.w.root)/missing"], "cannot be read"),
             (["--listen", "127.0.0.1:0", "--listen-token", empty], "the file is empty"),
+            (["--listen", "127.0.0.1:0", "--listen-token", short], "the token has 3 characters; use at least 16"),
+            (["--listen", "127.0.0.1:0", "--listen-token", shared], "others may read it (mode 644); make it the watcher's own: chmod 600"),
             (["--listen-token", token], "--listen-token needs --listen"),
         ]
         for (arguments, expected) in cases {
@@ -161,8 +187,10 @@ import Testing
         defer { if watcher.isRunning { watcher.terminate() } }
         let before = PeakMemory.highWaterMark(pid: watcher.processIdentifier) ?? 0
 
+        // 20 s: the server closes a slow request 10 s after it accepted it, which a loaded machine
+        // may do seconds into the attack; each slow request must be closed before it ends.
         let attack = try ChildProcess(
-            "/usr/bin/env", ["python3", script, "--port", String(port), "--token", "t0ken", "--seconds", "12"], stdout: .pipe, stderr: .inherit)
+            "/usr/bin/env", ["python3", script, "--port", String(port), "--token", Self.token, "--seconds", "20"], stdout: .pipe, stderr: .inherit)
         defer { attack.terminate() }
         try await Task.sleep(for: .seconds(3))  // the attack under way
 

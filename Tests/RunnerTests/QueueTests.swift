@@ -134,6 +134,14 @@ struct QueueTests {
         #expect(refused.status == 2)
         #expect(refused.stderr.contains("Nothing was queued"))
         #expect(try await Self.status(world, db)["queued"]?["count"]?.intValue == 0)
+        // A submitter may not read the watchers' environment or files; nor pass a key over 1 KiB.
+        let secret = world.w.write("secret.json", #"{"kind": "entry", "key": "q:s", "id": "1", "url": "\#(world.base)/entries/{id}.json", "headers": {"a": "{env:PGPASSWORD}"}}"#)
+        let long = world.w.write("long.json", #"{"kind": "entry", "key": "\#(String(repeating: "k", count: 1025))", "id": "1", "url": "\#(world.base)/entries/{id}.json"}"#)
+        let secretRefused = try await world.w.run(["submit", "--queue", db.url, secret])
+        #expect(secretRefused.status == 2 && secretRefused.stderr.contains("{env:PGPASSWORD} is not expanded in a job a watcher runs"), "\(secretRefused.stderr)")
+        let longRefused = try await world.w.run(["submit", "--queue", db.url, long])
+        #expect(longRefused.status == 2 && longRefused.stderr.contains("a key is at most 1024 bytes"), "\(longRefused.stderr)")
+        #expect(try await Self.status(world, db)["queued"]?["count"]?.intValue == 0)
 
         let queued = try await RunnerBinary.runExecutable(RunnerBinary.path, ["submit", good], in: world.w.root, environment: ["RUNNER_QUEUE": db.url])
         #expect(queued.status == 0, "\(queued.stderr)")
@@ -145,12 +153,35 @@ struct QueueTests {
         #expect(version.stdout.contains("libpq 1"), "\(version.stdout)")
     }
 
+    /// Any byte a server sends can be stored: an error text holding NUL (a duplicate member
+    /// name with a NUL in it) reaches the database with the records of its batch.
+    @Test func aRecordHoldingNULIsStoredAndHoldsNoOtherRecord() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let poison = #"{"a\u0000b":1,"a\u0000b":2}"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let file = world.w.write("nul.jsonl", #"{"kind": "json", "key": "q:nul", "url": "\#(world.base)/say?text=\#(poison)"}"# + "\n"
+            + Self.jobs(world, 4, prefix: "q:fine", delay: 0))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        let watcher = try Self.startWatcher(world, db, "out")
+        defer { watcher.terminate() }
+        let status = try await Self.status(world, db, upTo: .seconds(20)) { Self.count($0, "failed") == 1 && Self.count($0, "done") == 4 }
+        #expect(Self.count(status, "failed") == 1 && Self.count(status, "done") == 4, "\(status)")
+        #expect(status["running"]?.arrayValue?.isEmpty == true && Self.count(status, "queued") == 0, "\(status)")
+        let reason = status["failed"]?["latest"]?["reason"]?.stringValue ?? ""
+        #expect(reason.contains("duplicate member") && reason.contains("a\u{FFFD}b"), "NUL shown as U+FFFD: \(reason.debugDescription)")
+        #expect(!world.log("out").contains("could not be stored"), "\(world.log("out"))")
+        #expect(await Self.stop(watcher, world) == 0)
+    }
+
     @Test func threeWatchersShareTheJobsAndEachIsFetchedOnce() async throws {
         let db = try PostgresServer()
         let world = try SpoolWorld()
         let file = world.w.write("many.jsonl", Self.jobs(world, 300, prefix: "q:many", delay: 5))
         let watchers = try (1...3).map { try Self.startWatcher(world, db, "out\($0)") }
         defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
+        // All three listening before the jobs come, so a slow start cannot leave one out.
+        let listening = await world.wait(upTo: .seconds(20)) { (1...3).allSatisfy { world.log("out\($0)").contains("watching the queue") } }
+        #expect(listening, "\((1...3).map { world.log("out\($0)") })")
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
         let done = await world.wait(upTo: .seconds(60)) {
             (1...3).map { Self.records(world, "out\($0)").count }.reduce(0, +) >= 300
@@ -222,7 +253,7 @@ struct QueueTests {
         #expect(cancel.status == 0, "\(cancel.stderr)")
         #expect(cancel.stdout.contains("its running task"), "\(cancel.stdout)")
         #expect(await world.wait(upTo: .seconds(10)) { Self.records(world, "out")["q:cancel0"] == "cancelled" }, "\(world.log("out"))")
-        #expect(asked.duration(to: .now) < .seconds(1), "the running task ended within 1 s of the cancel: \(asked.duration(to: .now))")
+        #expect(asked.duration(to: .now) < .seconds(5), "the running task ended soon after the cancel, not after its 20 s: \(asked.duration(to: .now))")
         // The other two (queued, or claimed and waiting for a slot) end cancelled without running.
         let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "cancelled") == 3 }
         #expect(status["cancelled"]?["count"]?.intValue == 3, "\(status)")
@@ -269,6 +300,9 @@ struct QueueTests {
         let file = world.w.write("paced.jsonl", Self.jobs(world, 24, prefix: "q:paced", delay: 0))
         let watchers = try (1...3).map { try Self.startWatcher(world, db, "out\($0)", ["--rate", "4", "--concurrency", "8"]) }
         defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
+        let listening = await world.wait(upTo: .seconds(20)) { (1...3).allSatisfy { world.log("out\($0)").contains("watching the queue") } }
+        #expect(listening, "\((1...3).map { world.log("out\($0)") })")
+        let submitted = ContinuousClock.now
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
         let done = await world.wait(upTo: .seconds(40)) {
             (1...3).map { Self.records(world, "out\($0)").count }.reduce(0, +) >= 24
@@ -281,7 +315,8 @@ struct QueueTests {
         #expect(arrivals.count == 24)
         let busiest = RateTests.busiestSecond(arrivals)
         #expect(busiest <= RateTests.allowed(rate: 4), "three watchers at --rate 4 share one pace: \(busiest) requests within one second")
-        #expect(RateTests.span(arrivals) >= .milliseconds(5000), "\(RateTests.span(arrivals))")
+        let span = RateTests.span(since: submitted, arrivals)
+        #expect(span >= .milliseconds(5600), "24 requests 250 ms apart take 5.75 s (each watcher on its own, 1.75 s): \(span)")
         for watcher in watchers { #expect(await Self.stop(watcher, world) == 0) }
     }
 
@@ -313,7 +348,7 @@ struct QueueTests {
         for watcher in watchers { #expect(await Self.stop(watcher, world) == 0) }
     }
 
-    @Test func anIdleWatcherStartsANewJobWithinASecond() async throws {
+    @Test func anIdleWatcherIsWokenByANotifyNotByItsRescan() async throws {
         let db = try PostgresServer()
         let world = try SpoolWorld()
         let watcher = try Self.startWatcher(world, db, "out")  // --rescan 30: only NOTIFY wakes it in time
@@ -323,9 +358,9 @@ struct QueueTests {
         let file = world.w.write("one.jsonl", Self.jobs(world, 1, prefix: "q:idle", delay: 0))
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
         let submitted = ContinuousClock.now
-        #expect(await world.wait(upTo: .seconds(5)) { !world.w.server.arrivals(pathPrefix: "/entries/").isEmpty })
+        #expect(await world.wait(upTo: .seconds(10)) { !world.w.server.arrivals(pathPrefix: "/entries/").isEmpty })
         let arrival = try #require(world.w.server.arrivals(pathPrefix: "/entries/").first)
-        #expect(submitted.duration(to: arrival) < .seconds(1), "\(submitted.duration(to: arrival))")
+        #expect(submitted.duration(to: arrival) < .seconds(5), "woken by NOTIFY, not the 30 s rescan: \(submitted.duration(to: arrival))")
         #expect(await Self.stop(watcher, world) == 0)
     }
 
@@ -345,9 +380,9 @@ struct QueueTests {
         #expect(await world.wait(upTo: .seconds(10)) { world.log("second").contains("watching the queue") })
         let signalled = ContinuousClock.now
         kill(first.processIdentifier, SIGTERM)
-        #expect(await world.wait(upTo: .seconds(10)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 3 })
+        #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 3 })
         let third = try #require(world.w.server.arrivals(pathPrefix: "/entries/").last)
-        #expect(signalled.duration(to: third) < .seconds(2), "given back at once, not after the lease: \(signalled.duration(to: third))")
+        #expect(signalled.duration(to: third) < .seconds(10), "given back at once, not after the 30 s lease: \(signalled.duration(to: third))")
         #expect(await world.exit(of: first, upTo: .seconds(20)) == 0)
         #expect(Self.records(world, "first").count == 2 && Self.records(world, "first").values.allSatisfy { $0 == "succeeded" }, "the running jobs ended within the grace")
         #expect(await world.wait(upTo: .seconds(10)) { Self.records(world, "second").count == 1 })
@@ -469,8 +504,7 @@ struct QueueTests {
     @Test func theLivePageAndAPIOfAQueueWatcherShowTheFleetAndFeedTheQueue() async throws {
         let db = try PostgresServer()
         let world = try SpoolWorld()
-        let token = world.w.write("token", "t0ken\n")
-        let watcher = try Self.startWatcher(world, db, "out", ["--listen", "127.0.0.1:0", "--listen-token", token])
+        let watcher = try Self.startWatcher(world, db, "out", ["--listen", "127.0.0.1:0", "--listen-token", LiveTests.tokenFile(world)])
         defer { if watcher.isRunning { watcher.terminate() } }
         var port: UInt16?
         _ = await world.wait(upTo: .seconds(20)) {
@@ -533,5 +567,27 @@ struct QueueTests {
         #expect(unreachable.status == 1, "\(unreachable.stderr)")
         #expect(unreachable.stderr.split(separator: "\n").count == 1, "\(unreachable.stderr)")
         #expect(!unreachable.stderr.contains(db.password))
+
+        // A password with an unencoded @ or / is refused, naming the problem; no part of it shown.
+        for password in ["pa@ss-w0rd-part", "pa/ss-w0rd-part", "p@ss/w0rd?part"] {
+            let bad = "postgresql://runner:\(password)@/postgres?host=\(db.folder)"
+            let result = try await world.w.run(["status", "--queue", bad])
+            #expect(result.status == 2, "\(result.stderr)")
+            #expect(result.stderr.contains("must be percent-encoded"), "\(result.stderr)")
+            #expect(!result.stderr.contains("w0rd") && !result.stderr.contains("part") && !result.stderr.contains("pa@"), "\(result.stderr)")
+        }
+    }
+
+    /// A password given on the command line is blanked in the process's arguments (`ps`).
+    @Test func aPasswordOnTheCommandLineIsHiddenFromPs() async throws {
+        let db = try PostgresServer()
+        let world = try SpoolWorld()
+        let watcher = try Self.startWatcher(world, db, "out")
+        defer { watcher.terminate() }
+        #expect(await world.wait(upTo: .seconds(20)) { world.log("out").contains("watching the queue") }, "\(world.log("out"))")
+        let arguments = try String(contentsOfFile: "/proc/\(watcher.processIdentifier)/cmdline", encoding: .utf8)
+        #expect(!arguments.contains(db.password), "\(arguments)")
+        #expect(arguments.contains("postgresql://runner:\(String(repeating: "*", count: db.password.count))@/postgres"), "\(arguments)")
+        #expect(await Self.stop(watcher, world) == 0)
     }
 }

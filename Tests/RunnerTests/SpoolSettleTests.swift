@@ -63,9 +63,9 @@ struct SpoolSettleTests {
     }
 
     /// The writer closes the file after each piece (each close is an IN_CLOSE_WRITE): the settle
-    /// time keeps the watcher off it.
+    /// time keeps the watcher off it. Far above the pauses, which a loaded machine stretches.
     @Test func aBatchWrittenInPlaceByAWriterThatClosesBetweenPiecesRunsWhole() async throws {
-        try await runsWhole(keepOpen: false, settle: "1", pause: .milliseconds(300))
+        try await runsWhole(keepOpen: false, settle: "5", pause: .milliseconds(300))
     }
 
     /// Where no read lease can be had (the watcher does not own the file and lacks CAP_LEASE),
@@ -84,7 +84,7 @@ struct SpoolSettleTests {
         let watcher = try ChildProcess(
             "/usr/bin/setpriv",
             ["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", RunnerBinary.path,
-             "watch", "--spool", s.spool.root, "--out", s.w.out, "--rescan", "0.2", "--settle", "1.5", "--concurrency", "16"],
+             "watch", "--spool", s.spool.root, "--out", s.w.out, "--rescan", "0.2", "--settle", "5", "--concurrency", "16"],
             stdout: .null, stderr: .file("\(s.w.root)/watch.stderr"))
         defer { watcher.terminate() }
         #expect(await s.wait(upTo: .seconds(10)) { s.log().contains("watching") }, "\(s.log())")

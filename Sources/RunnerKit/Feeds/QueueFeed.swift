@@ -353,14 +353,28 @@ final class QueueWriter: Sendable {
             return (pending.jobs, pending.unlocks)
         }
         var failure: String?
+        var failures: [String?] = Array(repeating: nil, count: batch.count)
         do {
             if !batch.isEmpty { try store?.synchronize() }
             try queue.finish(batch.map(\.0), runner: runner, unlocking: unlocks)
         } catch {
             failure = "\(error)"
+            failures = Array(repeating: failure, count: batch.count)
             pending.withLock { $0.unlocks.append(contentsOf: unlocks) }
+            // One record the database refuses must not hold the others: each is tried alone
+            // (while the database is away, each fails too, and is retried as before).
+            if batch.count > 1 {
+                for (index, (job, _)) in batch.enumerated() {
+                    do {
+                        try queue.finish([job], runner: runner)
+                        failures[index] = nil
+                    } catch {
+                        failures[index] = "\(error)"
+                    }
+                }
+            }
         }
-        for (_, continuation) in batch { continuation.resume(returning: failure) }
+        for ((_, continuation), failure) in zip(batch, failures) { continuation.resume(returning: failure) }
         let more = pending.withLock { pending in
             // Keys alone that failed wait for the next record, key lock or renewal.
             pending.busy = !pending.jobs.isEmpty || (failure == nil && !pending.unlocks.isEmpty)

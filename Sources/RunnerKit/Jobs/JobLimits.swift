@@ -32,15 +32,6 @@ public struct JobLimits: Sendable, Equatable {
     /// The longest key, in bytes of UTF-8: keys are shown on the page, in logs and in the queue.
     public static let maxKeyBytes = 1024
 
-    /// Refuses a header with a secret reference when this runner does not expand them.
-    func checkSecretReferences(_ headers: [HeaderTemplate]) throws(JobSpecError) {
-        guard !allowsSecretReferences, let header = headers.first(where: { !$0.references.isEmpty }) else { return }
-        throw JobSpecError(
-            field: "headers",
-            "\(header.name): \(header.references[0]) is not expanded in a job a watcher runs (only under 'runner run'); "
-                + "put the header in the watcher's --config, under the host it is for")
-    }
-
     /// `maxBytes` as the job set it (nil: unset), checked against the cap.
     func maxBytes(_ asked: Int?, default standard: Int) throws(JobSpecError) -> Int {
         guard let cap = maxBytes else { return asked ?? standard }

@@ -9,7 +9,11 @@ public struct JobResult: Sendable {
     public var status: JobStatus
     /// Payload path relative to the output directory (for `stale` results, the earlier payload).
     public var output: String?
-    public var error: String?
+    /// Why it did not succeed: at most `maxErrorBytes` (a server's words are in it, shown on
+    /// the page, in logs and in the queue).
+    public var error: String? {
+        didSet { if let error, error.utf8.count > Self.maxErrorBytes { self.error = Self.capped(error) } }
+    }
     public var httpStatus: Int?
     public var bytes: Int?
     public var sha256: String?
@@ -40,7 +44,7 @@ public struct JobResult: Sendable {
         self.url = url
         self.status = status
         self.output = output
-        self.error = error
+        self.error = error.map(Self.capped)
         self.httpStatus = httpStatus
         self.bytes = bytes
         self.sha256 = sha256
@@ -51,6 +55,24 @@ public struct JobResult: Sendable {
         self.finishedAt = finishedAt
         self.details = details
         self.parent = parent
+    }
+
+    /// The longest error text kept, in bytes of UTF-8.
+    public static let maxErrorBytes = 2048
+
+    /// `text` cut to `maxErrorBytes` at a character's end, saying how much was cut.
+    static func capped(_ text: String) -> String {
+        let bytes = text.utf8.count
+        guard bytes > maxErrorBytes else { return text }
+        var kept = ""
+        var count = 0
+        for character in text {
+            let size = character.utf8.count
+            if count + size > maxErrorBytes - 40 { break }
+            kept.append(character)
+            count += size
+        }
+        return kept + "… (\(bytes - count) more bytes)"
     }
 
     /// The record as an ordered JSON object, fields in the documented order.

@@ -82,6 +82,9 @@ public struct JobDescriptor: Sendable {
 
     // MARK: - Decoding
 
+    /// The longest URL a job may have, resolved (servers refuse longer ones; pages show it).
+    public static let maxURLBytes = 8192
+
     /// Decodes one job object, with a batch's `defaults` underneath it.
     /// - Parameter parent: for a child, the job that started it: the child inherits its
     ///   `timeout`, `noticeAfter`, `retries` and `maxBytes` where it does not set them.
@@ -117,13 +120,21 @@ public struct JobDescriptor: Sendable {
         let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try OutputStore.validateOutput(path) }
         let checksum = try fields.string("checksum").map { (text) throws(JobSpecError) -> String in try validateChecksum(text) }
         let headers = try decodeHeaders(fields.value("headers") != nil, object, defaults)
-        if let headers { try limits.checkSecretReferences(headers) }
+        if let headers, !limits.allowsSecretReferences, let header = headers.first(where: { !$0.references.isEmpty }) {
+            throw JobSpecError(
+                field: "headers",
+                "\(header.name): \(header.references[0]) is not expanded in a job a watcher runs (only under 'runner run'); "
+                    + "put the header in the watcher's --config, under the host it is for")
+        }
 
         let parameters = try definition.decode(&fields)
         if let unknown = fields.firstUnknownField() {
             throw JobSpecError(field: unknown, "is not a field of kind '\(kindName)'")
         }
         let url = try parameters.validateURL(parameters.resolveURL(template))
+        if url.absoluteString.utf8.count > maxURLBytes {
+            throw JobSpecError(field: "url", "is \(url.absoluteString.utf8.count) bytes long; a URL is at most \(maxURLBytes) bytes")
+        }
         var job = JobDescriptor(
             parameters: parameters, key: key, url: url, timeout: timeout,
             noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent?.key

@@ -25,9 +25,13 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     /// Why the file could not be written (it could not be opened, or its reader went away).
     private var failure: String?
 
-    /// Starts the writer thread, which opens `path` for appending (creating a regular file).
-    public init(path: String, capacity: Int = defaultCapacity) {
+    /// Whether an existing regular file at `path` is appended to (else it is refused).
+    private let append: Bool
+
+    /// Starts the writer thread, which opens `path` (see `problem(opening:append:)`).
+    public init(path: String, append: Bool = false, capacity: Int = defaultCapacity) {
         self.path = path
+        self.append = append
         self.capacity = max(1, capacity)
         let thread = Thread { [self] in write() }
         thread.name = "runner events"
@@ -64,9 +68,10 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
 
     /// Writes what is queued, then waits for more, until `finish`.
     private func write() {
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+        let refused = Self.problem(opening: path, append: append)
+        let fd = refused == nil ? Self.open(path, append: append) : -1
         if fd < 0 {
-            let reason = "cannot open \(path): \(String(cString: strerror(errno)))"
+            let reason = refused ?? "cannot open \(path): \(String(cString: strerror(errno)))"
             condition.lock()
             failure = reason
             queue.removeAll()
@@ -105,6 +110,30 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
                 return
             }
         }
+    }
+
+    /// Why `path` will not be opened, or nil: it is a symbolic link (never followed), or a
+    /// regular file that exists while `append` is false (a second run must not mix its lines
+    /// into the first's unasked). A FIFO, a character device or a new file is fine.
+    public static func problem(opening path: String, append: Bool) -> String? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        switch info.st_mode & S_IFMT {
+        case S_IFLNK: return "\(path) is a symbolic link, which --events does not follow"
+        case S_IFREG: return append ? nil : "\(path) exists; pass --events-append to add to it, or name a new file"
+        case S_IFIFO, S_IFCHR: return nil
+        default: return "\(path) is not a regular file, a FIFO or a device"
+        }
+    }
+
+    /// Opens `path` for writing, never through a link: a new regular file (made here, not one
+    /// that appeared meanwhile), an existing one to append to, a FIFO (waiting for its reader)
+    /// or a device. -1 with errno when it cannot.
+    private static func open(_ path: String, append: Bool) -> Int32 {
+        let flags = O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC
+        var info = stat()
+        if lstat(path, &info) == 0 { return Glibc.open(path, flags) }
+        return Glibc.open(path, flags | O_CREAT | (append ? 0 : O_EXCL), 0o644)
     }
 
     /// Writes all of `bytes`; the reason it could not, or nil.

@@ -36,6 +36,10 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         public var pendingLines = 10_000
         /// A comment line to every event-stream reader, so proxies and readers see it is alive.
         public var keepAlive: Duration = .seconds(15)
+        /// Failed authentications one address may make in `failureWindow`; past them it is
+        /// answered 429 until the window ends, so guessing the token goes at a crawl.
+        public var failuresPerAddress = 10
+        public var failureWindow: Duration = .seconds(10)
 
         public init() {}
     }
@@ -223,6 +227,8 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
 
     private struct Client {
         let fd: Int32
+        /// The peer's address (its counts of failed authentications are kept by it).
+        let address: NetworkAddress?
         let accepted: ContinuousClock.Instant
         /// Which connection this is, in the order they came.
         let number: UInt64
@@ -236,9 +242,21 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         var drained = 0
 
         var pending: Int { output.count - written }
+
+        /// Which connections make room for a newcomer first (nil: never).
+        var evictionRank: Int? {
+            switch phase {
+            case .draining: 0
+            case .head, .body: 1
+            case .answering: 2
+            case .events: nil
+            }
+        }
     }
 
     private var clients: [Int32: Client] = [:]
+    /// Failed authentications by address: how many, since when.
+    private var failures: [NetworkAddress: (count: Int, since: ContinuousClock.Instant)] = [:]
     private var accepted: UInt64 = 0
     private var bodyBytesReserved = 0
     private var lastKeepAlive = ContinuousClock.now
@@ -279,12 +297,22 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
     private func acceptClients(now: ContinuousClock.Instant) {
         for _ in 0..<64 {
             // Close-on-exec from the start: a hook or a kind's program started meanwhile gets none.
-            let fd = systemAccept4(listener, nil, nil, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &storage) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    systemAccept4(listener, $0, &length, Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue))
+                }
+            }
             guard fd >= 0 else { return }
+            let address = withUnsafePointer(to: &storage) { NetworkAddress(sockaddr: UnsafeRawPointer($0)) }
             if clients.count >= limits.connections {
-                // Room for the newcomer: the oldest connection still sending its request goes.
-                if let oldest = clients.values.filter({ if case .head = $0.phase { return true } else { return false } })
-                    .min(by: { $0.number < $1.number }) {
+                // Room for the newcomer: the oldest of the connections already answered and
+                // not yet closed goes, else the oldest still sending its request (head or
+                // body), else the oldest still taking its answer. Event readers stay (there
+                // are few, and each needed the token).
+                if let oldest = clients.values.filter({ $0.evictionRank != nil })
+                    .min(by: { ($0.evictionRank!, $0.number) < ($1.evictionRank!, $1.number) }) {
                     drop(oldest.fd)
                 } else {
                     close(fd)
@@ -292,7 +320,7 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
                 }
             }
             accepted += 1
-            clients[fd] = Client(fd: fd, accepted: now, number: accepted, progress: now)
+            clients[fd] = Client(fd: fd, address: address, accepted: now, number: accepted, progress: now)
         }
     }
 
@@ -343,6 +371,8 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
             case .success(let parsed): request = parsed
             }
             client.input.removeFirst(end.body)
+            // Who asks is checked on the head alone, before anything is reserved for a body.
+            if let refusal = refusal(of: request, from: client.address, now: now) { return answer(fd, refusal) }
             if request.header("transfer-encoding") != nil {
                 return answer(fd, .text(411, "a body needs a Content-Length (chunked bodies are not taken)"))
             }
@@ -374,21 +404,40 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         dispatch(fd, request, now: now)
     }
 
-    private func dispatch(_ fd: Int32, _ request: Request, now: ContinuousClock.Instant) {
-        if let token {
-            guard let given = request.header("authorization"), given.hasPrefix("Bearer "),
-                Self.same(Array(given.utf8.dropFirst(7)), token)
-            else {
-                return answer(fd, .text(401, "this server needs Authorization: Bearer and its token", headers: [("WWW-Authenticate", "Bearer")]))
-            }
-        } else {
+    /// Why `request` is not served, from its head: a wrong or missing token (and, past
+    /// `failuresPerAddress` wrong ones from one address in `failureWindow`, anything from it), or
+    /// without a token, a Host that is not loopback or a method that writes. Nil: it is served.
+    private func refusal(of request: Request, from address: NetworkAddress?, now: ContinuousClock.Instant) -> Response? {
+        guard let token else {
             guard Self.isLoopbackHost(request.header("host")) else {
-                return answer(fd, .text(403, "served only to a loopback Host (localhost, 127.0.0.1, [::1]) without --listen-token"))
+                return .text(403, "served only to a loopback Host (localhost, 127.0.0.1, [::1]) without --listen-token")
             }
             guard request.method == "GET" || request.method == "HEAD" else {
-                return answer(fd, .text(401, "submitting and cancelling need a token: start the watcher with --listen-token FILE"))
+                return .text(401, "submitting and cancelling need a token: start the watcher with --listen-token FILE")
+            }
+            return nil
+        }
+        if let address, let failed = failures[address] {
+            if now - failed.since >= limits.failureWindow {
+                failures[address] = nil
+            } else if failed.count >= limits.failuresPerAddress {
+                let wait = max(1, Int((limits.failureWindow - (now - failed.since)).inSeconds.rounded(.up)))
+                return .text(429, "too many failed authentications from this address; try again in \(wait) s", headers: [("Retry-After", String(wait))])
             }
         }
+        guard let given = request.header("authorization") else {
+            // No token at all is not a guess (a browser asks first without one): not counted.
+            return .text(401, "this server needs Authorization: Bearer and its token", headers: [("WWW-Authenticate", "Bearer")])
+        }
+        if given.hasPrefix("Bearer "), Self.same(Array(given.utf8.dropFirst(7)), token) { return nil }
+        if let address {
+            if failures.count >= 10_000 { failures = failures.filter { now - $0.value.since < limits.failureWindow } }
+            if failures.count < 10_000 { failures[address, default: (0, now)].count += 1 }
+        }
+        return .text(401, "this server needs Authorization: Bearer and its token", headers: [("WWW-Authenticate", "Bearer")])
+    }
+
+    private func dispatch(_ fd: Int32, _ request: Request, now: ContinuousClock.Instant) {
         switch handler(request) {
         case .response(let response):
             answer(fd, response, head: request.method == "HEAD")

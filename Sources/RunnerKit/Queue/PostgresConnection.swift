@@ -24,6 +24,7 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") else {
             throw QueueError("--queue \(display): not a PostgreSQL URL (postgresql://USER@HOST/DATABASE)", usage: true)
         }
+        if let problem = Self.passwordProblem(url) { throw QueueError("--queue: \(problem)", usage: true) }
         guard let connection = library.connect(url) else { throw QueueError("--queue \(display): libpq could not allocate a connection") }
         guard library.status(connection) == PostgresLibrary.connectionOK else {
             let message = Self.firstLine(library.errorMessage(connection))
@@ -54,7 +55,11 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
             }
             _ = try? unlockedQuery("SET client_min_messages TO warning", [])
         }
-        let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { $0.map { strdup($0) } ?? nil }
+        // A text value cannot hold NUL (and a C string ends at one, cutting the statement's
+        // parameter short): any byte a server sent is stored, NUL shown as U+FFFD.
+        let copies: [UnsafeMutablePointer<CChar>?] = parameters.map { parameter in
+            parameter.map { text in strdup(text.utf8.contains(0) ? text.replacingOccurrences(of: "\0", with: "\u{FFFD}") : text) }
+        }
         defer { copies.forEach { free($0) } }
         let values: [UnsafePointer<CChar>?] = copies.map { $0.map { UnsafePointer($0) } }
         let result = values.withUnsafeBufferPointer { buffer in
@@ -144,25 +149,52 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
         ["password", "authentication", "invalid", "does not exist", "missing \"=\"", "URI"].contains { message.contains($0) }
     }
 
-    /// `postgresql://user:secret@host/db` shown as `postgresql://user:***@host/db`.
+    /// Where the URL's user information ends: at its last `@` (a host holds none, so even a
+    /// password with an unencoded `@`, `/` or `?` ends there; an `@` in the query would make
+    /// more of the URL count as the password, which hides more, never less), with the `://`
+    /// before it.
+    private static func userInfo(_ url: String) -> (scheme: Range<String.Index>, at: String.Index)? {
+        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].lastIndex(of: "@") else { return nil }
+        return (scheme, at)
+    }
+
+    /// `postgresql://user:secret@host/db` shown as `postgresql://user:***@host/db`; a password
+    /// holding `@`, `/` or `?` unencoded is hidden whole too. `password=` in the query is hidden.
     public static func withoutPassword(_ url: String) -> String {
-        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@") else {
-            return url.replacingOccurrences(of: #"password=[^&\s]*"#, with: "password=***", options: .regularExpression)
-        }
-        let userInfo = url[scheme.upperBound..<at]
         var shown = url
-        if let colon = userInfo.firstIndex(of: ":") {
+        if let (scheme, at) = userInfo(url), let colon = url[scheme.upperBound..<at].firstIndex(of: ":") {
             shown = String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
         }
         return shown.replacingOccurrences(of: #"password=[^&\s]*"#, with: "password=***", options: .regularExpression)
     }
 
-    /// A message with the password (if it appears at all) blanked.
+    /// Where the password lies in `url`'s UTF-8 bytes (to blank it in place), if it has one.
+    public static func passwordBytes(in url: String) -> Range<Int>? {
+        guard let (scheme, at) = userInfo(url), let colon = url[scheme.upperBound..<at].firstIndex(of: ":") else { return nil }
+        let start = url.utf8.distance(from: url.startIndex, to: url.index(after: colon))
+        let end = url.utf8.distance(from: url.startIndex, to: at)
+        return start < end ? start..<end : nil
+    }
+
+    /// Why the URL's password cannot be read as written, naming the problem and never the text:
+    /// a character that must be percent-encoded (`@`, `/`, `?` and `#` are the URL's own).
+    static func passwordProblem(_ url: String) -> String? {
+        guard let (scheme, at) = userInfo(url), let colon = url[scheme.upperBound..<at].firstIndex(of: ":") else { return nil }
+        let password = url[url.index(after: colon)..<at]
+        guard password.contains(where: { "@/?#".contains($0) }) else { return nil }
+        return "the password in the URL holds a character that must be percent-encoded (@ / ? # as %40 %2F %3F %23); "
+            + "better, keep it out of the URL: in ~/.pgpass or PGPASSWORD"
+    }
+
+    /// A message with the password (if it appears at all, as written or decoded) blanked.
     static func scrub(_ message: String, url: String) -> String {
-        guard let scheme = url.range(of: "://"), let at = url[scheme.upperBound...].firstIndex(of: "@"),
-            let colon = url[scheme.upperBound..<at].firstIndex(of: ":")
-        else { return message }
+        guard let (scheme, at) = userInfo(url), let colon = url[scheme.upperBound..<at].firstIndex(of: ":") else { return message }
         let password = String(url[url.index(after: colon)..<at])
-        return password.isEmpty ? message : message.replacingOccurrences(of: password, with: "***")
+        guard !password.isEmpty else { return message }
+        var scrubbed = message.replacingOccurrences(of: password, with: "***")
+        if let decoded = password.removingPercentEncoding, !decoded.isEmpty {
+            scrubbed = scrubbed.replacingOccurrences(of: decoded, with: "***")
+        }
+        return scrubbed
     }
 }
