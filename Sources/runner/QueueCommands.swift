@@ -153,112 +153,86 @@ enum QueueCommands {
 
     // MARK: - watch
 
-    /// A watcher of the queue: the same engine and options as the folder's watcher.
-    static func watch(_ options: SpoolCommands.WatchOptions, url: String) async -> Int32 {
-        var configuration = options.feed.engine
+    /// A watcher of the queue: the same engine, output and observers as the spool's watcher
+    /// (`WatchCommand`), its jobs from the queue.
+    static func watch(_ options: WatchCommand.Options, url: String, keepDays: Int) async -> Int32 {
+        var configuration = QueueFeed.Configuration.watch(queue: url, registry: options.engine.registry)
+        configuration.engine = options.engine
+        configuration.grace = options.grace
+        configuration.rescanInterval = options.rescan
+        configuration.keep = .seconds(keepDays * 86_400)
+        guard WatchCommand.prepareOutput(&configuration.engine) else { return 2 }
+        let store = configuration.engine.store!
+        // Operating as a service: systemd's notify protocol and Prometheus metrics.
+        let service = WatchService(notifier: SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment), metricsPath: options.metrics)
+        configuration.heartbeatInterval = service.heartbeatInterval
+        let queueStore: any QueueStore
         do {
-            configuration = try configuration.prepared()
-            configuration.store!.sweepLeftovers()
-            configuration.runLog = try RunLog(store: configuration.store!)
+            configuration = try await configuration.prepared()
+            queueStore = configuration.store!
         } catch {
-            Console.error("\(error)")
-            return 2
+            return fail(error)
         }
-        let lease = ProcessInfo.processInfo.environment["RUNNER_QUEUE_LEASE"].flatMap(Double.init).map { Duration.seconds($0) } ?? .seconds(30)
-        var host = [CChar](repeating: 0, count: 256)
-        gethostname(&host, host.count)
-        let runner = "\(String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))-\(getpid())"
+        defer { queueStore.close() }
+        // The live page and API (--listen), over a connection of their own.
+        let engine = Locked<JobEngine?>(nil)
+        let live: (server: LiveServer, observers: [any RunObserver])?
+        do {
+            live = try await options.live.asyncMap { settings throws(QueueError) in
+                LiveSite.make(
+                    settings, source: QueueLiveSource(queue: try await JobQueue.connect(url: url), registry: configuration.engine.registry),
+                    registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] })
+            }
+        } catch {
+            return fail(error)
+        }
+        let observers = WatchCommand.observers(options, store: store, metrics: service.metrics, sync: configuration.durable, live: live?.observers ?? [])
+        defer { EngineCommandOptions.finish(observers.events) }
+        let runner = configuration.runner
+        let status: @Sendable (Int) -> String = { running in "STATUS=\(running) running; watching the queue \(queueStore.display) as \(runner)" }
         let feed: QueueFeed
         do {
             feed = try QueueFeed(
-                url: url, runner: runner, registry: configuration.registry, limits: configuration.limits,
-                rescan: options.feed.rescanInterval, lease: lease, keep: .seconds(options.keepDays * 86_400),
-                syncing: options.feed.durable ? configuration.store : nil,
-                // While every slot is busy, a claim takes a quarter of the slots' worth ahead.
-                prefetch: min(16, configuration.concurrency / 4),
-                report: { Console.err("runner: \($0)") })
-        } catch {
-            return fail(error)
-        }
-        configuration.keyLock = feed.keyLock
-        configuration.sharedPacing = feed.sharedPacing
-        let events = options.events.map { $0.stream() }
-        defer { EngineCommandOptions.finish(events) }
-        // Prometheus metrics (--metrics): the jobs' counters and the jobs running now.
-        let service = WatchService(notifier: nil, metricsPath: options.metrics)
-        let hooks = options.hook.map { hook in
-            OnFinishHooks(
-                command: hook.command, store: configuration.store!, concurrency: hook.concurrency, timeout: hook.timeout,
-                sync: options.feed.durable, observer: ObserverFanout([service.metrics] + (events.map { [$0] } ?? [])),
-                report: { Console.err($0) })
-        }
-        // The live page and API (--listen), over a connection of their own.
-        let engineHolder = Locked<JobEngine?>(nil)
-        let live: (server: LiveServer, observers: [any RunObserver])?
-        do {
-            live = try options.live.map { settings throws(QueueError) in
-                LiveSite.make(
-                    settings, source: QueueLiveSource(queue: try JobQueue(url: url), registry: configuration.registry),
-                    registry: configuration.registry, hosts: { engineHolder.value?.hostActivity ?? [] })
-            }
-        } catch {
-            return fail(error)
-        }
-        let engine: JobEngine
-        do {
-            engine = try JobEngine(
-                configuration: configuration,
-                observer: ObserverFanout(
-                    [WatchReporter(json: options.json), service.metrics] + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])
-                        + (live?.observers ?? [])))
+                configuration: configuration, observer: observers.observer,
+                onEvent: { event in
+                    switch event {
+                    case .started:
+                        break
+                    case .heartbeat(let running):
+                        service.heartbeat(status: status(running))
+                    case .cancelRequested(let key, let cancelledRunning):
+                        if cancelledRunning { Console.errLine("runner: cancel \(key): the running task is cancelled") }
+                    case .problem(let message):
+                        Console.errLine("runner: \(message)")
+                    }
+                })
         } catch {
             Console.error("\(error)")
             return 2
         }
-        engineHolder.withLock { $0 = engine }
+        engine.withLock { $0 = feed.engine }
         if let live, let settings = options.live, !LiveSite.start(live.server, settings) { return 2 }
         defer { live?.server.stop() }
-        feed.freeSlots.withLock { $0 = { engine.freeSlots } }
-        let concurrency = configuration.concurrency
-        service.metrics.follow(running: { concurrency - engine.freeSlots })
-        feed.pacer.withLock { $0 = engine.pacer }
-        feed.cancelKey.withLock { $0 = { key in
-            if engine.taskManager.cancel(key: key) { Console.errLine("runner: cancel \(key): the running task is cancelled") }
-        } }
-        let grace = options.feed.grace
-        // Under systemd (Type=notify): READY=1 once connected, a STATUS= line and WATCHDOG=1 at
-        // every heartbeat, STOPPING=1 on a signal.
-        let notifier = SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment)
-        let status: @Sendable () -> String = {
-            "STATUS=\(concurrency - engine.freeSlots) running; watching the queue \(feed.queue.connection.display) as \(runner)"
-        }
-        let heartbeat = notifier.map { notifier in
-            Task {
-                notifier.send("READY=1\n" + status())
-                while (try? await Task.sleep(for: notifier.watchdogInterval ?? .seconds(5))) != nil {
-                    notifier.send((notifier.watchdogInterval != nil ? "WATCHDOG=1\n" : "") + status())
-                }
-            }
-        }
-        defer { heartbeat?.cancel() }
-        let signals = SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
-            notifier?.send("STOPPING=1\nSTATUS=stopping: no more jobs are claimed")
-            Console.err("runner: \(SpoolCommands.signalName(number)): no more jobs are claimed; running jobs have \(grace) to end")
-            feed.shutdown()
-            Task {
-                try? await Task.sleep(for: grace)
-                engine.taskManager.cancelAll()
-            }
-        }
+        service.metrics.follow(running: { feed.running })
+        let signals = WatchCommand.onStopSignal(service, what: "no more jobs are claimed", grace: configuration.grace) { feed.shutdown() }
         defer { _ = signals.stop() }
-        Console.err("runner: watching the queue \(feed.queue.connection.display) as \(runner); results in \(RunReporter.relative(configuration.store!.root))/")
+        Console.err("runner: watching the queue \(queueStore.display) as \(runner); results in \(RunReporter.relative(store.root))/")
+        service.ready(status: status(0))
         let metricsTask = service.startWritingMetrics()
-        _ = await engine.run(feed)
-        await hooks?.finish()
+        await feed.run()
+        await observers.hooks?.finish()
         metricsTask?.cancel()
         service.stopped(counts: nil)
         Console.err("runner: stopped")
         return 0
+    }
+}
+
+extension Optional {
+    /// `map` with an async transform.
+    func asyncMap<T, E: Error>(_ transform: (Wrapped) async throws(E) -> T) async throws(E) -> T? {
+        guard let self else { return nil }
+        return try await transform(self)
     }
 }
 

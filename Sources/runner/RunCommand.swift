@@ -138,18 +138,12 @@ enum RunCommand {
         }
         let reporter = RunReporter(json: options.json, total: validation.total)
         let metrics = options.metrics.map { _ in Metrics() }
-        let events = options.events.map { $0.stream() }
-        defer { EngineCommandOptions.finish(events) }
-        let hooks = options.hook.map { hook in
-            OnFinishHooks(
-                command: hook.command, store: store, concurrency: hook.concurrency, timeout: hook.timeout, sync: options.sync,
-                observer: ObserverFanout((metrics.map { [$0] } ?? []) + (events.map { [$0] } ?? [])), report: { Console.err($0) })
-        }
-        let observers: [any RunObserver] =
-            [reporter] + (metrics.map { [$0] } ?? []) + (events.map { [$0] } ?? []) + (hooks.map { [$0] } ?? [])
+        let observers = JobObservers(
+            reporter: reporter, metrics: metrics, events: options.events, hook: options.hook, store: store, sync: options.sync)
+        defer { EngineCommandOptions.finish(observers.events) }
         let engine: JobEngine
         do {
-            engine = try JobEngine(configuration: configuration, observer: observers.count == 1 ? reporter : ObserverFanout(observers))
+            engine = try JobEngine(configuration: configuration, observer: observers.observer)
         } catch {
             Console.error("\(error)")
             return 2
@@ -185,7 +179,7 @@ enum RunCommand {
             Console.err("runner: \(changes.count) line(s) changed after the files were validated and were not run; write job files elsewhere and rename them in place")
         }
         // Every job's hook has ended before the run does (each bounded by --hook-timeout).
-        if let hooks {
+        if let hooks = observers.hooks {
             await hooks.finish()
             if hooks.failures > 0 {
                 Console.err("runner: \(hooks.failures) --on-finish hook\(hooks.failures == 1 ? "" : "s") failed (above); the jobs' statuses stand")

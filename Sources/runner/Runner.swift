@@ -11,7 +11,7 @@ enum Runner {
         DemoCommand.spec,
         FixtureServerCommand.spec,
         SpoolCommands.submit,
-        SpoolCommands.watch,
+        WatchCommand.spec,
         SpoolCommands.cancel,
         SpoolCommands.status,
         HelpCommand.spec,

@@ -26,18 +26,24 @@ final class WatchService: Sendable {
         switch event {
         case .ready(let counts):
             metrics.record(spool: counts)
-            notifier?.send("READY=1\n" + Self.status(counts))
+            ready(status: Self.status(counts))
         case .heartbeat(let counts):
             metrics.record(spool: counts)
-            notifier?.send((notifier?.watchdogInterval != nil ? "WATCHDOG=1\n" : "") + Self.status(counts))
+            heartbeat(status: Self.status(counts))
         default:
             break
         }
     }
 
-    /// A stop begins (SIGTERM, SIGINT, SIGHUP).
-    func stopping() {
-        notifier?.send("STOPPING=1\nSTATUS=stopping: no more files are taken")
+    /// The watcher takes work from now on; `status` is a `STATUS=` line.
+    func ready(status: String) { notifier?.send("READY=1\n" + status) }
+
+    /// Still alive (the watchdog's ping when there is one); `status` is a `STATUS=` line.
+    func heartbeat(status: String) { notifier?.send((notifier?.watchdogInterval != nil ? "WATCHDOG=1\n" : "") + status) }
+
+    /// A stop begins (SIGTERM, SIGINT, SIGHUP): `what` the watcher does no more.
+    func stopping(_ what: String) {
+        notifier?.send("STOPPING=1\nSTATUS=stopping: \(what)")
     }
 
     /// The watcher ended: the last metrics.

@@ -50,7 +50,7 @@ final class Admission: Sendable {
             var release: (@Sendable () -> Void)?
             if let keyLock {
                 // A lock that cannot be taken is never "no lock".
-                switch keyLock.lock(key: key) {
+                switch await keyLock.lock(key: key) {
                 case .acquired(let held): release = held
                 case .heldElsewhere: return .duplicate(elsewhere: true)
                 case .unavailable(let reason): return .lockUnavailable(reason)

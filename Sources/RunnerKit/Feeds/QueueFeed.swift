@@ -1,130 +1,224 @@
 import Foundation
 import Synchronization
 
-// The PostgreSQL queue as a feed of the one engine:
+// The shared queue as a feed of the one engine, built like the spool's:
 //
 //   next() ─► a claimed job from the buffer, else claim as many as the engine has free slots
-//             (FOR UPDATE SKIP LOCKED, a lease) ─► decode it ─► the engine runs it
-//         ◄─ none: wait for NOTIFY runner_jobs, or --rescan
-//   ended ─► its record (on disk already) stored in the row, the claim ended
-//   shutdown ─► claims not started (buffered, or waiting for a slot) given back at once
-//   a listener thread: NOTIFY runner_jobs rings the bell; NOTIFY runner_cancel cancels the key's
-//             task; NOTIFY runner_pause pauses a host here too
+//             (under a lease) ─► decode it ─► the engine runs it
+//         ◄─ none: wait for a notice of new jobs, --rescan, or the end of a lease
+//   ended ─► its record (on disk already, made durable) stored in the row, the claim ended;
+//            retried while the store is away, given up --grace + 5 s after a shutdown
+//   shutdown ─► claims not started given back at once; after --grace, running jobs cancelled
+//   a listener: new jobs ring the bell; a cancel cancels the key's task; a pause another
+//               runner was asked for pauses the host here too
 //   a renewer: every third of the lease, this runner's claims and keys renewed and jobs
-//             abandoned 3 times ended failed; every hour, rows finished before --keep pruned
+//              abandoned 3 times ended failed; every hour, rows finished before --keep pruned
+//
+// Every timer (polling, leases, heartbeat, grace, retries) sleeps on the engine's clock, and the
+// store is a protocol (PostgreSQL through libpq, or in memory), so a test drives all of it.
 
-/// Takes jobs from a `JobQueue` as this runner has room for them and hands them to one engine;
-/// several runners on several machines share one queue.
+/// Takes jobs from a shared queue as this runner has room for them and hands them to its
+/// engine; several runners on several machines share one queue.
 public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state behind `state`
-    public let queue: JobQueue
-    public let runner: String
-    private let listener: PostgresConnection
-    /// Records and key locks, on a connection and a thread of their own.
+    public struct Configuration: Sendable {
+        /// The engine every job runs on (its registry, limits, concurrency and clock are the
+        /// feed's too); the feed adds the queue's key lock and shared pacing.
+        public var engine: JobEngine.Configuration
+        /// The queue: a libpq URL, connected by `prepared()` unless `store` is given.
+        public var url: String?
+        public var store: (any QueueStore)?
+        /// How long a claim holds unless renewed (`RUNNER_QUEUE_LEASE` in seconds overrides it).
+        public var lease: Duration = .seconds(30)
+        /// This runner's name in the queue: claims and keys are held under it.
+        public var runner: String = QueueFeed.defaultRunnerName()
+        /// How often the queue is read when no notice came.
+        public var rescanInterval: Duration = .seconds(2)
+        /// How long finished rows stay (nil: for ever).
+        public var keep: Duration? = .seconds(7 * 86_400)
+        /// How many jobs one claim takes at least when the engine has fewer slots free (they
+        /// wait for a slot under the lease); nil: a quarter of the concurrency, at most 16.
+        public var prefetch: Int?
+        /// On shutdown, how long running jobs may go on before they are cancelled.
+        public var grace: Duration = .seconds(10)
+        /// After the grace, how long records the store refuses are still retried; then the
+        /// feed ends, the records on disk (the jobs run again once their leases end).
+        public var storeGrace: Duration = .seconds(5)
+        /// How often `.heartbeat` is reported (a service manager's watchdog); nil: never.
+        public var heartbeatInterval: Duration?
+        /// The output made durable before records are stored in the queue (off only for tests).
+        public var durable = true
+
+        public init(engine: JobEngine.Configuration, url: String? = nil, store: (any QueueStore)? = nil) {
+            self.engine = engine
+            self.url = url
+            self.store = store
+        }
+
+        /// The preset of `runner watch --queue URL`: the queue's defaults around the engine's
+        /// `run` preset; a watcher's jobs are written by others, so they may not read its secrets.
+        public static func watch(queue url: String, registry: KindRegistry) -> Configuration {
+            var configuration = Configuration(engine: .run(registry: registry), url: url)
+            configuration.engine.limits.allowsSecretReferences = false
+            if let seconds = ProcessInfo.processInfo.environment["RUNNER_QUEUE_LEASE"].flatMap(Double.init), seconds > 0 {
+                configuration.lease = .seconds(seconds)
+            }
+            return configuration
+        }
+
+        /// This configuration with its engine prepared and its store connected (libpq's
+        /// connections made on a thread of their own).
+        public func prepared() async throws(QueueError) -> Configuration {
+            var configuration = self
+            if configuration.store == nil {
+                guard let url else { throw QueueError("no queue: give a URL or a store", usage: true) }
+                configuration.store = try await PostgresQueueStore.connect(url: url, lease: lease)
+            }
+            return configuration
+        }
+
+        var claimAhead: Int { max(1, prefetch ?? min(16, engine.concurrency / 4)) }
+    }
+
+    /// What happens to the watcher, for its log and its service manager.
+    public enum Event: Sendable {
+        case started(runner: String)
+        /// Every `heartbeatInterval`, while the feed runs: how many jobs run here.
+        case heartbeat(running: Int)
+        case cancelRequested(key: String, cancelledRunning: Bool)
+        /// Something went wrong that the feed goes on through (the store away, a record kept
+        /// on disk only), in words.
+        case problem(String)
+    }
+
+    public let configuration: Configuration
+    public let store: any QueueStore
+    public let engine: JobEngine
+    public var runner: String { configuration.runner }
     private let writer: QueueWriter
-    private let registry: KindRegistry
-    private let limits: JobLimits
-    private let rescan: Duration
-    private let keep: Duration?
-    private let prefetch: Int
-    private let report: @Sendable (String) -> Void
-    /// The most jobs claimed in one transaction.
+    private let clock: any Clock<Duration>
+    private let timeline: any Timeline
+    private let onEvent: @Sendable (Event) -> Void
+    private let bell = Bell()
+    /// The most jobs claimed in one statement.
     static let batchLimit = 64
 
     private struct State {
         var stopping = false
-        var rung = false
+        /// From a shutdown: when storing records is given up (on `timeline`).
+        var giveUpAt: Duration?
         /// The queue could not be read: said once, and again when it is back.
         var unreachable = false
         /// Claimed and not yet handed to the engine, oldest first.
-        var buffer: [(claim: JobQueue.Claim, at: ContinuousClock.Instant)] = []
+        var buffer: [(claim: JobQueue.Claim, at: Duration)] = []
         /// Claimed and not started (buffered, or handed out and waiting for a slot), by id.
         var unstarted: Set<Int64> = []
         /// Given back by a shutdown before they started: they must not start here.
         var givenBack: Set<Int64> = []
-        /// Handed to the engine and not ended: while any is, leases are renewed and cancels
-        /// heard, shutdown or not.
-        var active = 0
         /// Keys a cancel was asked for, and when: a job of the key claimed before then does not run.
-        var cancels: [String: ContinuousClock.Instant] = [:]
+        var cancels: [String: Duration] = [:]
     }
     private let state = Mutex(State())
-    /// Cancels a running task by key (the engine's TaskManager), once the engine exists.
-    public let cancelKey = Locked<(@Sendable (String) -> Void)?>(nil)
-    /// The engine's free slots: how many jobs one claim takes (at least one). Unset: one.
-    public let freeSlots = Locked<(@Sendable () -> Int)?>(nil)
-    /// The engine's pacer, which a pause another runner was asked for reaches.
-    public let pacer = Locked<HostPacer?>(nil)
 
-    /// `runner`: this runner's name in the queue (claims and keys are held under it); `keep`:
-    /// how long finished rows stay (nil: for ever); `syncing`: the output store made durable
-    /// before records are stored in the queue (nil: not synchronized, for tests of the queue);
-    /// `prefetch`: how many jobs one claim takes at least, when the engine has fewer free slots
-    /// (they wait for a slot under the lease; more claims fewer statements, fewer leaves more
-    /// for the other runners).
+    /// A feed over `configuration.store` (see `Configuration.prepared()`) and its own engine.
+    /// - Throws: one line, when the engine cannot be made.
     public init(
-        url: String, runner: String, registry: KindRegistry, limits: JobLimits = .none, rescan: Duration = .seconds(2),
-        lease: Duration = .seconds(30), keep: Duration? = .seconds(7 * 86_400), syncing: OutputStore? = nil, prefetch: Int = 1,
-        report: @escaping @Sendable (String) -> Void = { _ in }
-    ) throws(QueueError) {
-        queue = try JobQueue(url: url, lease: lease)
-        writer = QueueWriter(queue: try JobQueue(url: url, lease: lease), runner: runner, store: syncing)
-        listener = try PostgresConnection(url: url)
-        try listener.query("LISTEN runner_jobs")
-        try listener.query("LISTEN runner_cancel")
-        try listener.query("LISTEN runner_pause")
-        self.runner = runner
-        self.keep = keep
-        self.prefetch = max(1, prefetch)
-        self.registry = registry
-        self.limits = limits
-        self.rescan = rescan
-        self.report = report
-        let thread = Thread { [self] in listen() }
-        thread.name = "runner queue listener"
-        thread.start()
-        Task.detached { [self] in await renew() }
+        configuration: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver(),
+        onEvent: @escaping @Sendable (Event) -> Void = { _ in }
+    ) throws(JobEngine.Configuration.Problem) {
+        guard let store = configuration.store else { throw JobEngine.Configuration.Problem("the queue feed has no store (prepare its configuration)") }
+        let writer = QueueWriter(store: store, runner: configuration.runner)
+        var engineConfiguration = configuration.engine
+        engineConfiguration.keyLock = QueueKeyLock(writer: writer)
+        engineConfiguration.sharedPacing = QueuePacing(store: store, runner: configuration.runner)
+        let engine = try JobEngine(configuration: engineConfiguration, taskManager: taskManager, observer: observer)
+        if configuration.durable { writer.synchronizing(engine.store) }
+        self.configuration = configuration
+        self.store = store
+        self.writer = writer
+        self.engine = engine
+        self.clock = configuration.engine.clock
+        self.timeline = makeTimeline(configuration.engine.clock)
+        self.onEvent = onEvent
     }
 
-    /// The key lock every runner of the queue shares.
-    public var keyLock: any KeyLocking { QueueKeyLock(writer: writer) }
+    /// `host-pid`: unique in a fleet, and says where to look.
+    public static func defaultRunnerName() -> String {
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count)
+        return "\(String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))-\(getpid())"
+    }
 
-    /// The pacing every runner of the queue shares.
-    public var sharedPacing: any SharedPacing { QueuePacing(queue: queue, runner: runner) }
+    /// Jobs running here now.
+    public var running: Int { configuration.engine.concurrency - engine.freeSlots }
 
-    /// Stops claiming; jobs claimed and not started are given back at once, for other runners.
-    public func shutdown() {
-        let unstarted = state.withLock { state -> [Int64] in
+    // MARK: - Running and stopping
+
+    /// Runs the engine on this feed until `shutdown` and every job handed out has ended (its
+    /// record stored, or given up on).
+    public func run() async {
+        onEvent(.started(runner: runner))
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.listen() }
+            group.addTask { await self.renew() }
+            if let heartbeat = configuration.heartbeatInterval {
+                group.addTask {
+                    while (try? await self.clock.sleep(for: heartbeat)) != nil { self.onEvent(.heartbeat(running: self.running)) }
+                }
+            }
+            _ = await engine.run(self)
+            group.cancelAll()
+        }
+        await writer.flush()
+    }
+
+    /// Begins a shutdown: nothing more is claimed, claims not started go back at once, running
+    /// jobs have `grace` (the configuration's by default) before they are cancelled. `run()`
+    /// returns when it is done. Safe from any thread; a second call does nothing.
+    public func shutdown(grace: Duration? = nil) {
+        let grace = grace ?? configuration.grace
+        let now = timeline.now
+        let unstarted = state.withLock { state -> [Int64]? in
+            guard !state.stopping else { return nil }
             state.stopping = true
+            state.giveUpAt = now + grace + configuration.storeGrace
             state.buffer = []
             state.givenBack.formUnion(state.unstarted)
             defer { state.unstarted = [] }
             return Array(state.unstarted)
         }
+        guard let unstarted else { return }
+        bell.ring()
+        let (store, runner, writer, clock, engine) = (store, runner, writer, clock, engine)
         writer.releaseAllPreLocked()
-        guard !unstarted.isEmpty else { return }
-        do {
-            try queue.release(ids: unstarted, runner: runner)
-        } catch {
-            report("\(unstarted.count) claim\(unstarted.count == 1 ? "" : "s") could not be given back (their lease will end): \(error)")
+        Task {
+            guard !unstarted.isEmpty else { return }
+            do {
+                try await store.release(ids: unstarted, runner: runner)
+            } catch {
+                self.report("\(unstarted.count) claim\(unstarted.count == 1 ? "" : "s") could not be given back (their lease will end): \(error)")
+            }
+        }
+        Task {
+            try? await clock.sleep(for: grace)
+            engine.taskManager.cancelAll()
         }
     }
 
     private var stopping: Bool { state.withLock { $0.stopping } }
-    /// Stopping, and every job handed out has ended.
-    private var through: Bool { state.withLock { $0.stopping && $0.active == 0 } }
+
+    private func report(_ message: String) { onEvent(.problem(message)) }
 
     // MARK: - Feeding
 
     public func next() async -> FeedJob? {
         while !stopping {
             guard let (claim, claimedAt) = await nextClaim() else { continue }
-            guard let job = decode(claim) else {
+            guard let job = await decode(claim) else {
                 state.withLock { _ = $0.unstarted.remove(claim.id) }
                 writer.releasePreLocked(claim.key)
                 continue
             }
             let (id, key) = (claim.id, claim.key)
-            state.withLock { $0.active += 1 }
             return FeedJob(
                 job,
                 start: { [self] in
@@ -143,14 +237,15 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 
     /// A claimed job: the oldest buffered one, else as many as the engine has free slots for
-    /// (at least `prefetch`) are claimed in one statement (nil: none now, or the queue could not be read; waited).
-    private func nextClaim() async -> (JobQueue.Claim, at: ContinuousClock.Instant)? {
+    /// (at least `claimAhead`) claimed at once. Nil: none now, or the queue could not be read
+    /// (waited meanwhile).
+    private func nextClaim() async -> (JobQueue.Claim, at: Duration)? {
         if let buffered = state.withLock({ $0.buffer.isEmpty ? nil : $0.buffer.removeFirst() }) { return buffered }
-        let claimedAt = ContinuousClock.now
-        let limit = min(Self.batchLimit, max(prefetch, freeSlots.value?() ?? 1))
+        let claimedAt = timeline.now
+        let limit = min(Self.batchLimit, max(configuration.claimAhead, engine.freeSlots))
         let claims: [JobQueue.Claim]
         do {
-            claims = try queue.claim(runner: runner, limit: limit)
+            claims = try await store.claim(runner: runner, limit: limit)
         } catch {
             if !state.withLock({ $0.unreachable }) { report("the queue could not be read: \(error); trying again every second") }
             state.withLock { $0.unreachable = true }
@@ -163,9 +258,9 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         }
         if wasUnreachable { report("the queue is back") }
         guard let first = claims.first else {
-            // Until a bell, --rescan, or the end of a lease another runner may have left behind.
-            let leaseEnd = (try? queue.nextLeaseEnd()).flatMap { $0 }.map { $0 + .milliseconds(50) }
-            await sleepOrBell(min(rescan, leaseEnd ?? rescan))
+            // Until a notice, --rescan, or the end of a lease another runner may have left behind.
+            let leaseEnd = (try? await store.nextLeaseEnd()).flatMap { $0 }.map { $0 + .milliseconds(50) }
+            await sleepOrBell(min(configuration.rescanInterval, leaseEnd ?? configuration.rescanInterval))
             return nil
         }
         let kept = state.withLock { state -> Bool in
@@ -177,7 +272,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         let locked = claims.filter(\.keyLocked).map(\.key)
         guard kept else {
             // A shutdown came while claiming: these go back too, and the keys they locked.
-            try? queue.release(ids: claims.map(\.id), runner: runner)
+            try? await store.release(ids: claims.map(\.id), runner: runner)
             for key in locked { writer.unlockKey(key) }
             return nil
         }
@@ -185,38 +280,39 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         return (first, claimedAt)
     }
 
-    private func decode(_ claim: JobQueue.Claim) -> JobDescriptor? {
+    /// The claim's job, decoded as this runner's registry and limits allow; nil (and the job
+    /// ended failed, saying why) when it cannot be.
+    private func decode(_ claim: JobQueue.Claim) async -> JobDescriptor? {
         do {
             let stored = try JSONParser.parse(Array(claim.job.utf8))
             guard let object = stored["job"]?.objectValue else { throw JobSpecError(field: nil, "the stored job is not an object") }
-            return try JobDescriptor.decode(object, defaults: stored["defaults"]?.objectValue ?? [], registry: registry, limits: limits)
+            return try JobDescriptor.decode(
+                object, defaults: stored["defaults"]?.objectValue ?? [], registry: configuration.engine.registry,
+                limits: configuration.engine.limits)
         } catch {
-            let reason = "not a job this runner can run: \(error)"
+            let reason = JobResult.capped("not a job this runner can run: \(error)")
             let record = JSONWriter.string(.object([
                 ("key", .string(claim.key)), ("kind", .string(claim.kind)), ("status", .string("failed")), ("error", .string(reason)),
             ]))
-            try? queue.finish([JobQueue.Finish(id: claim.id, status: "failed", error: reason, record: record)], runner: runner)
+            _ = await writer.finish(JobQueue.Finish(id: claim.id, status: "failed", error: reason, record: record))
             return nil
         }
     }
 
     private func ended(id: Int64, key: String, _ end: FeedJob.End) async {
-        let (givenBack, idle) = state.withLock { state in
-            state.active -= 1
+        let givenBack = state.withLock { state in
             state.unstarted.remove(id)
-            return (state.givenBack.remove(id) != nil, state.active == 0 && state.buffer.isEmpty)
+            return state.givenBack.remove(id) != nil
         }
-        // A key a claim locked for a job that never took it goes back; with nothing claimed
-        // left, none is kept.
-        if case .notStarted = end { writer.releasePreLocked(key) }
-        if idle { writer.releaseAllPreLocked() }
         switch end {
         case .notStarted:
+            // A key a claim locked for a job that never took it goes back.
+            writer.releasePreLocked(key)
             guard !givenBack else { return }
-            do { try queue.release(ids: [id], runner: runner) } catch { report("a claim could not be given back (its lease will end): \(error)") }
+            do { try await store.release(ids: [id], runner: runner) } catch { report("a claim could not be given back (its lease will end): \(error)") }
         case .recorded(let result, let line):
-            // The record is written; once durable, the database gets it with the others that
-            // ended meanwhile (retried while the database is away).
+            // The record is written; once durable, the store gets it with the others that ended
+            // meanwhile (retried while the store is away, until a shutdown's grace is over).
             let finish = JobQueue.Finish(id: id, status: result.status.rawValue, error: result.error, record: String(decoding: line, as: UTF8.self))
             var delay = Duration.milliseconds(200)
             for attempt in 1... {
@@ -225,8 +321,11 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                     return
                 }
                 if attempt == 1 { report("\(result.key): the record could not be stored in the queue (\(failure)); retrying") }
-                if attempt >= 60 { return report("\(result.key): the record was not stored in the queue; it is on disk") }
-                try? await Task.sleep(for: delay)
+                let left = state.withLock { $0.giveUpAt }.map { $0 - timeline.now }
+                if let left, left <= .zero {
+                    return report("\(result.key): the record was not stored in the queue; it is on disk, and the job runs again once its lease ends")
+                }
+                try? await clock.sleep(for: min(delay, left ?? delay))
                 delay = min(delay * 2, .seconds(5))
             }
         }
@@ -234,256 +333,112 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
 
     // MARK: - Waking
 
+    /// Sleeps on the clock for `duration`, or until the bell rings (new jobs, a shutdown).
     private func sleepOrBell(_ duration: Duration) async {
-        let end = ContinuousClock.now + duration
-        while ContinuousClock.now < end {
-            let rung = state.withLock { state in
-                defer { state.rung = false }
-                return state.rung || state.stopping
-            }
-            if rung { return }
-            try? await Task.sleep(for: .milliseconds(20))
+        let (clock, bell) = (clock, bell)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await clock.sleep(for: duration) }
+            group.addTask { await bell.wait() }
+            await group.next()
+            group.cancelAll()
         }
     }
 
-    /// The listener thread: LISTEN's notifications until the feed stops.
-    private func listen() {
+    /// The notices of the queue, until the feed ends (its task is cancelled).
+    private func listen() async {
         var lost = false
-        while !through {
+        while !Task.isCancelled {
             do {
-                for (channel, payload) in try listener.notifications(waitingUpTo: .milliseconds(250)) {
-                    if channel == "runner_cancel" {
-                        let now = ContinuousClock.now
-                        state.withLock { state in
-                            state.cancels[payload] = now
-                            // Kept an hour: long enough for any job claimed before it to start.
-                            state.cancels = state.cancels.filter { now - $0.value < .seconds(3600) }
-                        }
-                        cancelKey.value?(payload)
-                    } else if channel == "runner_pause" {
-                        // "milliseconds runner host": a pause another runner was asked for.
-                        let words = payload.split(separator: " ", maxSplits: 2).map(String.init)
-                        if words.count == 3, words[1] != runner, let milliseconds = Int(words[0]) {
-                            pacer.value?.pause(host: words[2], for: .milliseconds(milliseconds), fromFleet: true)
-                        }
-                    } else {
-                        state.withLock { $0.rung = true }
-                    }
-                }
-            } catch {
-                if !lost { report("the queue's notifications stopped (\(error)); reading it every --rescan until they are back") }
-                lost = true
-                Thread.sleep(forTimeInterval: 1)
-                // Listening again on a connection made anew (the statement reconnects).
-                if ["runner_jobs", "runner_cancel", "runner_pause"].allSatisfy({ (try? listener.query("LISTEN \($0)")) != nil }) {
-                    report("the queue's notifications are back")
+                let notices = try await store.notifications(waitingUpTo: .milliseconds(250))
+                if lost {
+                    report("the queue's notices are back")
                     lost = false
                 }
+                for notice in notices { hear(notice) }
+            } catch {
+                if Task.isCancelled { return }
+                if !lost { report("the queue's notices stopped (\(error)); reading it every --rescan until they are back") }
+                lost = true
+                guard (try? await clock.sleep(for: .seconds(1))) != nil else { return }
             }
         }
     }
 
+    private func hear(_ notice: QueueNotice) {
+        switch notice {
+        case .jobs:
+            bell.ring()
+        case .cancel(let key):
+            let now = timeline.now
+            state.withLock { state in
+                state.cancels[key] = now
+                // Kept an hour: long enough for any job claimed before it to start.
+                state.cancels = state.cancels.filter { now - $0.value < .seconds(3600) }
+            }
+            onEvent(.cancelRequested(key: key, cancelledRunning: engine.taskManager.cancel(key: key)))
+        case .pause(let host, let milliseconds, let from):
+            if from != runner { engine.pacer.pause(host: host, for: .milliseconds(milliseconds), fromFleet: true) }
+        }
+    }
+
+    /// Leases renewed every third of the lease; abandoned jobs failed; old rows pruned hourly.
     private func renew() async {
-        var pruned: ContinuousClock.Instant?
-        while !through {
-            _ = try? queue.failAbandoned()  // (an outage is said by the renewal below)
-            if let keep, pruned.map({ ContinuousClock.now - $0 >= .seconds(3600) }) ?? true {
-                pruned = .now
+        var pruned: Duration?
+        while !Task.isCancelled {
+            _ = try? await store.failAbandoned()  // (an outage is said by the renewal below)
+            if let keep = configuration.keep, pruned.map({ timeline.now - $0 >= .seconds(3600) }) ?? true {
+                pruned = timeline.now
                 do {
-                    let count = try queue.prune(olderThan: keep)
+                    let count = try await store.prune(olderThan: keep)
                     if count > 0 { report("\(count) finished job\(count == 1 ? "" : "s") older than --keep removed from the queue") }
                 } catch {
                     report("finished jobs could not be pruned: \(error)")
                 }
             }
-            try? await Task.sleep(for: queue.lease / 3)
-            guard !through else { break }
-            do { try queue.renew(runner: runner) } catch { report("leases could not be renewed: \(error)") }
+            guard (try? await clock.sleep(for: store.lease / 3)) != nil else { return }
+            do { try await store.heartbeat(runner: runner) } catch { report("leases could not be renewed: \(error)") }
             writer.retryUnlocks()
         }
     }
 }
 
-/// What a watcher writes to the queue as jobs run and end, on a connection and a serial queue
-/// of their own (never on the engine's threads while it waits): records stored in batches
-/// (while one statement runs, the next records gather), keys taken and let go of in order.
-final class QueueWriter: Sendable {
-    private let queue: JobQueue
-    private let runner: String
-    /// Synchronized (one `syncfs`) before each batch of records is stored: a record is in the
-    /// database only once it is durable on this runner's disk.
-    private let store: OutputStore?
-    private let dispatch = DispatchQueue(label: "runner queue writer")
-    private struct Pending {
-        var jobs: [(JobQueue.Finish, CheckedContinuation<String?, Never>)] = []
-        /// Keys to let go of, with the next statement.
-        var unlocks: [String] = []
-        /// A batch is queued or being written.
-        var busy = false
-    }
-    private let pending = Mutex(Pending())
-    /// Keys a claim locked for this runner, not yet taken by a job of the key.
-    private let preLocked = Mutex<Set<String>>([])
+/// A bell that wakes one waiter: rung before anyone waits, the next wait returns at once.
+final class Bell: Sendable {
+    private let state = Mutex<(rung: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
 
-    init(queue: JobQueue, runner: String, store: OutputStore?) {
-        self.queue = queue
-        self.runner = runner
-        self.store = store
-    }
-
-    /// Makes a finished job's record durable and stores it, with the others waiting; nil once
-    /// stored, else why not.
-    func finish(_ job: JobQueue.Finish) async -> String? {
-        await withCheckedContinuation { continuation in
-            let idle = pending.withLock { pending in
-                pending.jobs.append((job, continuation))
-                defer { pending.busy = true }
-                return !pending.busy
+    func ring() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.rung = true
+                return nil
             }
-            if idle { dispatch.async { self.writeBatch() } }
+            state.waiter = nil
+            return waiter
         }
+        waiter?.resume()
     }
 
-    /// One statement for every record and key waiting (the records made durable first); again
-    /// later while more wait (key locks asked for meanwhile go first). Keys that could not be let
-    /// go of wait for the next statement.
-    private func writeBatch() {
-        let (batch, unlocks) = pending.withLock { pending in
-            defer { (pending.jobs, pending.unlocks) = ([], []) }
-            return (pending.jobs, pending.unlocks)
-        }
-        var failure: String?
-        var failures: [String?] = Array(repeating: nil, count: batch.count)
-        do {
-            if !batch.isEmpty { try store?.synchronize() }
-            try queue.finish(batch.map(\.0), runner: runner, unlocking: unlocks)
-        } catch {
-            failure = "\(error)"
-            failures = Array(repeating: failure, count: batch.count)
-            pending.withLock { $0.unlocks.append(contentsOf: unlocks) }
-            // One record the database refuses must not hold the others: each is tried alone
-            // (while the database is away, each fails too, and is retried as before).
-            if batch.count > 1 {
-                for (index, (job, _)) in batch.enumerated() {
-                    do {
-                        try queue.finish([job], runner: runner)
-                        failures[index] = nil
-                    } catch {
-                        failures[index] = "\(error)"
+    /// Returns once rung (or at once if it was), or when the task is cancelled.
+    func wait() async {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state -> Bool in
+                    if state.rung || Task.isCancelled {
+                        state.rung = false
+                        return true
                     }
+                    state.waiter?.resume()
+                    state.waiter = continuation
+                    return false
                 }
+                if now { continuation.resume() }
             }
-        }
-        for ((_, continuation), failure) in zip(batch, failures) { continuation.resume(returning: failure) }
-        let more = pending.withLock { pending in
-            // Keys alone that failed wait for the next record, key lock or renewal.
-            pending.busy = !pending.jobs.isEmpty || (failure == nil && !pending.unlocks.isEmpty)
-            return pending.busy
-        }
-        if more { dispatch.async { self.writeBatch() } }
-    }
-
-    /// Keys a claim locked for this runner: the first job of each to start takes its lock
-    /// without a statement.
-    func adopt(keys: [String]) {
-        guard !keys.isEmpty else { return }
-        preLocked.withLock { $0.formUnion(keys) }
-    }
-
-    /// Takes the lock a claim took for `key`, if it is still there.
-    func takePreLocked(_ key: String) -> Bool {
-        preLocked.withLock { $0.remove(key) != nil }
-    }
-
-    /// Lets go of the lock a claim took for `key`, if no job took it (its job did not start).
-    func releasePreLocked(_ key: String) {
-        if takePreLocked(key) { unlockKey(key) }
-    }
-
-    /// Lets go of every lock claims took that no job took.
-    func releaseAllPreLocked() {
-        let keys = preLocked.withLock { keys in
-            defer { keys = [] }
-            return keys
-        }
-        for key in keys { unlockKey(key) }
-    }
-
-    /// Takes `key` for this runner (after letting go of the keys waiting to be, which may hold it).
-    func lockKey(_ key: String) throws(QueueError) -> Bool {
-        let outcome: Result<Bool, QueueError> = dispatch.sync {
-            Result { () throws(QueueError) -> Bool in
-                try flushUnlocks()
-                return try queue.lockKey(key, runner: runner)
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
             }
+            waiter?.resume()
         }
-        return try outcome.get()
-    }
-
-    /// Lets go of `key` with the next statement, without waiting; a later `lockKey` of this
-    /// runner comes after it.
-    func unlockKey(_ key: String) {
-        let idle = pending.withLock { pending in
-            pending.unlocks.append(key)
-            defer { pending.busy = true }
-            return !pending.busy
-        }
-        if idle { dispatch.async { self.writeBatch() } }
-    }
-
-    /// Lets go of the keys waiting to be, now (on the writer's queue).
-    private func flushUnlocks() throws(QueueError) {
-        let keys = pending.withLock { pending in
-            defer { pending.unlocks = [] }
-            return pending.unlocks
-        }
-        do {
-            try queue.unlockKeys(keys, runner: runner)
-        } catch {
-            pending.withLock { $0.unlocks.append(contentsOf: keys) }
-            throw error
-        }
-    }
-
-    /// Retries keys that could not be let go of (called with each lease renewal).
-    func retryUnlocks() {
-        dispatch.async { try? self.flushUnlocks() }
-    }
-}
-
-/// One task per key across every runner of a queue: a row per running key in `runner.keys`.
-struct QueueKeyLock: KeyLocking {
-    let writer: QueueWriter
-
-    func tryLock(key: String) -> (@Sendable () -> Void)? {
-        guard case .acquired(let release) = lock(key: key) else { return nil }
-        return release
-    }
-
-    func lock(key: String) -> KeyLockOutcome {
-        let writer = writer
-        if writer.takePreLocked(key) { return .acquired(release: { writer.unlockKey(key) }) }
-        do {
-            guard try writer.lockKey(key) else { return .heldElsewhere }
-        } catch {
-            return .unavailable("the queue's key lock could not be taken: \(error)")
-        }
-        return .acquired(release: { writer.unlockKey(key) })
-    }
-}
-
-/// `--rate`, a host's `rate` and `Retry-After` pauses shared by every runner of a queue: each
-/// paced request takes the host's next slot in `runner.hosts`. While the database cannot be
-/// reached, each runner paces alone.
-struct QueuePacing: SharedPacing {
-    let queue: JobQueue
-    let runner: String
-
-    func reserve(host: String, interval: Duration) -> Duration {
-        (try? queue.reservePace(host: host, interval: interval)) ?? .zero
-    }
-
-    func pause(host: String, for duration: Duration) {
-        try? queue.pause(host: host, for: duration, from: runner)
     }
 }

@@ -29,6 +29,13 @@ public final class JobQueue: Sendable {
         try prepare()
     }
 
+    /// Connects on a thread of its own (libpq blocks), for callers on the concurrency pool.
+    public static func connect(url: String, lease: Duration = .seconds(30)) async throws(QueueError) -> JobQueue {
+        let thread = BlockingThread(name: "runner queue connect")
+        defer { thread.stop() }
+        return try await thread.run { () throws(QueueError) -> JobQueue in try JobQueue(url: url, lease: lease) }
+    }
+
     private var leaseText: String { "\(max(1, lease.inMilliseconds)) milliseconds" }
 
     // MARK: - Schema

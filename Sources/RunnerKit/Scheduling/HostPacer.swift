@@ -6,7 +6,7 @@ import Synchronization
 public protocol SharedPacing: Sendable {
     /// Takes `host`'s next request slot for the fleet, `interval` after the one before it and
     /// not before the host's pause ends; returns how long from now until that slot (zero: now).
-    func reserve(host: String, interval: Duration) -> Duration
+    func reserve(host: String, interval: Duration) async -> Duration
     /// Tells the fleet that `host` asked to be left alone for `duration` from now.
     func pause(host: String, for duration: Duration)
 }
@@ -184,7 +184,7 @@ public final class HostPacer: Sendable {
         // The token is taken; the next waiter becomes the head once this one has the fleet's slot.
         defer { promoteHead(of: host) }
         if let shared, let interval = state.withLock({ $0.hosts[host]?.interval }) {
-            let wait = shared.reserve(host: host, interval: interval)
+            let wait = await shared.reserve(host: host, interval: interval)
             if wait > .zero { try await timeline.sleep(until: timeline.now + wait) }
         }
     }

@@ -12,7 +12,7 @@ public protocol KeyLocking: Sendable {
     /// Takes the lock of `key`, and says why not when it cannot: held by another process, or
     /// not to be had at all (the lock file cannot be opened). A lock that cannot be taken is
     /// never taken as "no lock": the job does not run.
-    func lock(key: String) -> KeyLockOutcome
+    func lock(key: String) async -> KeyLockOutcome
 }
 
 /// What asking for a key's lock came to.

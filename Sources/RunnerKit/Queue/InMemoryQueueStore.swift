@@ -1,0 +1,276 @@
+import Synchronization
+
+/// A queue kept in memory, with the rules of the PostgreSQL one (leases, claims counted and
+/// abandoned jobs failed, one key per runner, the fleet's pacing and pauses, notices), on any
+/// clock: several feeds in one process share it as watchers on several machines share the
+/// database. `available` false makes every call fail as a database that went away does.
+public final class InMemoryQueueStore: QueueStore {
+    public struct Row: Sendable {
+        public var id: Int64
+        public var key: String
+        public var kind: String
+        public var job: String
+        /// `queued`, `running` or `done`.
+        public var state = "queued"
+        public var runner: String?
+        public var claims = 0
+        public var leaseUntil: Duration?
+        public var status: String?
+        public var reason: String?
+        public var record: String?
+        public var finishedAt: Duration?
+    }
+
+    private struct State {
+        var rows: [Int64: Row] = [:]
+        var nextID: Int64 = 1
+        var keys: [String: (runner: String, until: Duration)] = [:]
+        var hosts: [String: (nextAt: Duration, pausedUntil: Duration)] = [:]
+        var available = true
+        /// Notices not yet read, per listener.
+        var notices: [UInt64: [QueueNotice]] = [:]
+        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    }
+
+    public let lease: Duration
+    public var display: String { "memory" }
+    private let timeline: any Timeline
+    private let state = Mutex(State())
+    /// Which listener a store value is (each feed's own view of one shared queue).
+    private let listenerID: UInt64
+    private let shared: InMemoryQueueStore?
+
+    /// A queue whose leases run on `clock`.
+    public init(lease: Duration = .seconds(30), clock: some Clock<Duration> = ContinuousClock()) {
+        self.lease = lease
+        self.timeline = makeTimeline(clock)
+        self.listenerID = 0
+        self.shared = nil
+    }
+
+    private init(sharing store: InMemoryQueueStore, listener: UInt64) {
+        self.lease = store.lease
+        self.timeline = store.timeline
+        self.listenerID = listener
+        self.shared = store
+    }
+
+    private static let listeners = Atomic<UInt64>(1)
+
+    /// Another watcher's view of this queue: the same rows, notices of its own.
+    public func connection() -> InMemoryQueueStore {
+        let root = shared ?? self
+        let id = Self.listeners.wrappingAdd(1, ordering: .relaxed).newValue
+        root.state.withLock { $0.notices[id] = [] }
+        return InMemoryQueueStore(sharing: root, listener: id)
+    }
+
+    private var root: InMemoryQueueStore { shared ?? self }
+
+    private func withState<T: Sendable>(_ body: (inout State, Duration) throws(QueueError) -> T) throws(QueueError) -> T {
+        let now = timeline.now
+        return try root.state.withLock { (state: inout State) throws(QueueError) -> T in
+            guard state.available else { throw QueueError("the database cannot be reached: (in memory, made unavailable)") }
+            return try body(&state, now)
+        }
+    }
+
+    // MARK: - What tests do
+
+    /// Whether calls succeed; false: each fails, as when the database went away.
+    public var available: Bool {
+        get { root.state.withLock { $0.available } }
+        set { root.state.withLock { $0.available = newValue } }
+    }
+
+    /// Queues jobs (`submit --queue`) and tells the watchers.
+    public func submit(_ jobs: [JobQueue.Submission]) {
+        root.state.withLock { state in
+            for job in jobs {
+                state.rows[state.nextID] = Row(id: state.nextID, key: job.key, kind: job.kind, job: job.job)
+                state.nextID += 1
+            }
+        }
+        notify(.jobs)
+    }
+
+    /// `runner cancel KEY --queue`: queued jobs of the key end cancelled, runners are told.
+    public func cancel(key: String) {
+        root.state.withLock { state in
+            for (id, row) in state.rows where row.key == key && row.state == "queued" {
+                state.rows[id]?.state = "done"
+                state.rows[id]?.status = "cancelled"
+            }
+        }
+        notify(.cancel(key: key))
+    }
+
+    /// Every row now, by id.
+    public var rows: [Row] { root.state.withLock { $0.rows.values.sorted { $0.id < $1.id } } }
+
+    private func notify(_ notice: QueueNotice) {
+        let waiters = root.state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            for id in state.notices.keys { state.notices[id]!.append(notice) }
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    // MARK: - The contract
+
+    public func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim] {
+        let lease = lease
+        return try withState { state, now throws(QueueError) -> [JobQueue.Claim] in
+            let picked = state.rows.values.filter { row in
+                row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.claims < JobQueue.maxClaims)
+            }.sorted { $0.id < $1.id }.prefix(max(0, limit))
+            var claims: [JobQueue.Claim] = []
+            for row in picked {
+                state.rows[row.id]?.state = "running"
+                state.rows[row.id]?.runner = runner
+                state.rows[row.id]?.claims += 1
+                state.rows[row.id]?.leaseUntil = now + lease
+                var locked = false
+                if let held = state.keys[row.key], held.until >= now {
+                    locked = false
+                } else {
+                    state.keys[row.key] = (runner, now + lease)
+                    locked = true
+                }
+                claims.append(JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked))
+            }
+            return claims
+        }
+    }
+
+    public func nextLeaseEnd() async throws(QueueError) -> Duration? {
+        try withState { state, now throws(QueueError) -> Duration? in
+            state.rows.values.filter { $0.state == "running" && $0.claims < JobQueue.maxClaims }
+                .compactMap(\.leaseUntil).min().map { max(.zero, $0 - now) }
+        }
+    }
+
+    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) {
+        try withState { state, now throws(QueueError) in
+            for key in keys where state.keys[key]?.runner == runner { state.keys[key] = nil }
+            for job in jobs {
+                guard let row = state.rows[job.id], row.runner == runner, row.state == "running" else { continue }
+                state.rows[job.id]?.state = "done"
+                state.rows[job.id]?.status = job.status
+                state.rows[job.id]?.reason = job.error
+                state.rows[job.id]?.record = job.record
+                state.rows[job.id]?.finishedAt = now
+                state.rows[job.id]?.leaseUntil = nil
+            }
+        }
+    }
+
+    public func release(ids: [Int64], runner: String) async throws(QueueError) {
+        try withState { state, _ throws(QueueError) in
+            for id in ids where state.rows[id]?.runner == runner && state.rows[id]?.state == "running" {
+                state.rows[id]?.state = "queued"
+                state.rows[id]?.runner = nil
+                state.rows[id]?.leaseUntil = nil
+                let claims = state.rows[id]?.claims ?? 1
+                state.rows[id]?.claims = max(0, claims - 1)
+            }
+        }
+        notify(.jobs)
+    }
+
+    public func heartbeat(runner: String) async throws(QueueError) {
+        let lease = lease
+        try withState { state, now throws(QueueError) in
+            for (id, row) in state.rows where row.runner == runner && row.state == "running" { state.rows[id]?.leaseUntil = now + lease }
+            for (key, held) in state.keys where held.runner == runner { state.keys[key] = (runner, now + lease) }
+        }
+    }
+
+    public func failAbandoned() async throws(QueueError) -> Int {
+        try withState { state, now throws(QueueError) -> Int in
+            var count = 0
+            for (id, row) in state.rows
+            where row.state == "running" && (row.leaseUntil ?? now) < now && row.claims >= JobQueue.maxClaims {
+                state.rows[id]?.state = "done"
+                state.rows[id]?.status = "failed"
+                state.rows[id]?.reason = "abandoned by \(row.claims) runners"
+                state.rows[id]?.finishedAt = now
+                state.rows[id]?.leaseUntil = nil
+                count += 1
+            }
+            return count
+        }
+    }
+
+    public func prune(olderThan age: Duration) async throws(QueueError) -> Int {
+        try withState { state, now throws(QueueError) -> Int in
+            let old = state.rows.values.filter { $0.state == "done" && ($0.finishedAt.map { now - $0 > age } ?? false) }
+            for row in old { state.rows[row.id] = nil }
+            return old.count
+        }
+    }
+
+    public func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool {
+        let lease = lease
+        return try withState { state, now throws(QueueError) -> Bool in
+            if let held = state.keys[key], held.until >= now { return held.runner == runner }
+            state.keys[key] = (runner, now + lease)
+            return true
+        }
+    }
+
+    public func unlockKeys(_ keys: [String], runner: String) async throws(QueueError) {
+        try withState { state, _ throws(QueueError) in
+            for key in keys where state.keys[key]?.runner == runner { state.keys[key] = nil }
+        }
+    }
+
+    public func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration {
+        try withState { state, now throws(QueueError) -> Duration in
+            let entry = state.hosts[host] ?? (.zero, .zero)
+            let slot = max(entry.nextAt, now, entry.pausedUntil)
+            state.hosts[host] = (slot + interval, entry.pausedUntil)
+            return slot - now
+        }
+    }
+
+    public func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError) {
+        try withState { state, now throws(QueueError) in
+            let entry = state.hosts[host] ?? (.zero, .zero)
+            state.hosts[host] = (entry.nextAt, max(entry.pausedUntil, now + duration))
+        }
+        notify(.pause(host: host, milliseconds: max(1, duration.inMilliseconds), runner: runner))
+    }
+
+    /// Waits for a notice (the timeout is not waited for: only a notice, or the task's
+    /// cancellation, ends the wait, so no sleeper sits on a test clock).
+    public func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice] {
+        let id = listenerID
+        while !Task.isCancelled {
+            let found = try withState { state, _ throws(QueueError) -> [QueueNotice] in
+                if state.notices[id] == nil { state.notices[id] = [] }
+                defer { state.notices[id] = [] }
+                return state.notices[id]!
+            }
+            if !found.isEmpty { return found }
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    let resumeNow = root.state.withLock { state -> Bool in
+                        if !(state.notices[id] ?? []).isEmpty || Task.isCancelled { return true }
+                        if let old = state.waiters[id] { old.resume() }
+                        state.waiters[id] = continuation
+                        return false
+                    }
+                    if resumeNow { continuation.resume() }
+                }
+            } onCancel: {
+                let waiter = root.state.withLock { $0.waiters.removeValue(forKey: id) }
+                waiter?.resume()
+            }
+        }
+        return []
+    }
+
+    public func close() {}
+}

@@ -1,0 +1,113 @@
+import Synchronization
+
+/// The queue in PostgreSQL, through libpq. Three connections, each with a thread of its own, so
+/// no libpq call blocks a thread of the concurrency pool and none waits for another's: claims,
+/// leases and pacing on one; records and key locks on another (stored as jobs end, while claims
+/// go on); LISTEN on the third.
+public final class PostgresQueueStore: QueueStore {
+    private let main: JobQueue
+    private let writer: JobQueue
+    private let listener: PostgresConnection
+    private let mainThread = BlockingThread(name: "runner queue")
+    private let writerThread = BlockingThread(name: "runner queue writer")
+    private let listenerThread = BlockingThread(name: "runner queue listener")
+    /// Whether `listener` has LISTENed since it last failed (a new connection has not).
+    private let listening = Mutex(false)
+
+    public var lease: Duration { main.lease }
+    public var display: String { main.connection.display }
+
+    /// The channels every watcher listens on.
+    static let channels = ["runner_jobs", "runner_cancel", "runner_pause"]
+
+    /// Connects (three times) and makes or checks the schema; blocks: see `connect`.
+    public init(url: String, lease: Duration = .seconds(30)) throws(QueueError) {
+        main = try JobQueue(url: url, lease: lease)
+        writer = try JobQueue(url: url, lease: lease)
+        listener = try PostgresConnection(url: url)
+    }
+
+    /// Connects on a thread of its own.
+    public static func connect(url: String, lease: Duration = .seconds(30)) async throws(QueueError) -> PostgresQueueStore {
+        let thread = BlockingThread(name: "runner queue connect")
+        defer { thread.stop() }
+        return try await thread.run { () throws(QueueError) -> PostgresQueueStore in try PostgresQueueStore(url: url, lease: lease) }
+    }
+
+    public func close() {
+        mainThread.stop()
+        writerThread.stop()
+        listenerThread.stop()
+    }
+
+    public func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim] {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> [JobQueue.Claim] in try main.claim(runner: runner, limit: limit) }
+    }
+
+    public func nextLeaseEnd() async throws(QueueError) -> Duration? {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> Duration? in try main.nextLeaseEnd() }
+    }
+
+    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) {
+        let writer = writer
+        try await writerThread.run { () throws(QueueError) in try writer.finish(jobs, runner: runner, unlocking: keys) }
+    }
+
+    public func release(ids: [Int64], runner: String) async throws(QueueError) {
+        let main = main
+        try await mainThread.run { () throws(QueueError) in try main.release(ids: ids, runner: runner) }
+    }
+
+    public func heartbeat(runner: String) async throws(QueueError) {
+        let main = main
+        try await mainThread.run { () throws(QueueError) in try main.renew(runner: runner) }
+    }
+
+    public func failAbandoned() async throws(QueueError) -> Int {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> Int in try main.failAbandoned() }
+    }
+
+    public func prune(olderThan age: Duration) async throws(QueueError) -> Int {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> Int in try main.prune(olderThan: age) }
+    }
+
+    public func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool {
+        let writer = writer
+        return try await writerThread.run { () throws(QueueError) -> Bool in try writer.lockKey(key, runner: runner) }
+    }
+
+    public func unlockKeys(_ keys: [String], runner: String) async throws(QueueError) {
+        let writer = writer
+        try await writerThread.run { () throws(QueueError) in try writer.unlockKeys(keys, runner: runner) }
+    }
+
+    public func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> Duration in try main.reservePace(host: host, interval: interval) }
+    }
+
+    public func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError) {
+        let main = main
+        try await mainThread.run { () throws(QueueError) in try main.pause(host: host, for: duration, from: runner) }
+    }
+
+    public func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice] {
+        try await listenerThread.run { [self] () throws(QueueError) -> [QueueNotice] in
+            do throws(QueueError) {
+                if !listening.withLock({ $0 }) {
+                    // A connection made anew (the statement reconnects) listens again.
+                    for channel in Self.channels { try listener.query("LISTEN \(channel)") }
+                    listening.withLock { $0 = true }
+                }
+                return try listener.notifications(waitingUpTo: timeout).compactMap { QueueNotice(channel: $0.channel, payload: $0.payload) }
+            } catch {
+                listening.withLock { $0 = false }
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,67 @@
+/// What a queue watcher asks of the database that its fleet shares: claims under a lease,
+/// records, heartbeats, key locks, the fleet's pacing, and notices. `PostgresQueueStore` is the
+/// real one (libpq, each call on a thread of its own); `InMemoryQueueStore` keeps the same rules
+/// in memory on any clock, for the feed's tests. The same contract tests run on both.
+public protocol QueueStore: Sendable {
+    /// How long a claim holds unless renewed.
+    var lease: Duration { get }
+    /// The queue as it may be shown (no password).
+    var display: String { get }
+
+    /// Takes up to `limit` jobs for `runner`: queued ones, and running ones whose lease ran out
+    /// that were claimed fewer than `JobQueue.maxClaims` times, oldest first, each under a new
+    /// lease. The keys of those no runner holds are locked for `runner` too (`keyLocked`).
+    func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim]
+    /// How long until the first lease of a running job that may be claimed again ends (nil: none).
+    func nextLeaseEnd() async throws(QueueError) -> Duration?
+    /// Stores the records of jobs `runner` finished and ends their claims; lets go of `keys`.
+    func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError)
+    /// Gives claims back at once (not started), for other runners.
+    func release(ids: [Int64], runner: String) async throws(QueueError)
+    /// Renews the leases of `runner`'s claims and keys.
+    func heartbeat(runner: String) async throws(QueueError)
+    /// Ends `failed` the jobs abandoned `JobQueue.maxClaims` times; returns how many.
+    func failAbandoned() async throws(QueueError) -> Int
+    /// Removes finished jobs older than `age`; returns how many.
+    func prune(olderThan age: Duration) async throws(QueueError) -> Int
+    /// Takes `key` for `runner` unless another runner holds it under a live lease.
+    func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool
+    /// Lets go of `runner`'s `keys`.
+    func unlockKeys(_ keys: [String], runner: String) async throws(QueueError)
+    /// Takes `host`'s next request slot for the fleet, `interval` after the one before and not
+    /// before its pause ends; returns how long from now until it.
+    func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration
+    /// Holds `host` back for every runner for `duration` (never shortening a pause), and tells them.
+    func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError)
+    /// The notices that came, waiting up to `timeout` for one (listening first if not yet).
+    func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice]
+    /// Closes what the store holds open (its connections and threads).
+    func close()
+}
+
+/// What the fleet tells every watcher of a queue.
+public enum QueueNotice: Sendable, Equatable {
+    /// Jobs were queued or given back.
+    case jobs
+    /// `runner cancel KEY --queue`.
+    case cancel(key: String)
+    /// A host asked `runner` to leave it alone for `milliseconds`.
+    case pause(host: String, milliseconds: Int, runner: String)
+
+    /// From a channel and a payload (nil: not one of the queue's).
+    init?(channel: String, payload: String) {
+        switch channel {
+        case "runner_jobs":
+            self = .jobs
+        case "runner_cancel":
+            self = .cancel(key: payload)
+        case "runner_pause":
+            // "milliseconds runner host"
+            let words = payload.split(separator: " ", maxSplits: 2).map(String.init)
+            guard words.count == 3, let milliseconds = Int(words[0]) else { return nil }
+            self = .pause(host: words[2], milliseconds: milliseconds, runner: words[1])
+        default:
+            return nil
+        }
+    }
+}
