@@ -41,6 +41,23 @@ struct CommandLineTests {
         }
     }
 
+    /// A watcher of a queue takes no spool folder: its options are refused, not ignored (and
+    /// nothing is connected to or written).
+    @Test(arguments: [
+        (["--settle", "3"], "--settle is an option of the spool's watcher"),
+        (["--group", "staff"], "--group is an option of the spool's watcher"),
+        (["--spool", "elsewhere"], "--spool is an option of the spool's watcher"),
+    ])
+    func optionsOfTheSpoolsWatcherAreRefusedWithQueue(extra: [String], expected: String) async throws {
+        let w = try Workspace()
+        let result = try await w.run(["watch", "--queue", "postgresql:///nowhere?host=\(w.root)", "--out", w.out] + extra)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains(expected), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: w.out), "nothing is written")
+        let keep = try await w.run(["watch", "--spool", "\(w.root)/spool", "--keep", "3"])
+        #expect(keep.status == 2 && keep.stderr.contains("--keep needs --queue"), "\(keep.stderr)")
+    }
+
     @Test func validateCountsJobsOfAValidFile() async throws {
         let w = try Workspace()
         w.write("ok.jsonl", "{\"kind\": \"image\", \"url\": \"http://h/a.png\"}\n{\"kind\": \"entry\", \"id\": 7, \"url\": \"http://h/{id}\"}\n")

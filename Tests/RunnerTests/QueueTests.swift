@@ -125,6 +125,22 @@ struct QueueTests {
         return await world.exit(of: process, upTo: .seconds(20))
     }
 
+    /// The libpq store keeps the contract the in-memory store keeps (QueueFeedTests runs the
+    /// feed's logic on that one); a lease of 1 s, on the real clock.
+    @Test func theLibpqStoreKeepsTheQueuesContract() async throws {
+        let db = try PostgresServer()
+        let first = try await PostgresQueueStore.connect(url: db.url, lease: .seconds(1))
+        let second = try await PostgresQueueStore.connect(url: db.url, lease: .seconds(1))
+        defer {
+            first.close()
+            second.close()
+        }
+        let submitter = try JobQueue(url: db.url)
+        let contract = QueueStoreContract(
+            first: first, second: second, submit: { try submitter.submit($0) }, pass: { try? await Task.sleep(for: $0) })
+        try await contract.check()
+    }
+
     @Test func submitQueuesEveryJobOfItsFilesOrNone() async throws {
         let db = try PostgresServer()
         let world = try SpoolWorld()

@@ -243,8 +243,9 @@ public final class InMemoryQueueStore: QueueStore {
         notify(.pause(host: host, milliseconds: max(1, duration.inMilliseconds), runner: runner))
     }
 
-    /// Waits for a notice (the timeout is not waited for: only a notice, or the task's
-    /// cancellation, ends the wait, so no sleeper sits on a test clock).
+    /// Waits for a notice (a timeout is not waited for: only a notice, or the task's
+    /// cancellation, ends the wait, so no sleeper sits on a test clock); a timeout of zero
+    /// returns what came, at once.
     public func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice] {
         let id = listenerID
         while !Task.isCancelled {
@@ -253,7 +254,7 @@ public final class InMemoryQueueStore: QueueStore {
                 defer { state.notices[id] = [] }
                 return state.notices[id]!
             }
-            if !found.isEmpty { return found }
+            if !found.isEmpty || timeout <= .zero { return found }
             await withTaskCancellationHandler {
                 await withCheckedContinuation { continuation in
                     let resumeNow = root.state.withLock { state -> Bool in

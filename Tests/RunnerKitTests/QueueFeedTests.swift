@@ -1,0 +1,306 @@
+import Foundation
+import RunnerKit
+import RunnerTestSupport
+import Testing
+
+// The queue feed in process: the in-memory store (the rules of the PostgreSQL one), a recording
+// HTTP double for every fetch, and a test clock for every timer (polling, leases, heartbeat,
+// grace, retries and the jobs' deadlines). QueueTests show the same through the binary against
+// a real PostgreSQL; QueueStoreContractTests hold both stores to one contract.
+
+// MARK: - The world under test
+
+/// A queue, an output folder, a clock and a client; feeds made over them, run in tasks.
+private final class QueueWorld: Sendable {
+    let folder = TemporaryFolder()
+    let clock = TestClock()
+    let http = RecordingHTTP()
+    let store: InMemoryQueueStore
+    let events = Watched<[(runner: String, event: QueueFeed.Event)]>([])
+    let records = Watched<[JobResult]>([])
+    /// Where jobs of the `gated` kind wait.
+    let gate = Gate()
+
+    init() {
+        store = InMemoryQueueStore(lease: .seconds(30), clock: clock)
+        currentGate.withLock { [gate] in $0 = gate }
+    }
+
+    /// A feed named `runner` with the test's changes to its configuration.
+    func feed(_ runner: String = "a", _ change: (inout QueueFeed.Configuration) -> Void = { _ in }) throws -> QueueFeed {
+        var registry = KindRegistry()
+        try registry.register(QueueFetchKind.self)
+        try registry.register(GatedKind.self)
+        var configuration = QueueFeed.Configuration(
+            engine: .init(registry: registry, store: try OutputStore(root: folder.path + "/out"), http: http).with { $0.clock = clock },
+            store: store.connection())
+        configuration.runner = runner
+        configuration.durable = false
+        change(&configuration)
+        let (events, records) = (events, records)
+        return try QueueFeed(
+            configuration: configuration, observer: QueueRecordsObserver(records: records),
+            onEvent: { event in events.update { $0.append((runner, event)) } })
+    }
+
+    func start(_ feed: QueueFeed) -> Task<Void, Never> { Task { await feed.run() } }
+
+    /// Queues jobs of the test kind (or `kind`), one per key, as `submit --queue` does.
+    func submit(_ keys: [String], kind: String = "fetch") {
+        store.submit(keys.map { key in
+            let job = #"{"job": {"kind": "\#(kind)", "key": "\#(key)", "url": "http://queue.test/\#(key)", "timeout": 60}, "defaults": {}}"#
+            return JobQueue.Submission(key: key, kind: kind, job: job, file: "test.jsonl")
+        })
+    }
+
+    func row(_ key: String) -> InMemoryQueueStore.Row? { store.rows.last { $0.key == key } }
+
+    func waitDone(_ keys: [String], sourceLocation: SourceLocation = #_sourceLocation) async {
+        await eventually("\(keys) done", sourceLocation: sourceLocation) { keys.allSatisfy { row($0)?.state == "done" } }
+    }
+
+    var problems: [String] {
+        events.read { $0.compactMap { if case .problem(let text) = $0.event { text } else { nil } } }
+    }
+}
+
+/// The test kind: fetches its URL and stores what arrived.
+private struct QueueFetchKind: JobKind {
+    static let name = "fetch"
+    static let summary = "Fetches a URL as it is (for tests)."
+    static let parameters: [KindParameter] = []
+
+    init(fields: inout JobFields) throws(JobSpecError) {}
+
+    func run(in context: JobContext) async throws -> KindOutcome {
+        .fetched(try await context.fetch(folder: "fetched"), folder: "fetched", fileExtension: "bin")
+    }
+}
+
+/// The gate of the test running now (the suite runs one test at a time).
+private let currentGate = Locked(Gate())
+
+private struct GatedKind: JobKind {
+    static let name = "gated"
+    static let summary = "Waits at the test's gate, then fetches (for tests)."
+    static let parameters: [KindParameter] = []
+
+    init(fields: inout JobFields) throws(JobSpecError) {}
+
+    func run(in context: JobContext) async throws -> KindOutcome {
+        await currentGate.value.pass()
+        return .fetched(try await context.fetch(folder: "fetched"), folder: "fetched", fileExtension: "bin")
+    }
+}
+
+private struct QueueRecordsObserver: RunObserver {
+    let records: Watched<[JobResult]>
+    func jobFinished(_ result: JobResult) { records.update { $0.append(result) } }
+}
+
+// MARK: - Tests
+
+@Suite(.serialized, .timeLimit(.minutes(1)))
+struct QueueFeedTests {
+    private let w = QueueWorld()
+
+    @Test func theWatchPresetEmbedsTheRunPresetAndRefusesSecretReferences() {
+        let watch = QueueFeed.Configuration.watch(queue: "postgresql:///jobs", registry: KindRegistry())
+        #expect(watch.engine.monitor == nil)
+        #expect(watch.engine.deadlines as? DeadlineTimer === DeadlineTimer.shared)
+        #expect(!watch.engine.limits.allowsSecretReferences)
+        #expect(watch.url == "postgresql:///jobs" && watch.store == nil)
+        #expect(watch.lease == .seconds(30) && watch.grace == .seconds(10) && watch.rescanInterval == .seconds(2))
+    }
+
+    @Test func queuedJobsRunAndTheirRecordsAreStoredInTheirRows() async throws {
+        w.http.script("http://queue.test/a", .ok("A"))
+        w.http.script("http://queue.test/b", .status(500))
+        let feed = try w.feed()
+        let run = w.start(feed)
+        w.submit(["a", "b"])
+        await w.waitDone(["a", "b"])
+        #expect(w.row("a")?.status == "succeeded" && w.row("b")?.status == "failed")
+        #expect(w.row("a")?.record?.contains(#""key":"a""#) == true, "\(w.row("a")?.record ?? "")")
+        #expect(w.row("b")?.reason?.isEmpty == false)
+        feed.shutdown()
+        await run.value
+        #expect(w.records.value.count == 2)
+    }
+
+    @Test func aNoticeWakesAnIdleFeedBeforeItsRescan() async throws {
+        w.http.script("http://queue.test/late", .ok("late"))
+        let feed = try w.feed { $0.rescanInterval = .seconds(60) }
+        let run = w.start(feed)
+        // Idle: the renewal and the wait for jobs (until a notice, or a minute) sleep.
+        #expect(await w.clock.waitForSleepers(2))
+        w.submit(["late"])
+        await w.waitDone(["late"])
+        #expect(w.clock.now.offset == .zero, "no time passed: the notice woke it")
+        feed.shutdown()
+        await run.value
+    }
+
+    @Test func aLeaseThatRunsOutLetsAnotherRunnerClaimTheJob() async throws {
+        w.http.script("http://queue.test/orphan", .ok("orphan"))
+        w.submit(["orphan"])
+        // A runner that claimed it and died: its lease is never renewed.
+        _ = try await w.store.claim(runner: "dead", limit: 1)
+        let feed = try w.feed("b")
+        let run = w.start(feed)
+        #expect(await w.clock.waitForSleepers(2))
+        #expect(w.http.requests.isEmpty, "the lease holds")
+        w.clock.advance(by: .seconds(29))
+        #expect(await w.clock.waitForSleepers(2))
+        #expect(w.http.requests.isEmpty, "the lease still holds")
+        // The feed waits until that lease ends, not a whole rescan.
+        w.clock.advance(by: .seconds(2))
+        await w.waitDone(["orphan"])
+        #expect(w.row("orphan")?.runner == "b" && w.row("orphan")?.claims == 2)
+        feed.shutdown()
+        await run.value
+    }
+
+    @Test func aJobAbandonedThreeTimesEndsFailedAndIsNotRunAgain() async throws {
+        w.submit(["crash"])
+        for runner in ["dead1", "dead2", "dead3"] {
+            #expect(try await w.store.claim(runner: runner, limit: 1).count == 1)
+            w.clock.advance(by: .seconds(31))
+        }
+        let feed = try w.feed()
+        let run = w.start(feed)
+        await w.waitDone(["crash"])
+        #expect(w.row("crash")?.status == "failed" && w.row("crash")?.reason == "abandoned by 3 runners")
+        #expect(w.http.requests.isEmpty)
+        feed.shutdown()
+        await run.value
+    }
+
+    @Test func shutdownGivesUnstartedClaimsBackAtOnceAndCancelsRunningJobsAfterTheGrace() async throws {
+        for key in ["one", "two", "three"] { w.http.script("http://queue.test/\(key)", .hang) }
+        let feed = try w.feed {
+            $0.engine.concurrency = 1
+            $0.prefetch = 4
+        }
+        let run = w.start(feed)
+        w.submit(["one", "two", "three"])
+        #expect(await w.http.waitForRequests(1))
+        #expect(w.store.rows.allSatisfy { $0.state == "running" && $0.runner == "a" }, "all three claimed at once")
+        feed.shutdown(grace: .seconds(5))
+        await eventually("the two unstarted given back") { w.store.rows.filter { $0.state == "queued" && $0.runner == nil }.count == 2 }
+        #expect(w.row("one")?.state == "running", "the running job has its grace")
+        w.clock.advance(by: .seconds(5))
+        await w.waitDone(["one"])
+        #expect(w.row("one")?.status == "cancelled")
+        await run.value
+        #expect(w.http.requests.count == 1, "none of the others started")
+    }
+
+    @Test func aCancelNoticeCancelsTheRunningTask() async throws {
+        w.http.script("http://queue.test/long", .hang)
+        let feed = try w.feed()
+        let run = w.start(feed)
+        w.submit(["long"])
+        #expect(await w.http.waitForRequests(1))
+        w.store.cancel(key: "long")
+        await w.waitDone(["long"])
+        #expect(w.row("long")?.status == "cancelled")
+        #expect(w.events.read { $0.contains { if case .cancelRequested("long", true) = $0.event { true } else { false } } })
+        feed.shutdown()
+        await run.value
+    }
+
+    @Test func whileTheStoreIsAwayRunningJobsFinishAndTheirRecordsAreStoredOnceItIsBack() async throws {
+        w.http.script("http://queue.test/kept", .ok("kept"))
+        let feed = try w.feed()
+        let run = w.start(feed)
+        w.submit(["kept"], kind: "gated")
+        #expect(await w.gate.waitForStarted(1))
+        w.store.available = false
+        w.gate.open()
+        await eventually("the record refused") { w.problems.contains { $0.contains("kept: the record could not be stored in the queue") } }
+        #expect(w.records.value.map(\.key) == ["kept"], "the job finished and its record is on disk")
+        w.store.available = true
+        // The retry sleeps on the clock.
+        for _ in 0..<20 where w.row("kept")?.state != "done" {
+            w.clock.advance(by: .seconds(1))
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        await w.waitDone(["kept"])
+        #expect(w.row("kept")?.status == "succeeded")
+        #expect(w.problems.contains("the queue is back: kept's record is stored"), "\(w.problems)")
+        feed.shutdown()
+        await run.value
+    }
+
+    @Test func aShutdownWhileTheStoreRefusesEndsWithinTheGracePlusFiveSeconds() async throws {
+        w.http.script("http://queue.test/stuck", .ok("stuck"))
+        let feed = try w.feed()
+        let run = w.start(feed)
+        w.submit(["stuck"], kind: "gated")
+        #expect(await w.gate.waitForStarted(1))
+        w.store.available = false
+        w.gate.open()
+        await eventually("the record refused") { w.problems.contains { $0.contains("stuck: the record could not be stored") } }
+        feed.shutdown(grace: .seconds(2))
+        let ended = Watched(false)
+        Task {
+            await run.value
+            ended.update { $0 = true }
+        }
+        while !ended.value && w.clock.now.offset < .seconds(60) {
+            w.clock.advance(by: .milliseconds(100))
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        #expect(ended.value)
+        #expect(w.clock.now.offset <= .seconds(7) + .milliseconds(300), "ended at \(w.clock.now.offset): the grace (2 s) and 5 s")
+        #expect(w.problems.contains { $0.contains("stuck: the record was not stored in the queue; it is on disk") }, "\(w.problems)")
+        #expect(w.row("stuck")?.state == "running", "its lease will end and another runner runs it")
+    }
+
+    @Test func twoFeedsInOneProcessShareTheFleetsPace() async throws {
+        let keys = (0..<4).map { "p\($0)" }
+        for key in keys { w.http.script("http://queue.test/\(key)", .ok(key)) }
+        w.submit(keys)
+        // One at a time, one claim ahead: the first feed holds p0 to p2 while p1 waits for its
+        // turn at the host; the second feed finds p3.
+        let paced: (inout QueueFeed.Configuration) -> Void = {
+            $0.engine.requests.rate = 1
+            $0.engine.concurrency = 1
+            $0.prefetch = 1
+        }
+        let first = try w.feed("a", paced)
+        let runs = [w.start(first)]
+        #expect(await w.http.waitForRequests(1))
+        await eventually("the first feed holding three") { w.store.rows.filter { $0.runner == "a" }.count == 3 }
+        let second = try w.feed("b", paced)
+        let all = runs + [w.start(second)]
+        await eventually("the second feed holding p3") { w.row("p3")?.runner == "b" }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(w.http.requests.count == 1, "one request a second for the fleet: the others wait")
+        for expected in 2...4 {
+            w.clock.advance(by: .seconds(1))
+            #expect(await w.http.waitForRequests(expected))
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(w.http.requests.count == expected, "\(expected) after \(expected - 1) s")
+        }
+        await w.waitDone(keys)
+        #expect(w.row("p3")?.runner == "b" && w.row("p0")?.runner == "a")
+        first.shutdown()
+        second.shutdown()
+        for run in all { await run.value }
+    }
+}
+
+/// The in-memory store keeps the contract the PostgreSQL one keeps (QueueTests checks that one).
+@Suite(.timeLimit(.minutes(1)))
+struct InMemoryQueueStoreTests {
+    @Test func theInMemoryStoreKeepsTheQueuesContract() async throws {
+        let clock = TestClock()
+        let store = InMemoryQueueStore(lease: .seconds(30), clock: clock)
+        let contract = QueueStoreContract(
+            first: store.connection(), second: store.connection(), submit: { store.submit($0) },
+            pass: { clock.advance(by: $0) })
+        try await contract.check()
+    }
+}

@@ -1,0 +1,98 @@
+import RunnerKit
+import Testing
+
+/// What every `QueueStore` must do, checked the same way on the in-memory store (on a test
+/// clock) and on the PostgreSQL one (on the real clock, with a short lease): claims oldest first
+/// and never twice, key locks, release, records, leases that end and are renewed, abandoned jobs
+/// failed, the fleet's pace and pauses, notices, pruning.
+public struct QueueStoreContract {
+    /// Two watchers' views of one empty queue.
+    public let first: any QueueStore
+    public let second: any QueueStore
+    /// Queues jobs as `submit --queue` does.
+    public let submit: @Sendable ([JobQueue.Submission]) async throws -> Void
+    /// Lets `duration` pass on the stores' clock.
+    public let pass: @Sendable (Duration) async -> Void
+
+    public init(
+        first: any QueueStore, second: any QueueStore, submit: @escaping @Sendable ([JobQueue.Submission]) async throws -> Void,
+        pass: @escaping @Sendable (Duration) async -> Void
+    ) {
+        self.first = first
+        self.second = second
+        self.submit = submit
+        self.pass = pass
+    }
+
+    static func jobs(_ keys: [String]) -> [JobQueue.Submission] {
+        keys.map { JobQueue.Submission(key: $0, kind: "fetch", job: #"{"job": {"kind": "fetch", "key": "\#($0)"}}"#, file: "contract") }
+    }
+
+    public func check(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let lease = first.lease
+        // Listening from now on (a timeout of zero waits for nothing).
+        #expect(try await first.notifications(waitingUpTo: .zero).isEmpty, sourceLocation: sourceLocation)
+        #expect(try await second.notifications(waitingUpTo: .zero).isEmpty, sourceLocation: sourceLocation)
+        try await submit(Self.jobs(["k1", "k2", "k1", "k3"]))
+        #expect(try await first.notifications(waitingUpTo: .seconds(1)).contains(.jobs), "a submit is a notice", sourceLocation: sourceLocation)
+        #expect(try await second.notifications(waitingUpTo: .seconds(1)).contains(.jobs), "to every watcher", sourceLocation: sourceLocation)
+
+        // Oldest first, never claimed twice; the keys no runner holds are locked with the claim.
+        let mine = try await first.claim(runner: "one", limit: 2)
+        #expect(mine.map(\.key) == ["k1", "k2"] && mine.allSatisfy(\.keyLocked), "\(mine)", sourceLocation: sourceLocation)
+        let theirs = try await second.claim(runner: "two", limit: 5)
+        #expect(theirs.map(\.key) == ["k1", "k3"], "\(theirs)", sourceLocation: sourceLocation)
+        #expect(theirs.map(\.keyLocked) == [false, true], "k1 is held by one", sourceLocation: sourceLocation)
+        #expect(try await first.claim(runner: "one", limit: 5).isEmpty, sourceLocation: sourceLocation)
+
+        // Key locks: one runner at a time.
+        #expect(try await second.lockKey("k1", runner: "two") == false, sourceLocation: sourceLocation)
+        try await first.unlockKeys(["k1"], runner: "one")
+        #expect(try await second.lockKey("k1", runner: "two") == true, sourceLocation: sourceLocation)
+
+        // Given back, claimable at once; records end claims.
+        try await second.release(ids: [theirs[0].id], runner: "two")
+        let again = try await first.claim(runner: "one", limit: 5)
+        #expect(again.map(\.id) == [theirs[0].id], sourceLocation: sourceLocation)
+        let record = #"{"key":"k2","status":"succeeded"}"#
+        try await first.finish([JobQueue.Finish(id: mine[1].id, status: "succeeded", error: nil, record: record)], runner: "one", unlocking: ["k2"])
+        #expect(try await second.lockKey("k2", runner: "two") == true, "k2 let go of with its record", sourceLocation: sourceLocation)
+        // A runner cannot end another's claim.
+        try await second.finish([JobQueue.Finish(id: mine[0].id, status: "failed", error: "x", record: "{}")], runner: "two", unlocking: [])
+
+        // Leases: renewed, they hold; not renewed, they end and the job can be claimed again.
+        let leaseEnd = try await first.nextLeaseEnd()
+        #expect(leaseEnd.map { $0 <= lease && $0 > .zero } == true, "\(String(describing: leaseEnd))", sourceLocation: sourceLocation)
+        await pass(lease / 2)
+        try await first.heartbeat(runner: "one")
+        try await second.heartbeat(runner: "two")
+        await pass(lease / 2 + lease / 4)
+        #expect(try await second.claim(runner: "two", limit: 5).isEmpty, "the claims were renewed", sourceLocation: sourceLocation)
+        await pass(lease / 2)
+        let reclaimed = try await second.claim(runner: "two", limit: 5)
+        #expect(reclaimed.map(\.key) == ["k1", "k1", "k3"], "the leases ended: \(reclaimed)", sourceLocation: sourceLocation)
+
+        // Claimed three times and abandoned: failed, never claimed a fourth time.
+        await pass(lease + lease / 4)
+        #expect(try await first.claim(runner: "three", limit: 5).count == 3, sourceLocation: sourceLocation)
+        await pass(lease + lease / 4)
+        #expect(try await first.failAbandoned() == 3, "each claimed by three runners that went", sourceLocation: sourceLocation)
+        #expect(try await second.claim(runner: "four", limit: 5).isEmpty, sourceLocation: sourceLocation)
+        #expect(try await second.nextLeaseEnd() == nil, "nothing runs", sourceLocation: sourceLocation)
+
+        // The fleet's pace: slots an interval apart whoever asks; a pause pushes them back and is told.
+        let interval = Duration.milliseconds(500)
+        let a = try await first.reservePace(host: "h.test", interval: interval)
+        let b = try await second.reservePace(host: "h.test", interval: interval)
+        #expect(a <= .milliseconds(50) && b >= interval - .milliseconds(100) && b <= interval + .milliseconds(50), "\(a) \(b)", sourceLocation: sourceLocation)
+        try await first.pause(host: "p.test", for: .seconds(10), from: "one")
+        let paused = try await second.reservePace(host: "p.test", interval: interval)
+        #expect(paused >= .seconds(9), "\(paused)", sourceLocation: sourceLocation)
+        let notices = try await second.notifications(waitingUpTo: .seconds(1))
+        #expect(notices.contains(.pause(host: "p.test", milliseconds: 10_000, runner: "one")), "\(notices)", sourceLocation: sourceLocation)
+
+        // Finished rows older than --keep go.
+        await pass(.seconds(1))
+        #expect(try await first.prune(olderThan: .milliseconds(500)) >= 2, sourceLocation: sourceLocation)
+    }
+}
