@@ -58,7 +58,7 @@ struct EventsTests {
             let story = byKey["slow:\(n)"] ?? []
             #expect(story.first == "queued" && story.last == "finished", "slow:\(n): \(story)")
             #expect(story.filter { $0 == "started" }.count == 1)
-            #expect(story.firstIndex(of: "started")! < story.firstIndex(of: "finished")!)
+            #expect((story.firstIndex(of: "started") ?? .max) < (story.firstIndex(of: "finished") ?? -1), "slow:\(n): \(story)")
         }
         #expect(byKey.values.joined().filter { $0 == "waiting" }.count >= 3, "--per-host 1 held jobs back: \(byKey)")
         #expect(byKey["busy"]?.filter { $0 == "attempt" }.count == 1, "one failed attempt before the last: \(byKey["busy"] ?? [])")

@@ -71,11 +71,15 @@ struct StandardInputTests {
     @Test func submitQueuesStandardInputAsAFileOfItsKind() async throws {
         let w = try Workspace()
         let lines = #"{"kind": "image", "url": "http://h/a.png"}"# + "\n" + #"{"kind": "image", "url": "http://h/b.png"}"# + "\n"
-        let result = try await w.run(["submit", "-"], input: Array(lines.utf8))
+        // A temporary folder of the test's own, so that what another process left elsewhere counts for nothing.
+        let temporary = "\(w.root)/tmp"
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+        let result = try await RunnerBinary.runExecutable(
+            RunnerBinary.path, ["submit", "-"], in: w.root, input: Array(lines.utf8), environment: ["TMPDIR": temporary])
         #expect(result.status == 0, "stderr: \(result.stderr)")
         #expect(result.stdout == "queued (stdin) as spool/inbox/stdin.jsonl (2 jobs)\n")
         #expect(FileManager.default.contents(atPath: "\(w.root)/spool/inbox/stdin.jsonl") == Data(lines.utf8))
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: NSTemporaryDirectory()).filter { $0.hasPrefix("runner-stdin-") }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: temporary)
         #expect(leftovers.isEmpty, "the copy of stdin is removed: \(leftovers)")
     }
 }
