@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import RunnerKit
+@testable import RunnerKit
 @testable import runner
 import RunnerTestSupport
 import Testing
@@ -139,6 +139,22 @@ import Testing
         #expect(post.status == 401)
         #expect(try RawHTTP.exchange(port: port, "DELETE /api/jobs/x HTTP/1.1").status == 401)
         await Self.stop(watcher, world)
+    }
+
+    /// A list naming thousands of hosts keeps the page and the status small: the 50 busiest
+    /// hosts are shown, and how many more there are.
+    @Test func theHostTableShowsTheBusiestHostsAndCountsTheRest() throws {
+        let hosts = (0..<30_000).map { index in
+            JobEngine.HostActivity(
+                host: "h\(index).example", inUse: index == 29_999 ? 3 : 0, limit: 8, waiting: index == 7 ? 2 : 0, rate: nil,
+                pausedFor: index == 12 ? .seconds(5) : .zero)
+        }
+        let (shown, more) = LiveSite.busiest(hosts)
+        #expect(shown.count == 50 && more == 29_950)
+        #expect(Array(shown.prefix(3).map(\.host)) == ["h29999.example", "h7.example", "h12.example"], "busiest first, then paused")
+        let page = LivePage.main(LiveBoard().snapshot, counts: [], hosts: hosts)
+        #expect(page.contains("29950 more hosts"), "\(page.suffix(300))")
+        #expect(page.utf8.count < 20_000, "\(page.utf8.count) bytes")
     }
 
     /// A token file written on Windows (CRLF) or with trailing spaces gives the token itself.
