@@ -56,7 +56,7 @@ enum EngineCommandOptions {
     struct EventsTarget {
         var path: String
         var append: Bool
-        func stream() -> EventStream { EventStream(path: path, append: append) }
+        func stream() -> EventStream { EventStream(path: path, append: append, report: { Console.errLine("runner: \($0)") }) }
     }
 
     static let onFinish = CommandOption<String?>.text(

@@ -18,6 +18,8 @@ enum LiveOptions {
         var host: String
         var port: UInt16
         var token: String?
+        /// The file the token was read from (read again on SIGHUP).
+        var tokenPath: String?
     }
 
     /// The settings of `--listen`, nil when it was not given.
@@ -28,7 +30,10 @@ enum LiveOptions {
             return nil
         }
         var settings = try parse(address)
-        if let tokenFile { settings.token = try readToken(tokenFile) }
+        if let tokenFile {
+            settings.token = try readToken(tokenFile)
+            settings.tokenPath = tokenFile
+        }
         if settings.token == nil && !LiveServer.isLoopback(settings.host) {
             throw UsageError("--listen \(address): not a loopback address; serving it needs --listen-token FILE")
         }

@@ -216,6 +216,9 @@ enum QueueCommands {
         service.metrics.follow(running: { feed.running })
         let signals = WatchCommand.onStopSignal(service, what: "no more jobs are claimed", grace: configuration.grace) { feed.shutdown() }
         defer { _ = signals.stop() }
+        let reopen = WatchCommand.onReopenSignal(
+            events: observers.events, service: service, live: live.flatMap { live in options.live.map { (live.server, $0) } })
+        defer { _ = reopen.stop() }
         Console.err("runner: watching the queue \(queueStore.display) as \(runner); results in \(RunReporter.relative(store.root))/")
         service.ready(status: status(0))
         let metricsTask = service.startWritingMetrics()

@@ -22,8 +22,19 @@ enum RunCommand {
     static let metrics = CommandOption<String?>.text(
         "metrics", "FILE", help: "At the end, write Prometheus metrics to FILE (for node_exporter's textfile collector).")
     static let noSync = CommandOption<Bool>.flag("no-sync", help: "Do not make what the run wrote durable before it exits (for scratch runs).")
+    static let maxFailed = CommandOption<RunSummary.FailureAllowance?>(
+        spec: .init(
+            name: "max-failed", value: "N|P%",
+            help: "Exit 0 when at most N jobs (or P% of every job, children included) failed; they are still reported. Without it any failure exits 1 (4 when no top-level job succeeded)."),
+        read: { text throws(UsageError) in
+            guard let text else { return nil }
+            guard let allowance = RunSummary.FailureAllowance(text) else {
+                throw UsageError("--max-failed must be a number of jobs (like 3) or a percentage from 0% to 100% (like 2%), not '\(text)'")
+            }
+            return allowance
+        })
 
-    private static let ownOptions: [CommandSpec.Option] = [shard.spec, resume.spec, wait.spec, json.spec, metrics.spec, noSync.spec]
+    private static let ownOptions: [CommandSpec.Option] = [shard.spec, resume.spec, wait.spec, json.spec, metrics.spec, noSync.spec, maxFailed.spec]
 
     static let spec: CommandSpec = CommandSpec(
         name: "run",
@@ -55,6 +66,7 @@ enum RunCommand {
         /// `--on-finish`, `--hook-concurrency`, `--hook-timeout`.
         var hook: (command: String, concurrency: Int, timeout: Duration)?
         var sync: Bool
+        var maxFailed: RunSummary.FailureAllowance?
         /// `--resume RUNLOG|DIR`: the run log or output directory, and its keys that need no further run.
         var resume: (path: String, settled: Set<String>)?
         /// `--kinds` folders.
@@ -78,6 +90,7 @@ enum RunCommand {
             events = try EngineCommandOptions.eventsTarget(arguments)
             hook = try EngineCommandOptions.hook(arguments)
             sync = !(try arguments[noSync])
+            maxFailed = try arguments[RunCommand.maxFailed]
             kindFolders = try arguments[KindOptions.kinds]
             config = try arguments[KindOptions.config]
         }
@@ -86,9 +99,11 @@ enum RunCommand {
     /// Exit code when another run holds the output directory.
     static let busyExitCode: Int32 = 3
 
-    /// Exit codes: 0 all succeeded or notModified, 1 any other status (or a file changed while
-    /// it was read), 2 bad input (nothing ran), 3 the output directory is in use by another run,
-    /// 130 interrupted (SIGINT), 143 terminated (SIGTERM).
+    /// Exit codes: 0 every job (children included) succeeded or was not modified (a child's
+    /// notFound is an answer), or no more failed than --max-failed allows; 1 some failed (or a
+    /// file changed while it was read, or the output could not be made durable); 2 bad input
+    /// (nothing ran); 3 the output directory is in use by another run; 4 no top-level job
+    /// succeeded; 128 + the signal when interrupted (SIGINT 130, SIGTERM 143, SIGHUP 129).
     static func execute(files: [String], options given: Options, displayNames: [String: String] = [:]) async -> Int32 {
         guard let setup = KindOptions.setup(kinds: given.kindFolders, config: given.config) else { return 2 }
         let registry = setup.registry
@@ -205,7 +220,8 @@ enum RunCommand {
         }
         withExtendedLifetime(lock) {}
         if let received { return 128 + received }
-        return summary.allSucceeded && changes.isEmpty && durable ? 0 : 1
+        guard changes.isEmpty && durable else { return 1 }
+        return summary.exitCode(allowing: options.maxFailed)
     }
 }
 

@@ -8,6 +8,7 @@ enum Runner {
         ValidateCommand.spec,
         KindsCommand.spec,
         ForgetCommand.spec,
+        PruneCommand.spec,
         DemoCommand.spec,
         FixtureServerCommand.spec,
         SpoolCommands.submit,

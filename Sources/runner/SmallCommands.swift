@@ -63,7 +63,8 @@ enum KindsCommand {
                     ("maxBytes", "int: largest payload accepted (default: \(JobDescriptor.defaultMaxBytes))"),
                     ("output", "relative path of the payload (default: derived from the key)"),
                     ("checksum", "sha256:<hex>: the digest the stored payload must have (default: none)"),
-                    ("headers", "object of strings: request headers, to the job's origin only; {env:NAME} and {file:PATH} expand when sent"),
+                    ("headers", "object of strings: request headers, to the job's origin only; {env:NAME} and {file:PATH} expand when sent (under run only)"),
+                    ("keepStale", "true: after a 404 or 410 the last payload stays, its record pointing at it as stale (default: false)"),
                 ]
                 for (name, help) in common { text += CommandSpec.row(name, help) }
                 for kind in kinds { text += "\n" + describe(kind) }

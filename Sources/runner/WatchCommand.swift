@@ -110,13 +110,41 @@ enum WatchCommand {
             sync: sync, live: live)
     }
 
-    /// Calls `stop` on the first SIGINT, SIGTERM or SIGHUP, after saying so (the service manager
-    /// too), and on each one after.
+    /// Calls `stop` on the first SIGINT or SIGTERM, after saying so (the service manager too),
+    /// and on each one after.
     static func onStopSignal(_ service: WatchService, what: String, grace: Duration, _ stop: @escaping @Sendable () -> Void) -> SignalWatcher {
-        SignalWatcher(signals: [SIGINT, SIGTERM, SIGHUP]) { number in
+        SignalWatcher(signals: [SIGINT, SIGTERM]) { number in
             service.stopping(what)
             Console.err("runner: \(signalName(number)): \(what); running jobs have \(grace) to end")
             stop()
+        }
+    }
+
+    /// SIGHUP, as logrotate's postrotate sends it: the files the watcher writes and reads are
+    /// opened anew (`--events`, `--metrics`, the `--listen-token` file), said in one line; the
+    /// watcher goes on.
+    static func onReopenSignal(
+        events: EventStream?, service: WatchService, live: (server: LiveServer, settings: LiveOptions.Settings)?
+    ) -> SignalWatcher {
+        SignalWatcher(signals: [SIGHUP]) { _ in
+            var reopened: [String] = []
+            if let events {
+                events.reopen()
+                reopened.append("--events \(events.path)")
+            }
+            if let path = service.metricsPath {
+                service.writeMetricsNow()
+                reopened.append("--metrics \(path)")
+            }
+            if let live, let path = live.settings.tokenPath {
+                do {
+                    live.server.setToken(try LiveOptions.readToken(path))
+                    reopened.append("--listen-token \(path)")
+                } catch {
+                    Console.err("runner: SIGHUP: \(error); the token read before stands")
+                }
+            }
+            Console.err("runner: SIGHUP: " + (reopened.isEmpty ? "no file to reopen" : "reopened " + reopened.joined(separator: ", ")) + "; still watching")
         }
     }
 
@@ -172,6 +200,9 @@ enum WatchCommand {
         defer { live?.server.stop() }
         let signals = onStopSignal(service, what: "no more files are taken", grace: configuration.grace) { feed.shutdown() }
         defer { _ = signals.stop() }
+        let reopen = onReopenSignal(
+            events: observers.events, service: service, live: live.flatMap { live in options.live.map { (live.server, $0) } })
+        defer { _ = reopen.stop() }
         let metricsTask = service.startWritingMetrics()
         do {
             try await feed.run()

@@ -60,6 +60,9 @@ final class WatchService: Sendable {
         }
     }
 
+    /// Writes the metrics now (SIGHUP: the file is made anew after a rotation).
+    func writeMetricsNow() { writeMetrics() }
+
     private func writeMetrics() {
         guard let metricsPath else { return }
         do {

@@ -44,7 +44,7 @@ struct BatchTests {
         let good = try #require(w.payload("images/cat.png"))
         for file in ["broken.json", "offline.json"] {
             let result = try await w.run(["run", file])
-            #expect(result.status == 1)
+            #expect(result.status == 4)
             let record = try w.record("cat")
             #expect(record["stale"] == .bool(true), "\(file)")
             #expect(record["output"] == .string("images/cat.png"))

@@ -157,7 +157,7 @@ struct FileKindTests {
             """)
         w.write("job.json", #"{"kind": "named", "key": "named", "url": "\#(w.base)/images.json"}"#)
         let result = try await w.run(["run", "job.json", "--kinds", "k"])
-        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.status == 4, "\(result.stderr)")
         let record = try w.record("named")
         #expect(record["status"] == .string("failed"))
         let error = try #require(record["error"]?.stringValue)

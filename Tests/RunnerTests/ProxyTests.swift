@@ -20,7 +20,7 @@ struct ProxyTests {
 
         // Without a proxy, nothing answers at that port.
         let direct = try await run(w, ["run", "job.json", "--http", http], proxy: nil)
-        #expect(direct.status == 1, "\(direct.stdout)\(direct.stderr)")
+        #expect(direct.status == 4, "\(direct.stdout)\(direct.stderr)")
         #expect(try w.status("proxied") == "failed")
         #expect(w.server.totalRequests == 0)
 
@@ -43,7 +43,7 @@ struct ProxyTests {
         let closed = try LoopbackPort()
         w.write("job.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "literal", "url": "http://0.0.0.0:\#(closed.port)/entries/{id}.json"}"#)
         let result = try await run(w, ["run", "job.json", "--http", "curl"], proxy: w.base)
-        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        #expect(result.status == 4, "\(result.stdout)\(result.stderr)")
         let record = try w.record("literal")
         #expect(record["status"] == .string("failed"))
         #expect(record["error"]?.stringValue?.contains("0.0.0.0") == true, "the refusal names the address: \(record)")
@@ -69,7 +69,7 @@ struct ProxyTests {
         let closed = try LoopbackPort()
         w.write("job.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "straight", "url": "http://localhost:\#(closed.port)/entries/{id}.json"}"#)
         let result = try await run(w, ["run", "job.json", "--http", http], proxy: w.base, noProxy: "localhost")
-        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        #expect(result.status == 4, "\(result.stdout)\(result.stderr)")
         #expect(try w.status("straight") == "failed")
         #expect(w.server.totalRequests == 0, "no_proxy kept the request away from the proxy")
     }
@@ -81,7 +81,7 @@ struct ProxyTests {
         let t = try TLSWorld()
         t.w.write("job.json", t.job(key: "tunnelled"))
         let result = try await t.run(["run", "job.json", "--http", http], environment: ["https_proxy": t.w.base, "no_proxy": "", "NO_PROXY": ""])
-        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        #expect(result.status == 4, "\(result.stdout)\(result.stderr)")
         let record = try t.w.record("tunnelled")
         #expect(record["status"] == .string("failed"))
         #expect(record["error"]?.stringValue?.lowercased().contains("certificate") == true, "nginx's certificate, seen through the tunnel: \(record)")

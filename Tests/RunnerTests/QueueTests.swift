@@ -209,7 +209,8 @@ struct QueueTests {
         #expect(seen.count == 300 && seen.values.allSatisfy { $0 == 1 }, "every key's record in exactly one out folder")
         #expect(byFolder.allSatisfy { !$0.isEmpty }, "every watcher took some: \(byFolder.map(\.count))")
         #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 300, "each job fetched once")
-        let status = try await Self.status(world, db)
+        // A record is on disk before it is in the queue: the rows follow within moments.
+        let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "done") == 300 }
         #expect(status["done"]?["count"]?.intValue == 300, "\(status)")
         for watcher in watchers { #expect(await Self.stop(watcher, world) == 0) }
     }
@@ -233,7 +234,8 @@ struct QueueTests {
         #expect(recovered, "\(Self.records(world, "second")) \(world.log("second"))")
         #expect(Self.records(world, "second").values.allSatisfy { $0 == "succeeded" })
         #expect(Self.records(world, "first").isEmpty, "the killed watcher wrote no record")
-        let status = try await Self.status(world, db)
+        // A record is on disk before it is in the queue: the rows follow within moments.
+        let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "done") == 4 }
         #expect(status["done"]?["count"]?.intValue == 4 && status["running"]?.arrayValue?.isEmpty == true, "\(status)")
         #expect(await Self.stop(second, world) == 0)
     }

@@ -22,7 +22,7 @@ struct SizeLimitTests {
             let value = await PeakMemory.watch(process)
             peak.withLock { $0 = value }
         }
-        #expect(result.status == 1)
+        #expect(result.status == 4)
         let record = try w.record("huge")
         #expect(record["status"] == .string("failed"))
         let error = record["error"]?.stringValue ?? ""
@@ -54,7 +54,7 @@ struct ImageHeaderFirstTests {
         let started = ContinuousClock.now
         let result = try await w.run(["run", "bombs.jsonl"])
         let took = started.duration(to: .now)
-        #expect(result.status == 1)
+        #expect(result.status == 4)
         for key in ["fast", "slow"] {
             let record = try w.record(key)
             #expect(record["status"] == .string("failed"), "\(key): \(record)")

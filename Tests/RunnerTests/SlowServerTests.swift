@@ -13,7 +13,7 @@ struct SlowServerTests {
         let started = ContinuousClock.now
         let result = try await w.run(["run", "slow.json"])
         let wall = ContinuousClock.now - started
-        #expect(result.status == 1)
+        #expect(result.status == 4)
         let record = try w.record("slow")
         #expect(record["status"] == .string("timedOut"), "\(record["error"] ?? .null)")
         let duration = try #require(record["durationMs"]?.intValue)
@@ -27,7 +27,7 @@ struct SlowServerTests {
         let w = try Workspace()
         w.write("slow.json", #"{"kind": "image", "key": "slow", "url": "\#(w.base)/images/png.png?trickle=100", "timeout": 0.5, "retries": 2}"#)
         let result = try await w.run(["run", "slow.json"])
-        #expect(result.status == 1)
+        #expect(result.status == 4)
         let record = try w.record("slow")
         #expect(record["status"] == .string("timedOut"))
         #expect(record["attempts"]?.intValue == 3)

@@ -22,7 +22,7 @@ import Testing
                 if let command { options[command, default: []] = [] }
             }
             guard let command else { continue }
-            for match in line.matches(of: /--([a-z][a-z-]*)( [A-Z][A-Z\/|:]*)?/) {
+            for match in line.matches(of: /--([a-z][a-z-]*)( [A-Z][A-Z\/|:%]*)?/) {
                 options[command, default: []].insert("--\(match.1)" + (match.2.map(String.init) ?? ""))
             }
         }

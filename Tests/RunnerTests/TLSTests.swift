@@ -21,7 +21,7 @@ struct TLSTests {
         let t = try TLSWorld()
         t.w.write("job.json", t.job(key: "untrusted"))
         let result = try await t.run(["run", "job.json", "--http", http])
-        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.status == 4, "\(result.stderr)")
         let record = try t.w.record("untrusted")
         #expect(record["status"] == .string("failed"))
         let error = record["error"]?.stringValue ?? ""
@@ -50,7 +50,7 @@ struct TLSTests {
         let url = "https://localhost:\(t.nginx.port)/to-http?port=\(t.w.server.port)"
         t.w.write("job.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "down", "url": "\#(url)"}"#)
         let result = try await t.run(["run", "job.json", "--http", "curl", "--cacert", "pki/ca.pem"])
-        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        #expect(result.status == 4, "\(result.stdout)\(result.stderr)")
         let record = try t.w.record("down")
         #expect(record["status"] == .string("failed"))
         #expect(record["error"]?.stringValue?.contains("from https to http") == true, "\(record)")
@@ -62,7 +62,7 @@ struct TLSTests {
         let t = try TLSWorld()
         t.w.write("job.json", t.job(key: "wrong-ca"))
         let result = try await t.run(["run", "job.json", "--http", "curl", "--cacert", "pki/other-ca.pem"])
-        #expect(result.status == 1, "\(result.stderr)")
+        #expect(result.status == 4, "\(result.stderr)")
         let record = try t.w.record("wrong-ca")
         #expect(record["status"] == .string("failed"))
         #expect(record["error"]?.stringValue?.lowercased().contains("certificate") == true, "\(record)")
@@ -113,14 +113,14 @@ struct TLSTests {
         // Without a client certificate: nginx answers 400.
         try t.writeConfig("pki/none.json", hosts: ["localhost": ["cacert": "ca.pem"]])
         let none = try await t.run(["run", "--config", "pki/none.json", "job.json", "--http", "curl"])
-        #expect(none.status == 1, "\(none.stdout)\(none.stderr)")
+        #expect(none.status == 4, "\(none.stdout)\(none.stderr)")
         #expect(try t.w.status("client-cert") == "failed")
         #expect(try t.payload(of: "client-cert") == nil)
 
         // With a client certificate from the other CA: refused too.
         try t.writeConfig("pki/other.json", hosts: ["localhost": ["cacert": "ca.pem", "cert": "other-client.pem", "key": "other-client.key"]])
         let other = try await t.run(["run", "--config", "pki/other.json", "job.json", "--http", "curl"])
-        #expect(other.status == 1, "\(other.stdout)\(other.stderr)")
+        #expect(other.status == 4, "\(other.stdout)\(other.stderr)")
         #expect(try t.w.status("client-cert") == "failed")
         #expect(try t.payload(of: "client-cert") == nil)
 

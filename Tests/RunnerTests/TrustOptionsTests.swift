@@ -21,7 +21,7 @@ struct TrustOptionsTests {
         let w = try Workspace()
         w.write("one.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "one", "url": "\#(w.base)/entries/{id}.json"}"#)
         let refused = try await w.run(["run", "one.json", "--deny-private", "--http", http])
-        #expect(refused.status == 1)
+        #expect(refused.status == 4)
         let record = try w.record("one")
         #expect(record["status"] == .string("failed"))
         #expect(record["error"]?.stringValue?.hasSuffix("a loopback address, refused by --deny-private") == true, "\(record)")

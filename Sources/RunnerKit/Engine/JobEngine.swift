@@ -226,15 +226,15 @@ public final class JobEngine: Sendable {
     private func runChildren(_ children: ChildJobs, of parent: JobDescriptor) async -> ChildCounts {
         let registry = configuration.registry
         let limits = configuration.limits
-        return await withTaskGroup(of: JobStatus.self) { group in
+        return await withTaskGroup(of: JobResult.self) { group in
             var counts = ChildCounts()
             var running = 0
             for index in 0..<children.count {
                 // Cancelled: the children not started yet are not made at all.
                 if Task.isCancelled { break }
-                if running >= childWindow, let status = await group.next() {
+                if running >= childWindow, let child = await group.next() {
                     running -= 1
-                    counts.byStatus[status, default: 0] += 1
+                    counts.add(child)
                 }
                 var job: JobDescriptor
                 switch children.child(at: index) {
@@ -254,9 +254,9 @@ public final class JobEngine: Sendable {
                     continue
                 }
                 running += 1
-                group.addTask { await self.run(job, awaitRecord: false).status }
+                group.addTask { await self.run(job, awaitRecord: false) }
             }
-            for await status in group { counts.byStatus[status, default: 0] += 1 }
+            for await child in group { counts.add(child) }
             return counts
         }
     }
@@ -267,19 +267,67 @@ public final class JobEngine: Sendable {
 
 /// Counts of one run, by status, for the exit code and the closing summary.
 public struct RunSummary: Sendable {
-    /// Top-level jobs by status (children are counted into their parents).
+    /// Every job by status, children included.
     public var counts: [JobStatus: Int] = [:]
+    /// The top-level jobs (those of the files) by status.
+    public var topLevel: [JobStatus: Int] = [:]
+    /// Elements of parents' payloads that could not be made into jobs.
+    public var invalidChildren = 0
+    /// Jobs that failed the run: top-level jobs that did not succeed (nor were not modified),
+    /// children that did not succeed other than `notFound` and `duplicate`, and invalid elements.
+    public var failures = 0
     public var total: Int { counts.values.reduce(0, +) }
-    /// Whether every job ended `succeeded` or `notModified`.
-    public var allSucceeded: Bool { counts.allSatisfy { $0.key.isSuccess || $0.value == 0 } }
+    /// Whether no job failed the run.
+    public var allSucceeded: Bool { failures == 0 }
+    /// Whether some top-level job succeeded or was not modified (or there were none).
+    public var anyTopLevelSucceeded: Bool { topLevel.isEmpty || topLevel.contains { $0.key.isSuccess && $0.value > 0 } }
     /// The slowest top-level jobs by their own time (`JobResult.ownMs`: without waits for their
     /// host's slot or pace), slowest first.
     public var slowest: [(key: String, ownMs: Int)] = []
 
     public init() {}
 
+    /// How many failures a run may have and still exit 0 (`--max-failed N` or `P%` of every job).
+    public enum FailureAllowance: Sendable, Equatable {
+        case count(Int)
+        case percent(Double)
+
+        /// `N` or `P%` (0 to 100); nil when it is neither.
+        public init?(_ text: String) {
+            if text.hasSuffix("%"), let percent = Double(text.dropLast()), percent.isFinite, (0...100).contains(percent) {
+                self = .percent(percent)
+            } else if let count = Int(text), count >= 0 {
+                self = .count(count)
+            } else {
+                return nil
+            }
+        }
+
+        func allows(_ failures: Int, of total: Int) -> Bool {
+            switch self {
+            case .count(let count): return failures <= count
+            case .percent(let percent): return Double(failures) <= Double(total) * percent / 100
+            }
+        }
+    }
+
+    /// The exit code of a run that went through: 0 when no job failed it (or no more than
+    /// `allowing`), 4 when no top-level job succeeded (nothing was fetched: a refused token, the
+    /// network down), else 1.
+    public func exitCode(allowing allowance: FailureAllowance? = nil) -> Int32 {
+        if failures == 0 { return 0 }
+        if let allowance, allowance.allows(failures, of: total + invalidChildren) { return 0 }
+        return anyTopLevelSucceeded ? 1 : 4
+    }
+
+    /// Adds a top-level job, and the jobs it started.
     public mutating func add(_ result: JobResult) {
         counts[result.status, default: 0] += 1
+        topLevel[result.status, default: 0] += 1
+        if !result.status.isSuccess { failures += 1 }
+        for (status, count) in result.descendants.byStatus { counts[status, default: 0] += count }
+        invalidChildren += result.descendants.invalid
+        failures += result.descendants.failures
         slowest.append((result.key, result.ownMs))
         if slowest.count > 10 {
             slowest.sort { $0.ownMs > $1.ownMs }

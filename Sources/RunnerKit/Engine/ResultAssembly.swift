@@ -27,7 +27,7 @@ enum ResultAssembly {
             result.status = failure.status
             result.error = failure.message
             result.httpStatus = failure.httpStatus
-            if failure.status.allowsStaleFallback, let previous {
+            if failure.status.allowsStaleFallback || (failure.status == .notFound && job.keepStale), let previous {
                 result.output = previous.output
                 result.bytes = previous.bytes
                 result.sha256 = previous.sha256
@@ -51,14 +51,18 @@ enum ResultAssembly {
         if result.validators == nil { result.validators = previous.validators }
     }
 
-    /// Adds the children's counts to a parent's record; a child that did not succeed (other
-    /// than notFound, duplicate or invalid) fails the parent, and a cancelled parent is cancelled.
+    /// Adds the children's counts to a parent's record. The parent's status stays its own fetch's
+    /// (a catalog fetched well is `succeeded` whatever its children did: their counts are in its
+    /// details, the summary and the exit code), unless none of its elements could be made into a
+    /// job (then its payload is no catalog) or it was cancelled while its children ran.
     static func addChildren(_ counts: ChildCounts, total: Int, cancelled: Bool, to result: inout JobResult) {
         var members: [(key: String, value: JSONValue)] = JobStatus.allCases.compactMap { status in
             counts.byStatus[status].map { (status.rawValue, JSONValue($0)) }
         }
         if counts.invalid > 0 { members.append(("invalid", JSONValue(counts.invalid))) }
         result.details.append(("children", .object(members)))
+        result.descendants = counts.descendants
+        result.descendants.invalid += counts.invalid
         if let reason = counts.firstInvalid { result.details.append(("invalidChild", .string(reason))) }
         guard result.status.isSuccess else { return }
         if total > 0, counts.invalid == total {
@@ -69,12 +73,6 @@ enum ResultAssembly {
         if cancelled {
             result.status = .cancelled
             result.error = "cancelled while its child jobs ran"
-            return
-        }
-        let bad = counts.byStatus.filter { !$0.key.isAcceptableForChild }.values.reduce(0, +)
-        if bad > 0 {
-            result.status = .failed
-            result.error = "\(bad) of \(total) child jobs did not succeed"
         }
     }
 }
@@ -85,6 +83,14 @@ struct ChildCounts: Sendable {
     /// Elements that could not be made into jobs.
     var invalid = 0
     var firstInvalid: String?
+    /// Every job below the parent: its children and theirs.
+    var descendants = JobResult.Descendants()
+
+    mutating func add(_ child: JobResult) {
+        byStatus[child.status, default: 0] += 1
+        descendants.byStatus[child.status, default: 0] += 1
+        descendants.add(child.descendants)
+    }
 }
 
 extension JobResult {

@@ -32,6 +32,29 @@ public struct JobResult: Sendable {
     public var parent: String?
     /// The payload's ETag and Last-Modified, for the next run's conditional request.
     public var validators: Validators?
+    /// How the jobs this one started ended (children, and theirs): for the run's summary and
+    /// exit code, not written in the record (whose `details` hold the children's counts).
+    public var descendants = Descendants()
+
+    /// Jobs below a parent, by status, and the elements that could not be made into jobs.
+    public struct Descendants: Sendable, Equatable {
+        public var byStatus: [JobStatus: Int] = [:]
+        public var invalid = 0
+
+        public init() {}
+
+        public var total: Int { byStatus.values.reduce(0, +) }
+
+        /// Those that count as failures of the run: statuses other than success, `notFound`
+        /// (an answer, for a child) and `duplicate`. (Elements that were not jobs are counted in
+        /// the summary, not as failures: the parent's record names the first.)
+        public var failures: Int { byStatus.filter { !$0.key.isAcceptableForChild }.values.reduce(0, +) }
+
+        public mutating func add(_ other: Descendants) {
+            for (status, count) in other.byStatus { byStatus[status, default: 0] += count }
+            invalid += other.invalid
+        }
+    }
 
     public init(
         key: String, kind: String, url: String? = nil, status: JobStatus, output: String? = nil, error: String? = nil,

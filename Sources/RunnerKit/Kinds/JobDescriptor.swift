@@ -29,13 +29,19 @@ public struct JobDescriptor: Sendable {
     /// Request headers from the job and its batch's `defaults`, bound to the origin of `url`
     /// (a child inherits its parent's, still bound to the parent's origin).
     public var headers: OriginHeaders?
+    /// After a 404 or 410, the key's last payload stays, pointed at by its record as stale
+    /// (`keepStale`; a child inherits it). Without it the payload is no longer pointed at, and
+    /// `runner prune` removes it.
+    public var keepStale = false
 
     public static let defaultTimeout: Duration = .seconds(2)
     public static let defaultNoticeAfter: Duration = .milliseconds(500)
     public static let defaultMaxBytes = 64 * 1024 * 1024
 
     /// The fields every kind shares.
-    public static let commonFields = ["kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum", "headers"]
+    public static let commonFields = [
+        "kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum", "headers", "keepStale",
+    ]
 
     public init(
         parameters: any JobParameters, key: String? = nil, url: URL,
@@ -120,6 +126,7 @@ public struct JobDescriptor: Sendable {
         let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try OutputStore.validateOutput(path) }
         let checksum = try fields.string("checksum").map { (text) throws(JobSpecError) -> String in try validateChecksum(text) }
         let headers = try decodeHeaders(fields.value("headers") != nil, object, defaults)
+        let keepStale = try fields.bool("keepStale") ?? parent?.keepStale ?? false
         if let headers, !limits.allowsSecretReferences, let header = headers.first(where: { !$0.references.isEmpty }) {
             throw JobSpecError(
                 field: "headers",
@@ -140,6 +147,7 @@ public struct JobDescriptor: Sendable {
             noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent?.key
         )
         job.checksum = checksum
+        job.keepStale = keepStale
         if let headers { job.headers = OriginHeaders(origin: Origin(url), headers: headers) }
         return job
     }

@@ -10,7 +10,10 @@ import Glibc
 /// Lines are written and flushed by a thread of the stream's own, so a slow reader never slows a
 /// job: events wait in a buffer of `capacity` lines, and past it they are dropped and counted,
 /// and a `{"event": "dropped", "count": N}` line says so once the reader catches up. The file is
-/// opened on that thread too, since opening a FIFO waits for its reader.
+/// opened on that thread too, since opening a FIFO waits for its reader. When a FIFO's reader
+/// goes away, the FIFO is opened again for the next one (what was lost meanwhile is counted to
+/// it and said at once through `report`); `reopen()` (SIGHUP) opens the path anew, as after a
+/// log rotation.
 public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable {  // state behind `condition`
     /// Lines held for a reader that is behind.
     public static let defaultCapacity = 10_000
@@ -22,16 +25,20 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     private var dropped = 0
     private var closing = false
     private var finished = false
-    /// Why the file could not be written (it could not be opened, or its reader went away).
+    /// Why the file could not be written (it could not be opened, or could not be written).
     private var failure: String?
+    /// `reopen()` was asked for.
+    private var reopening = false
+    private let report: @Sendable (String) -> Void
 
     /// Whether an existing regular file at `path` is appended to (else it is refused).
     private let append: Bool
 
     /// Starts the writer thread, which opens `path` (see `problem(opening:append:)`).
-    public init(path: String, append: Bool = false, capacity: Int = defaultCapacity) {
+    public init(path: String, append: Bool = false, capacity: Int = defaultCapacity, report: @escaping @Sendable (String) -> Void = { _ in }) {
         self.path = path
         self.append = append
+        self.report = report
         self.capacity = max(1, capacity)
         let thread = Thread { [self] in write() }
         thread.name = "runner events"
@@ -66,25 +73,27 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
 
     // MARK: - Writing
 
+    /// Opens the path anew before the next line (the file was rotated): a file that is there now
+    /// is appended to, one that is not is made. Safe from any thread.
+    public func reopen() {
+        condition.lock()
+        reopening = true
+        condition.signal()
+        condition.unlock()
+    }
+
     /// Writes what is queued, then waits for more, until `finish`.
     private func write() {
         let refused = Self.problem(opening: path, append: append)
-        let fd = refused == nil ? Self.open(path, append: append) : -1
-        if fd < 0 {
-            let reason = refused ?? "cannot open \(path): \(String(cString: strerror(errno)))"
-            condition.lock()
-            failure = reason
-            queue.removeAll()
-            finished = true
-            condition.broadcast()
-            condition.unlock()
-            return
-        }
+        var fd = refused == nil ? Self.open(path, append: append) : -1
+        if fd < 0 { return fail(refused ?? "cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         while true {
             condition.lock()
-            while queue.isEmpty && dropped == 0 && !closing { condition.wait() }
-            if queue.isEmpty && dropped == 0 {
+            while queue.isEmpty && dropped == 0 && !closing && !reopening { condition.wait() }
+            let reopen = reopening
+            reopening = false
+            if queue.isEmpty && dropped == 0 && !reopen {
                 finished = true
                 condition.broadcast()
                 condition.unlock()
@@ -96,20 +105,44 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
             dropped = 0
             condition.unlock()
 
-            var bytes = batch.flatMap { $0 }
-            if lost > 0 {
-                bytes += EventLines.line("dropped", [("count", JSONValue(lost))])
+            if reopen {
+                close(fd)
+                // Rotated away: made anew; still there (copied and truncated): appended to.
+                fd = Self.problem(opening: path, append: true) == nil ? Self.open(path, append: true) : -1
+                if fd < 0 { return fail("cannot open \(path) again: \(Self.problem(opening: path, append: true) ?? String(cString: strerror(errno)))") }
             }
-            if let problem = Self.writeAll(bytes, to: fd) {
-                condition.lock()
-                failure = "cannot write \(path): \(problem)"
-                queue.removeAll()
-                finished = true
-                condition.broadcast()
-                condition.unlock()
-                return
-            }
+            // What was lost comes first: the reader learns of it before the lines after it.
+            var bytes = lost > 0 ? EventLines.line("dropped", [("count", JSONValue(lost))]) : []
+            for line in batch { bytes += line }
+            guard let problem = Self.writeAll(bytes, to: fd) else { continue }
+            guard problem.code == EPIPE, Self.isFIFO(path) else { return fail("cannot write \(path): \(problem.text)") }
+            // The FIFO's reader went away: these lines are lost, counted, and said at once; the
+            // next reader gets the count first. Opening the FIFO again waits for that reader
+            // here, on this thread, while the engine goes on (lines are held, then counted).
+            let missed = batch.count + lost
+            condition.lock()
+            dropped += missed
+            condition.unlock()
+            report("--events: the reader of \(path) went away; \(missed) line\(missed == 1 ? "" : "s") lost so far, counted to the next reader")
+            close(fd)
+            fd = Self.open(path, append: true)
+            if fd < 0 { return fail("cannot open \(path) again: \(String(cString: strerror(errno)))") }
         }
+    }
+
+    /// Gives up writing: every line from now on is dropped, and `finish` says why.
+    private func fail(_ reason: String) {
+        condition.lock()
+        failure = reason
+        queue.removeAll()
+        finished = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    static func isFIFO(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO
     }
 
     /// Why `path` will not be opened, or nil: it is a symbolic link (never followed), or a
@@ -137,13 +170,13 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     }
 
     /// Writes all of `bytes`; the reason it could not, or nil.
-    private static func writeAll(_ bytes: [UInt8], to fd: Int32) -> String? {
+    private static func writeAll(_ bytes: [UInt8], to fd: Int32) -> (code: Int32, text: String)? {
         var offset = 0
         while offset < bytes.count {
             let written = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, $0.count - offset) }
             if written < 0 {
                 if errno == EINTR { continue }
-                return String(cString: strerror(errno))
+                return (errno, String(cString: strerror(errno)))
             }
             offset += written
         }

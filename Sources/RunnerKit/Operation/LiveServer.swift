@@ -88,7 +88,10 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
     }
 
     public let limits: Limits
-    private let token: [UInt8]?
+    /// Nil: served without a token (loopback only); else every request needs it. Changed only
+    /// from one token to another (`setToken`, SIGHUP re-reading the file).
+    private let tokenBytes: Mutex<[UInt8]?>
+    private var token: [UInt8]? { tokenBytes.withLock { $0 } }
     private let handler: @Sendable (Request) -> Reply
     private let host: String
     private let requestedPort: UInt16
@@ -110,9 +113,19 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
     public init(host: String, port: UInt16, token: String?, limits: Limits = Limits(), handler: @escaping @Sendable (Request) -> Reply) {
         self.host = host
         self.requestedPort = port
-        self.token = token.map { Array($0.utf8) }
+        self.tokenBytes = Mutex(token.map { Array($0.utf8) })
         self.limits = limits
         self.handler = handler
+    }
+
+    /// Replaces the token (a server started without one keeps serving without); true when it did.
+    @discardableResult
+    public func setToken(_ token: String) -> Bool {
+        tokenBytes.withLock { current in
+            guard current != nil else { return false }
+            current = Array(token.utf8)
+            return true
+        }
     }
 
     // MARK: - Starting and stopping
