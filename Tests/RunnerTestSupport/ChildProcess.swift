@@ -9,6 +9,7 @@ import Synchronization
 ///   SIGTERM, SIGINT and SIGHUP on its threads (the engine under test waits for them), and
 ///   Foundation's `Process` hands that mask on: a child started that way never sees SIGTERM.
 /// - It leads a process group of its own, so ending it ends what it started too.
+/// - It inherits no descriptor of the test process but its standard streams.
 /// - It is ended and waited for whatever the test does: `terminate()` (SIGTERM, then SIGKILL to
 ///   its group after a grace), or when the last reference goes (a test that fails or throws), or,
 ///   for what is still running when the test process exits, by an `atexit` handler.
@@ -102,6 +103,9 @@ public final class ChildProcess: @unchecked Sendable {
             guard let addChdir = Self.addChdir else { throw Failure("this C library cannot start a process in another folder") }
             _ = addChdir(&actions, directory)
         }
+        // Nothing but its three streams: a descriptor the test holds (a FIFO's read end, a
+        // socket) must not live on in the child, where it would change what the test observes.
+        if let addClosefrom = Self.addClosefrom { _ = addClosefrom(&actions, 3) }
 
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         let environmentLines = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
@@ -207,6 +211,12 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     private static func exited(_ status: Int32) -> Bool { status & 0x7F == 0 }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), which Swift's Glibc module leaves out.
+    private static let addClosefrom: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32)? = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32).self)
+    }()
 
     /// glibc's `posix_spawn_file_actions_addchdir_np` (2.29), which Swift's Glibc module leaves out.
     private static let addChdir: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, UnsafePointer<CChar>) -> Int32)? = {

@@ -118,4 +118,70 @@ struct EventsTests {
         #expect(linkedAppend.status == 2, "a link stays refused with --events-append: \(linkedAppend.stderr)")
         #expect(try String(contentsOfFile: target, encoding: .utf8) == "keep\n")
     }
+
+    /// Reads what a FIFO's writer wrote until `done` holds of the text (or 20 s passed).
+    static func readFIFO(_ fd: Int32, until done: (String) -> Bool) async -> String {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let end = ContinuousClock.now + .seconds(20)
+        while !done(String(decoding: bytes, as: UTF8.self)) && ContinuousClock.now < end {
+            let got = Glibc.read(fd, &buffer, buffer.count)
+            if got > 0 { bytes += buffer[..<got] } else { try? await Task.sleep(for: .milliseconds(5)) }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// A restarted reader of an --events FIFO gets the lines from then on, after a count of
+    /// those lost while no one read; the watcher says so at once, and goes on.
+    @Test func aFIFOIsOpenedAgainForTheNextReaderWhoIsToldWhatWasLost() async throws {
+        let world = try SpoolWorld()
+        let fifo = "\(world.w.root)/events.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let first = open(fifo, O_RDONLY | O_NONBLOCK)
+        #expect(first >= 0)
+        let watcher = try world.startWatcher(["--events", fifo])
+        defer { watcher.terminate() }
+        try world.drop("a.jsonl", world.imageJob("image:a"))
+        let before = await Self.readFIFO(first) { $0.contains(#""key":"image:a""#) && $0.contains(#""event":"finished""#) }
+        #expect(before.contains(#""event":"finished""#), "\(before)")
+        close(first)
+        // No reader: b's lines are lost, and counted.
+        try world.drop("b.jsonl", world.imageJob("image:b", query: "?b=1"))
+        #expect(await world.wait(upTo: .seconds(20)) { world.names(world.spool.done).contains("b.jsonl") }, "\(world.log())")
+        #expect(await world.wait(upTo: .seconds(10)) { world.log().contains("--events: the reader of \(fifo) went away") }, "\(world.log())")
+        let second = open(fifo, O_RDONLY | O_NONBLOCK)
+        #expect(second >= 0)
+        defer { close(second) }
+        try world.drop("c.jsonl", world.imageJob("image:c", query: "?c=1"))
+        let after = await Self.readFIFO(second) { $0.contains(#""key":"image:c""#) && $0.contains(#""event":"finished""#) }
+        let events = after.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+        #expect(events.first?["event"]?.stringValue == "dropped" && (events.first?["count"]?.intValue ?? 0) >= 1, "\(after)")
+        #expect(Self.byKey(events)["image:c"] == ["queued", "started", "finished"], "\(after)")
+        #expect(watcher.isRunning)
+        kill(watcher.processIdentifier, SIGTERM)
+        #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0)
+    }
+
+    /// SIGHUP after a rotation: --events is opened anew, the watcher goes on.
+    @Test func sighupReopensTheEventsFileAndTheWatcherGoesOn() async throws {
+        let world = try SpoolWorld()
+        let path = "\(world.w.root)/events.jsonl"
+        let metrics = "\(world.w.root)/runner.prom"
+        let watcher = try world.startWatcher(["--events", path, "--metrics", metrics])
+        defer { watcher.terminate() }
+        try world.drop("a.jsonl", world.imageJob("image:a"))
+        #expect(await world.wait(upTo: .seconds(20)) { world.names(world.spool.done).contains("a.jsonl") })
+        #expect(await world.wait(upTo: .seconds(10)) { world.text(path).contains(#""event":"finished""#) })
+        #expect(rename(path, path + ".1") == 0)
+        unlink(metrics)
+        kill(watcher.processIdentifier, SIGHUP)
+        #expect(await world.wait(upTo: .seconds(10)) { world.log().contains("SIGHUP: reopened --events \(path), --metrics \(metrics); still watching") }, "\(world.log())")
+        #expect(FileManager.default.fileExists(atPath: metrics), "the metrics written anew")
+        try world.drop("b.jsonl", world.imageJob("image:b", query: "?b=1"))
+        #expect(await world.wait(upTo: .seconds(20)) { world.text(path).contains(#""key":"image:b""#) && world.text(path).contains(#""event":"finished""#) }, "\(world.text(path))")
+        #expect(!world.text(path).contains(#""key":"image:a""#) && world.text(path + ".1").contains(#""key":"image:a""#))
+        #expect(watcher.isRunning, "SIGHUP does not stop a watcher")
+        kill(watcher.processIdentifier, SIGTERM)
+        #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0)
+    }
 }
