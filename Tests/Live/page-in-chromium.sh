@@ -2,7 +2,9 @@
 # The live page of `runner watch --listen` in a real browser (headless chromium, driven over its
 # DevTools protocol by browser.py): loaded while a slow job runs, the rendered DOM holds the job's
 # key and phase and the page's event stream is connected; without a reload, once the job ended the
-# page shows it among the finished. With scripts off the page is a snapshot of the same.
+# page shows it among the finished. With scripts off the page is a snapshot of the same. A watcher
+# with --listen-token is opened once at /?token=T: the page is shown at / (the token gone from the
+# address, kept in an HttpOnly cookie) and its event stream connects with that cookie.
 #
 #   RUNNER_BIN=.build/debug/runner bash Tests/Live/page-in-chromium.sh [SCREENSHOT.png]
 #
@@ -92,3 +94,23 @@ grep -q '<tr data-key="page:slow"><td>page:slow</td><td>entry</td><td class="suc
 grep -q 'data-updated="' "$work/noscript.html" && fail "scripts were meant to be off"
 grep -q 'id="live">snapshot' "$work/noscript.html" || fail "without scripts the page should say it is a snapshot"
 echo "page-in-chromium: with scripts off the page is a snapshot of the same; passed"
+
+# With a token: opened once at /?token=T, the page comes at / with its event stream connected.
+token=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
+printf '%s\n' "$token" > "$work/token"
+chmod 600 "$work/token"
+"$runner" watch --spool "$work/spool2" --out "$work/out2" --listen 127.0.0.1:0 --listen-token "$work/token" 2> "$work/watch2.err" &
+pids+=($!)
+wait_for 10 grep -q "live page and API at" "$work/watch2.err" || fail "the watcher with a token did not serve"
+page2=$(grep -o 'http://127.0.0.1:[0-9]*/' "$work/watch2.err" | head -1)
+code=$(python3 -c 'import sys, urllib.request, urllib.error
+try: print(urllib.request.urlopen(sys.argv[1], timeout=5).status)
+except urllib.error.HTTPError as e: print(e.code)' "$page2")
+[ "$code" = 401 ] || fail "without the token the page answered $code, not 401"
+rm -rf "$work/profile"
+python3 Tests/Live/browser.py --browser "$browser" --profile "$work/profile" --url "${page2}?token=$token" \
+    --step 'document.getElementById("live").className === "on" && location.search === "" && location.pathname === "/"' "$work/token.html" \
+    2> "$work/browser.err" || { cat "$work/browser.err"; fail "the page did not open with the token"; }
+grep -q 'id="live"' "$work/token.html" || fail "the page with a token was not rendered"
+grep -q "$token" "$work/token.html" && fail "the token is in the rendered page"
+echo "page-in-chromium: opened once with /?token=, the page came at / without it, its event stream connected by the cookie; passed"

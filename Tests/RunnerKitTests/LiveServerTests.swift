@@ -165,6 +165,22 @@ import Testing
         #expect(RawHTTP.closedByPeer(slow[0]), "the oldest connection still sending its body was closed for the newcomer")
     }
 
+    /// A browser gets in with `/?token=T` once: an HttpOnly, SameSite=Strict cookie, and a
+    /// redirect to the address without the token; the cookie then stands for the bearer header.
+    @Test func aBrowserGetsInWithTheTokenInTheAddressOnceAndACookieAfter() throws {
+        let server = try Self.server(token: "right token/1")
+        defer { server.stop() }
+        let entry = try RawHTTP.exchange(port: server.port, "GET /?part=main&token=right%20token%2F1 HTTP/1.1")
+        #expect(entry.status == 303, "\(entry)")
+        #expect(entry.headers["location"] == "/?part=main")
+        let cookie = try #require(entry.headers["set-cookie"])
+        #expect(cookie == "runner_token=right%20token%2F1; Path=/; HttpOnly; SameSite=Strict", "\(cookie)")
+        #expect(try RawHTTP.exchange(port: server.port, "GET /?part=main HTTP/1.1", headers: ["Cookie: theme=dark; runner_token=right%20token%2F1"]).status == 200)
+        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Cookie: runner_token=wrong"]).status == 401)
+        #expect(try RawHTTP.exchange(port: server.port, "GET /?token=wrong HTTP/1.1").status == 401)
+        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").body.contains("/?token="), "the 401 says how a browser gets in")
+    }
+
     /// Past `failuresPerAddress` wrong tokens in `failureWindow`, an address is answered 429,
     /// right token or not, until the window has passed.
     @Test func failedAuthenticationsFromOneAddressAreSlowed() async throws {

@@ -438,16 +438,60 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
                 return .text(429, "too many failed authentications from this address; try again in \(wait) s", headers: [("Retry-After", String(wait))])
             }
         }
-        guard let given = request.header("authorization") else {
+        // A browser's way in: `GET /?token=T` once sets the token as an HttpOnly, SameSite=Strict
+        // cookie and sends it on to the same address without the token.
+        if request.method == "GET", let given = Self.parameter("token", in: request.query) {
+            if Self.same(Array(given.utf8), token) {
+                let rest = request.query.split(separator: "&").filter { !$0.hasPrefix("token=") }.joined(separator: "&")
+                return Response(
+                    status: 303, body: [],
+                    headers: [
+                        ("Location", (request.path.isEmpty ? "/" : request.path) + (rest.isEmpty ? "" : "?" + rest)),
+                        ("Set-Cookie", "\(Self.cookieName)=\(Self.cookieValue(given)); Path=/; HttpOnly; SameSite=Strict"),
+                    ])
+            }
+        } else if let cookie = Self.cookie(Self.cookieName, in: request.header("cookie")), Self.same(Array(cookie.utf8), token) {
+            return nil
+        } else if let given = request.header("authorization") {
+            if given.hasPrefix("Bearer "), Self.same(Array(given.utf8.dropFirst(7)), token) { return nil }
+        } else {
             // No token at all is not a guess (a browser asks first without one): not counted.
-            return .text(401, "this server needs Authorization: Bearer and its token", headers: [("WWW-Authenticate", "Bearer")])
+            return .text(401, "this server needs Authorization: Bearer and its token (a browser: open /?token=TOKEN once)", headers: [("WWW-Authenticate", "Bearer")])
         }
-        if given.hasPrefix("Bearer "), Self.same(Array(given.utf8.dropFirst(7)), token) { return nil }
         if let address {
             if failures.count >= 10_000 { failures = failures.filter { now - $0.value.since < limits.failureWindow } }
             if failures.count < 10_000 { failures[address, default: (0, now)].count += 1 }
         }
-        return .text(401, "this server needs Authorization: Bearer and its token", headers: [("WWW-Authenticate", "Bearer")])
+        return .text(401, "this server needs Authorization: Bearer and its token (a browser: open /?token=TOKEN once)", headers: [("WWW-Authenticate", "Bearer")])
+    }
+
+    /// The cookie a browser holds the token in.
+    static let cookieName = "runner_token"
+
+    /// `name`'s value in a query string, percent-decoded.
+    static func parameter(_ name: String, in query: String) -> String? {
+        query.split(separator: "&").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)).removingPercentEncoding ?? "" }
+    }
+
+    /// The token as a cookie's value: letters, digits and `-._~` as they are, the rest %-encoded.
+    static func cookieValue(_ text: String) -> String {
+        text.utf8.map { byte in
+            isUnreserved(byte) ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
+        }.joined()
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || "-._~".utf8.contains(byte)
+    }
+
+    /// `name`'s value in a Cookie header, percent-decoded.
+    static func cookie(_ name: String, in header: String?) -> String? {
+        guard let header else { return nil }
+        for pair in header.split(separator: ";") {
+            let trimmed = pair.drop { $0 == " " }
+            if trimmed.hasPrefix(name + "=") { return String(trimmed.dropFirst(name.count + 1)).removingPercentEncoding }
+        }
+        return nil
     }
 
     private func dispatch(_ fd: Int32, _ request: Request, now: ContinuousClock.Instant) {
