@@ -204,6 +204,9 @@ enum QueueCommands {
                         if cancelledRunning { Console.errLine("runner: cancel \(key): the running task is cancelled") }
                     case .problem(let message):
                         Console.errLine("runner: \(message)")
+                    case .fileEnded(let name, let counts):
+                        let tally = JobStatus.allCases.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
+                        Console.errLine("runner: \(name): the jobs it claimed here ended; " + tally.joined(separator: ", "))
                     }
                 })
         } catch {

@@ -88,6 +88,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         /// Something went wrong that the feed goes on through (the store away, a record kept
         /// on disk only), in words.
         case problem(String)
+        /// Every job this runner claimed of a submitted file ended: how they ended here.
+        case fileEnded(name: String, counts: [JobStatus: Int])
     }
 
     public let configuration: Configuration
@@ -116,6 +118,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         var givenBack: Set<Int64> = []
         /// Keys a cancel was asked for, and when: a job of the key claimed before then does not run.
         var cancels: [String: Duration] = [:]
+        /// By submitted file: jobs claimed here and not ended, and how those that ended did.
+        var files: [String: (open: Int, counts: [JobStatus: Int])] = [:]
     }
     private let state = Mutex(State())
 
@@ -215,10 +219,11 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             guard let (claim, claimedAt) = await nextClaim() else { continue }
             guard let job = await decode(claim) else {
                 state.withLock { _ = $0.unstarted.remove(claim.id) }
+                tally(claim.file, .failed)
                 writer.releasePreLocked(claim.key)
                 continue
             }
-            let (id, key) = (claim.id, claim.key)
+            let (id, key, file) = (claim.id, claim.key, claim.file)
             return FeedJob(
                 job,
                 start: { [self] in
@@ -230,7 +235,10 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                         return .run
                     }
                 },
-                ended: { [self] end in await ended(id: id, key: key, end) })
+                ended: { [self] end in
+                    await ended(id: id, key: key, end)
+                    if case .recorded(let result, _) = end { tally(file, result.status) } else { tally(file, nil) }
+                })
         }
         // Stopping: nothing more; what was handed out and not started goes back through `ended`.
         return nil
@@ -266,6 +274,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         let kept = state.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.unstarted.formUnion(claims.map(\.id))
+            for claim in claims { state.files[claim.file, default: (0, [:])].open += 1 }
             state.buffer.append(contentsOf: claims.dropFirst().map { ($0, claimedAt) })
             return true
         }
@@ -297,6 +306,22 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             _ = await writer.finish(JobQueue.Finish(id: claim.id, status: "failed", error: reason, record: record))
             return nil
         }
+    }
+
+    /// One job of `file` ended here (`status` nil: given back); the last says how they all did.
+    private func tally(_ file: String, _ status: JobStatus?) {
+        let ended = state.withLock { state -> [JobStatus: Int]? in
+            guard var entry = state.files[file] else { return nil }
+            entry.open -= 1
+            if let status { entry.counts[status, default: 0] += 1 }
+            guard entry.open <= 0 else {
+                state.files[file] = entry
+                return nil
+            }
+            state.files[file] = nil
+            return entry.counts
+        }
+        if let ended, !ended.isEmpty { onEvent(.fileEnded(name: file, counts: ended)) }
     }
 
     private func ended(id: Int64, key: String, _ end: FeedJob.End) async {

@@ -10,6 +10,7 @@ public final class InMemoryQueueStore: QueueStore {
         public var key: String
         public var kind: String
         public var job: String
+        public var file = ""
         /// `queued`, `running` or `done`.
         public var state = "queued"
         public var runner: String?
@@ -87,7 +88,7 @@ public final class InMemoryQueueStore: QueueStore {
     public func submit(_ jobs: [JobQueue.Submission]) {
         root.state.withLock { state in
             for job in jobs {
-                state.rows[state.nextID] = Row(id: state.nextID, key: job.key, kind: job.kind, job: job.job)
+                state.rows[state.nextID] = Row(id: state.nextID, key: job.key, kind: job.kind, job: job.job, file: job.file)
                 state.nextID += 1
             }
         }
@@ -138,7 +139,7 @@ public final class InMemoryQueueStore: QueueStore {
                     state.keys[row.key] = (runner, now + lease)
                     locked = true
                 }
-                claims.append(JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked))
+                claims.append(JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file))
             }
             return claims
         }

@@ -153,6 +153,8 @@ public final class JobQueue: Sendable {
         public var job: String
         /// Whether the claim took the key's lock for this runner too (no runner held it).
         public var keyLocked = false
+        /// The name of the file it was submitted in.
+        public var file = ""
     }
 
     /// Takes up to `limit` jobs for `runner`, in one statement: queued ones, and running ones
@@ -170,18 +172,18 @@ public final class JobQueue: Sendable {
                 UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
                     lease_until = now() + $3::interval, started_at = now()
                 FROM picked WHERE j.id = picked.id
-                RETURNING j.id, j.key, j.kind, j.job),
+                RETURNING j.id, j.key, j.kind, j.job, j.file),
             locked AS (
                 INSERT INTO runner.keys AS k (key, runner, lease_until)
                 SELECT DISTINCT key, $1, now() + $3::interval FROM claimed
                 ON CONFLICT (key) DO UPDATE SET runner = EXCLUDED.runner, lease_until = EXCLUDED.lease_until
                 WHERE k.lease_until < now()
                 RETURNING key)
-            SELECT c.id, c.key, c.kind, c.job, c.key IN (SELECT key FROM locked) FROM claimed c
+            SELECT c.id, c.key, c.kind, c.job, c.key IN (SELECT key FROM locked), c.file FROM claimed c
             """, [runner, String(limit), leaseText, String(Self.maxClaims)])
         return rows.compactMap { row in
             guard let id = row[0].flatMap({ Int64($0) }), let key = row[1], let kind = row[2], let job = row[3] else { return nil }
-            return Claim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t")
+            return Claim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t", file: row[5] ?? "")
         }.sorted { $0.id < $1.id }
     }
 

@@ -26,6 +26,9 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
         }
         if let problem = Self.passwordProblem(url) { throw QueueError("--queue: \(problem)", usage: true) }
         guard let connection = library.connect(url) else { throw QueueError("--queue \(display): libpq could not allocate a connection") }
+        // What the server says outside an answer (a notice, "terminating connection due to
+        // administrator command" before a restart) in the runner's words, not libpq's raw line.
+        _ = library.setNoticeProcessor(connection, sayNotice, nil)
         guard library.status(connection) == PostgresLibrary.connectionOK else {
             let message = Self.firstLine(library.errorMessage(connection))
             library.finish(connection)
@@ -197,4 +200,15 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
         }
         return scrubbed
     }
+}
+
+/// libpq's notice processor for every connection: the server's words as one line on stderr,
+/// prefixed as the runner's own are, control characters escaped.
+private let sayNotice: PostgresLibrary.NoticeProcessor = { _, message in
+    guard let message else { return }
+    let text = String(cString: message).trimmingCharacters(in: .whitespacesAndNewlines)
+        .replacingOccurrences(of: "  ", with: " ")
+    guard !text.isEmpty else { return }
+    let line = Array(("runner: the queue's database says: " + Printable.escaped(text) + "\n").utf8)
+    _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
 }

@@ -28,6 +28,8 @@ struct PostgresLibrary: @unchecked Sendable {  // immutable; holds C function po
     let consumeInput: @convention(c) (Connection?) -> Int32
     let notifies: @convention(c) (Connection?) -> UnsafeMutableRawPointer?
     let freemem: @convention(c) (UnsafeMutableRawPointer?) -> Void
+    typealias NoticeProcessor = @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<CChar>?) -> Void
+    let setNoticeProcessor: @convention(c) (Connection?, NoticeProcessor?, UnsafeMutableRawPointer?) -> NoticeProcessor?
     /// libpq's version as a number, e.g. 150018 for 15.18.
     let version: Int32
 
@@ -88,6 +90,8 @@ struct PostgresLibrary: @unchecked Sendable {  // immutable; holds C function po
             let consumeInput = symbol("PQconsumeInput", as: (@convention(c) (Connection?) -> Int32).self),
             let notifies = symbol("PQnotifies", as: (@convention(c) (Connection?) -> UnsafeMutableRawPointer?).self),
             let freemem = symbol("PQfreemem", as: (@convention(c) (UnsafeMutableRawPointer?) -> Void).self),
+            let setNoticeProcessor = symbol(
+                "PQsetNoticeProcessor", as: (@convention(c) (Connection?, NoticeProcessor?, UnsafeMutableRawPointer?) -> NoticeProcessor?).self),
             let libVersion = symbol("PQlibVersion", as: (@convention(c) () -> Int32).self)
         else {
             return .failure(QueueError("libpq lacks \(missing.joined(separator: ", "))", usage: true))
@@ -96,7 +100,8 @@ struct PostgresLibrary: @unchecked Sendable {  // immutable; holds C function po
             connect: connect, status: status, errorMessage: errorMessage, finish: finish, reset: reset, execParams: execParams,
             resultStatus: resultStatus, resultErrorMessage: resultErrorMessage, resultErrorField: resultErrorField,
             tuples: tuples, fields: fields, value: value, isNull: isNull, clear: clear, socket: socket,
-            consumeInput: consumeInput, notifies: notifies, freemem: freemem, version: libVersion()))
+            consumeInput: consumeInput, notifies: notifies, freemem: freemem, setNoticeProcessor: setNoticeProcessor,
+            version: libVersion()))
     }
 }
 
