@@ -214,14 +214,12 @@ enum QueueCommands {
             return 2
         }
         engine.withLock { $0 = feed.engine }
-        if let live, let settings = options.live, !LiveSite.start(live.server, settings) { return 2 }
-        defer { live?.server.stop() }
         service.metrics.follow(running: { feed.running })
-        let signals = WatchCommand.onStopSignal(service, what: "no more jobs are claimed", grace: configuration.grace) { feed.shutdown() }
-        defer { _ = signals.stop() }
-        let reopen = WatchCommand.onReopenSignal(
-            events: observers.events, service: service, live: live.flatMap { live in options.live.map { (live.server, $0) } })
-        defer { _ = reopen.stop() }
+        guard let serving = WatchCommand.Serving(
+            live: live?.server, options: options, service: service, events: observers.events, stopping: "no more jobs are claimed",
+            grace: configuration.grace, stop: { feed.shutdown() })
+        else { return 2 }
+        defer { serving.end() }
         Console.err("runner: watching the queue \(queueStore.display) as \(runner); results in \(RunReporter.relative(store.root))/")
         service.ready(status: status(0))
         let metricsTask = service.startWritingMetrics()

@@ -110,6 +110,30 @@ enum WatchCommand {
             sync: sync, live: live)
     }
 
+    /// What a watcher serves while it runs: the live page (`--listen`), and the signals that stop
+    /// it (SIGINT, SIGTERM) or reopen its files (SIGHUP). Nil (said) when the page cannot be served.
+    struct Serving {
+        let live: LiveServer?
+        let signals: SignalWatcher
+        let reopen: SignalWatcher
+
+        init?(
+            live: LiveServer?, options: Options, service: WatchService, events: EventStream?, stopping: String, grace: Duration,
+            stop: @escaping @Sendable () -> Void
+        ) {
+            if let live, let settings = options.live, !LiveSite.start(live, settings) { return nil }
+            self.live = live
+            signals = onStopSignal(service, what: stopping, grace: grace, stop)
+            reopen = onReopenSignal(events: events, service: service, live: live.flatMap { live in options.live.map { (live, $0) } })
+        }
+
+        func end() {
+            _ = signals.stop()
+            _ = reopen.stop()
+            live?.stop()
+        }
+    }
+
     /// Calls `stop` on the first SIGINT or SIGTERM, after saying so (the service manager too),
     /// and on each one after.
     static func onStopSignal(_ service: WatchService, what: String, grace: Duration, _ stop: @escaping @Sendable () -> Void) -> SignalWatcher {
@@ -196,13 +220,11 @@ enum WatchCommand {
             return 2
         }
         engine.withLock { $0 = feed.engine }
-        if let live, let settings = options.live, !LiveSite.start(live.server, settings) { return 2 }
-        defer { live?.server.stop() }
-        let signals = onStopSignal(service, what: "no more files are taken", grace: configuration.grace) { feed.shutdown() }
-        defer { _ = signals.stop() }
-        let reopen = onReopenSignal(
-            events: observers.events, service: service, live: live.flatMap { live in options.live.map { (live.server, $0) } })
-        defer { _ = reopen.stop() }
+        guard let serving = Serving(
+            live: live?.server, options: options, service: service, events: observers.events, stopping: "no more files are taken",
+            grace: configuration.grace, stop: { feed.shutdown() })
+        else { return 2 }
+        defer { serving.end() }
         let metricsTask = service.startWritingMetrics()
         do {
             try await feed.run()

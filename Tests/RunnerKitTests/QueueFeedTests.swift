@@ -29,7 +29,7 @@ private final class QueueWorld: Sendable {
     /// A feed named `runner` with the test's changes to its configuration.
     func feed(_ runner: String = "a", _ change: (inout QueueFeed.Configuration) -> Void = { _ in }) throws -> QueueFeed {
         var registry = KindRegistry()
-        try registry.register(QueueFetchKind.self)
+        try registry.register(PlainFetchKind.self)
         try registry.register(GatedKind.self)
         var configuration = QueueFeed.Configuration(
             engine: .init(registry: registry, store: try OutputStore(root: folder.path + "/out"), http: http).with { $0.clock = clock },
@@ -39,7 +39,7 @@ private final class QueueWorld: Sendable {
         change(&configuration)
         let (events, records) = (events, records)
         return try QueueFeed(
-            configuration: configuration, observer: QueueRecordsObserver(records: records),
+            configuration: configuration, observer: RecordsObserver(records: records),
             onEvent: { event in events.update { $0.append((runner, event)) } })
     }
 
@@ -55,6 +55,20 @@ private final class QueueWorld: Sendable {
 
     func row(_ key: String) -> InMemoryQueueStore.Row? { store.rows.last { $0.key == key } }
 
+    /// A feed running a job of `key` whose end comes while the store is away: returns once the
+    /// store refused its record.
+    func runWhileTheStoreIsAway(_ key: String) async throws -> (QueueFeed, Task<Void, Never>) {
+        http.script("http://queue.test/\(key)", .ok(key))
+        let feed = try self.feed()
+        let run = start(feed)
+        submit([key], kind: "gated")
+        #expect(await gate.waitForStarted(1))
+        store.available = false
+        gate.open()
+        await eventually("the record refused") { problems.contains { $0.contains("\(key): the record could not be stored in the queue") } }
+        return (feed, run)
+    }
+
     func waitDone(_ keys: [String], sourceLocation: SourceLocation = #_sourceLocation) async {
         await eventually("\(keys) done", sourceLocation: sourceLocation) { keys.allSatisfy { row($0)?.state == "done" } }
     }
@@ -64,18 +78,6 @@ private final class QueueWorld: Sendable {
     }
 }
 
-/// The test kind: fetches its URL and stores what arrived.
-private struct QueueFetchKind: JobKind {
-    static let name = "fetch"
-    static let summary = "Fetches a URL as it is (for tests)."
-    static let parameters: [KindParameter] = []
-
-    init(fields: inout JobFields) throws(JobSpecError) {}
-
-    func run(in context: JobContext) async throws -> KindOutcome {
-        .fetched(try await context.fetch(folder: "fetched"), folder: "fetched", fileExtension: "bin")
-    }
-}
 
 /// The gate of the test running now (the suite runs one test at a time).
 private let currentGate = Locked(Gate())
@@ -93,10 +95,6 @@ private struct GatedKind: JobKind {
     }
 }
 
-private struct QueueRecordsObserver: RunObserver {
-    let records: Watched<[JobResult]>
-    func jobFinished(_ result: JobResult) { records.update { $0.append(result) } }
-}
 
 // MARK: - Tests
 
@@ -211,14 +209,7 @@ struct QueueFeedTests {
     }
 
     @Test func whileTheStoreIsAwayRunningJobsFinishAndTheirRecordsAreStoredOnceItIsBack() async throws {
-        w.http.script("http://queue.test/kept", .ok("kept"))
-        let feed = try w.feed()
-        let run = w.start(feed)
-        w.submit(["kept"], kind: "gated")
-        #expect(await w.gate.waitForStarted(1))
-        w.store.available = false
-        w.gate.open()
-        await eventually("the record refused") { w.problems.contains { $0.contains("kept: the record could not be stored in the queue") } }
+        let (feed, run) = try await w.runWhileTheStoreIsAway("kept")
         #expect(w.records.value.map(\.key) == ["kept"], "the job finished and its record is on disk")
         w.store.available = true
         // The retry sleeps on the clock.
@@ -234,14 +225,7 @@ struct QueueFeedTests {
     }
 
     @Test func aShutdownWhileTheStoreRefusesEndsWithinTheGracePlusFiveSeconds() async throws {
-        w.http.script("http://queue.test/stuck", .ok("stuck"))
-        let feed = try w.feed()
-        let run = w.start(feed)
-        w.submit(["stuck"], kind: "gated")
-        #expect(await w.gate.waitForStarted(1))
-        w.store.available = false
-        w.gate.open()
-        await eventually("the record refused") { w.problems.contains { $0.contains("stuck: the record could not be stored") } }
+        let (feed, run) = try await w.runWhileTheStoreIsAway("stuck")
         feed.shutdown(grace: .seconds(2))
         let ended = Watched(false)
         Task {

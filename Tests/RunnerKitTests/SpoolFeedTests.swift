@@ -25,7 +25,7 @@ private final class SpoolWorld: Sendable {
     /// A feed with the test's changes to its configuration.
     func feed(_ change: (inout SpoolFeed.Configuration) -> Void = { _ in }) throws -> SpoolFeed {
         var registry = KindRegistry()
-        try registry.register(SpoolFetchKind.self)
+        try registry.register(PlainFetchKind.self)
         var configuration = SpoolFeed.Configuration(
             spool: spool,
             engine: .init(registry: registry, store: try OutputStore(root: folder.path + "/out"), http: http).with { $0.clock = clock })
@@ -94,23 +94,6 @@ private func job(_ key: String, timeout: Int = 60) -> String {
     #"{"kind": "fetch", "key": "\#(key)", "url": "http://spool.test/\#(key)", "timeout": \#(timeout)}"#
 }
 
-/// The test kind: fetches its URL and stores what arrived.
-private struct SpoolFetchKind: JobKind {
-    static let name = "fetch"
-    static let summary = "Fetches a URL as it is (for tests)."
-    static let parameters: [KindParameter] = []
-
-    init(fields: inout JobFields) throws(JobSpecError) {}
-
-    func run(in context: JobContext) async throws -> KindOutcome {
-        .fetched(try await context.fetch(folder: "fetched"), folder: "fetched", fileExtension: "bin")
-    }
-}
-
-private struct RecordsObserver: RunObserver {
-    let records: Watched<[JobResult]>
-    func jobFinished(_ result: JobResult) { records.update { $0.append(result) } }
-}
 
 // MARK: - Tests
 

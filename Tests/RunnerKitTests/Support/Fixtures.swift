@@ -1,5 +1,6 @@
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 
 /// A throwaway folder per test, removed when the value goes away.
 final class TemporaryFolder: @unchecked Sendable {
@@ -55,4 +56,23 @@ func probeRegistry() -> KindRegistry {
     var registry = KindRegistry()
     try? registry.register(ProbeKind.self)
     return registry
+}
+
+/// The feeds' test kind: fetches its URL as it is and stores what arrived.
+struct PlainFetchKind: JobKind {
+    static let name = "fetch"
+    static let summary = "Fetches a URL as it is (for tests)."
+    static let parameters: [KindParameter] = []
+
+    init(fields: inout JobFields) throws(JobSpecError) {}
+
+    func run(in context: JobContext) async throws -> KindOutcome {
+        .fetched(try await context.fetch(folder: "fetched"), folder: "fetched", fileExtension: "bin")
+    }
+}
+
+/// Keeps every record the engine reports.
+struct RecordsObserver: RunObserver {
+    let records: Watched<[JobResult]>
+    func jobFinished(_ result: JobResult) { records.update { $0.append(result) } }
 }
