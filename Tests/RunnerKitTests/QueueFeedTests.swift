@@ -242,6 +242,30 @@ struct QueueFeedTests {
         #expect(w.row("stuck")?.state == "running", "its lease will end and another runner runs it")
     }
 
+    /// A record the store will not take holds none of those that ended with it: they are stored
+    /// each alone, and the refused one is given up on a shutdown's grace and 5 s later.
+    @Test func aRecordTheStoreRefusesHoldsNoOther() async throws {
+        let keys = ["fine1", "bad", "fine2"]
+        for key in keys { w.http.script("http://queue.test/\(key)", .ok(key)) }
+        w.store.refuseRecords(of: "bad")
+        let feed = try w.feed()
+        let run = w.start(feed)
+        // The three end together, so their records go to the store in one statement.
+        w.submit(keys, kind: "gated")
+        #expect(await w.gate.waitForStarted(3))
+        w.gate.open()
+        await w.waitDone(["fine1", "fine2"])
+        #expect(w.row("bad")?.state == "running")
+        #expect(w.problems.contains { $0.hasPrefix("bad: the record could not be stored in the queue (malformed record") }, "\(w.problems)")
+        feed.shutdown(grace: .zero)
+        while w.clock.now.offset < .seconds(10) {
+            w.clock.advance(by: .milliseconds(200))
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        await run.value
+        #expect(w.problems.contains { $0.hasPrefix("bad: the record was not stored in the queue; it is on disk") }, "\(w.problems)")
+    }
+
     @Test func twoFeedsInOneProcessShareTheFleetsPace() async throws {
         let keys = (0..<4).map { "p\($0)" }
         for key in keys { w.http.script("http://queue.test/\(key)", .ok(key)) }

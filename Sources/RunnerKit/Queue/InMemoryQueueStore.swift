@@ -28,6 +28,8 @@ public final class InMemoryQueueStore: QueueStore {
         var keys: [String: (runner: String, until: Duration)] = [:]
         var hosts: [String: (nextAt: Duration, pausedUntil: Duration)] = [:]
         var available = true
+        /// Keys whose records are refused (a record the database will not take).
+        var refusedRecords: Set<String> = []
         /// Notices not yet read, per listener.
         var notices: [UInt64: [QueueNotice]] = [:]
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -83,6 +85,10 @@ public final class InMemoryQueueStore: QueueStore {
         get { root.state.withLock { $0.available } }
         set { root.state.withLock { $0.available = newValue } }
     }
+
+    /// Makes every statement that stores a record of `key` fail, as one the database will not
+    /// take (the other records of the same statement with it).
+    public func refuseRecords(of key: String) { root.state.withLock { _ = $0.refusedRecords.insert(key) } }
 
     /// Queues jobs (`submit --queue`) and tells the watchers.
     public func submit(_ jobs: [JobQueue.Submission]) {
@@ -154,6 +160,9 @@ public final class InMemoryQueueStore: QueueStore {
 
     public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) {
         try withState { state, now throws(QueueError) in
+            if let refused = jobs.first(where: { state.rows[$0.id].map { state.refusedRecords.contains($0.key) } ?? false }) {
+                throw QueueError("malformed record (in memory, refused for job \(refused.id))")
+            }
             for key in keys where state.keys[key]?.runner == runner { state.keys[key] = nil }
             for job in jobs {
                 guard let row = state.rows[job.id], row.runner == runner, row.state == "running" else { continue }
