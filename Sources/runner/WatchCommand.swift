@@ -4,14 +4,14 @@ import RunnerKinds
 import RunnerKit
 
 /// `runner watch`: runs the jobs others hand in, from the spool folder or, with `--queue`, from a
-/// queue a fleet shares, until SIGTERM, SIGINT or SIGHUP. What both watchers share is made here,
-/// once: their options, the engine and its output, what hears the jobs (`JobObservers`), the
-/// service's notices and metrics, and the signals.
+/// queue a fleet shares, until SIGTERM or SIGINT (SIGHUP reopens its files). What both watchers
+/// share is made here, once: their options, the engine and its output, what hears the jobs
+/// (`JobObservers`), the service's notices and metrics, and the signals.
 enum WatchCommand {
     private static let spoolDefaults = SpoolFeed.Configuration.watch(spool: Spool(root: Spool.defaultRoot), registry: KindRegistry())
 
     static let grace = CommandOption<Duration>.seconds(
-        "grace", default: spoolDefaults.grace, help: "On SIGTERM, SIGINT or SIGHUP, how long running jobs may go on before they are cancelled.")
+        "grace", default: spoolDefaults.grace, help: "On SIGTERM or SIGINT, how long running jobs may go on before they are cancelled.")
     static let settle = CommandOption<Duration>.seconds(
         "settle", default: spoolDefaults.settle,
         help: "A file written in place (not renamed in) is taken once no process writes it and it has not changed for this long (not with --queue).")
@@ -26,7 +26,7 @@ enum WatchCommand {
 
     static let spec: CommandSpec = CommandSpec(
         name: "watch",
-        summary: "Run the job files that arrive in the spool's inbox (or the jobs of a shared queue, with --queue), until SIGTERM, SIGINT or SIGHUP.",
+        summary: "Run the job files that arrive in the spool's inbox (or the jobs of a shared queue, with --queue), until SIGTERM or SIGINT; SIGHUP reopens its files.",
         options: [SpoolCommands.spoolOption.spec] + EngineCommandOptions.options
             + [grace.spec, settle.spec, rescan.spec, SpoolCommands.groupOption.spec, metrics.spec, json.spec]
             + [QueueCommands.queueOption.spec, QueueCommands.keepOption.spec] + LiveOptions.specs,

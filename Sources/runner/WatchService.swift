@@ -41,7 +41,7 @@ final class WatchService: Sendable {
     /// Still alive (the watchdog's ping when there is one); `status` is a `STATUS=` line.
     func heartbeat(status: String) { notifier?.send((notifier?.watchdogInterval != nil ? "WATCHDOG=1\n" : "") + status) }
 
-    /// A stop begins (SIGTERM, SIGINT, SIGHUP): `what` the watcher does no more.
+    /// A stop begins (SIGTERM, SIGINT): `what` the watcher does no more.
     func stopping(_ what: String) {
         notifier?.send("STOPPING=1\nSTATUS=stopping: \(what)")
     }
