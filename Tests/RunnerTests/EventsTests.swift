@@ -131,6 +131,11 @@ struct EventsTests {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Whether `text` holds the `finished` line of `key`.
+    static func finished(_ key: String, in text: String) -> Bool {
+        text.split(separator: "\n").contains { $0.contains(#""event":"finished""#) && $0.contains(#""key":"\#(key)""#) }
+    }
+
     /// A restarted reader of an --events FIFO gets the lines from then on, after a count of
     /// those lost while no one read; the watcher says so at once, and goes on.
     @Test func aFIFOIsOpenedAgainForTheNextReaderWhoIsToldWhatWasLost() async throws {
@@ -142,7 +147,7 @@ struct EventsTests {
         let watcher = try world.startWatcher(["--events", fifo])
         defer { watcher.terminate() }
         try world.drop("a.jsonl", world.imageJob("image:a"))
-        let before = await Self.readFIFO(first) { $0.contains(#""key":"image:a""#) && $0.contains(#""event":"finished""#) }
+        let before = await Self.readFIFO(first) { Self.finished("image:a", in: $0) }
         #expect(before.contains(#""event":"finished""#), "\(before)")
         close(first)
         // No reader: b's lines are lost, and counted.
@@ -153,7 +158,7 @@ struct EventsTests {
         #expect(second >= 0)
         defer { close(second) }
         try world.drop("c.jsonl", world.imageJob("image:c", query: "?c=1"))
-        let after = await Self.readFIFO(second) { $0.contains(#""key":"image:c""#) && $0.contains(#""event":"finished""#) }
+        let after = await Self.readFIFO(second) { Self.finished("image:c", in: $0) }
         let events = after.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
         #expect(events.first?["event"]?.stringValue == "dropped" && (events.first?["count"]?.intValue ?? 0) >= 1, "\(after)")
         #expect(Self.byKey(events)["image:c"] == ["queued", "started", "finished"], "\(after)")
@@ -178,7 +183,7 @@ struct EventsTests {
         #expect(await world.wait(upTo: .seconds(10)) { world.log().contains("SIGHUP: reopened --events \(path), --metrics \(metrics); still watching") }, "\(world.log())")
         #expect(FileManager.default.fileExists(atPath: metrics), "the metrics written anew")
         try world.drop("b.jsonl", world.imageJob("image:b", query: "?b=1"))
-        #expect(await world.wait(upTo: .seconds(20)) { world.text(path).contains(#""key":"image:b""#) && world.text(path).contains(#""event":"finished""#) }, "\(world.text(path))")
+        #expect(await world.wait(upTo: .seconds(20)) { Self.finished("image:b", in: world.text(path)) }, "\(world.text(path))")
         #expect(!world.text(path).contains(#""key":"image:a""#) && world.text(path + ".1").contains(#""key":"image:a""#))
         #expect(watcher.isRunning, "SIGHUP does not stop a watcher")
         kill(watcher.processIdentifier, SIGTERM)
