@@ -25,7 +25,6 @@ final class QueueWriter: Sendable {
     /// Made durable (one `syncfs`) before each batch of records is stored: a record is in the
     /// queue only once it is on this runner's disk.
     private let output = Mutex<OutputStore?>(nil)
-    private let syncThread = BlockingThread(name: "runner queue sync")
     /// Keys a claim locked for this runner, not yet taken by a job of the key.
     private let preLocked = Mutex<Set<String>>([])
 
@@ -33,8 +32,6 @@ final class QueueWriter: Sendable {
         self.store = store
         self.runner = runner
     }
-
-    deinit { syncThread.stop() }
 
     func synchronizing(_ store: OutputStore) { output.withLock { $0 = store } }
 
@@ -129,14 +126,12 @@ final class QueueWriter: Sendable {
         guard !jobs.isEmpty || !keys.isEmpty else { return }
         var failures: [String?] = Array(repeating: nil, count: jobs.count)
         do {
-            if !jobs.isEmpty, let output = output.withLock({ $0 }) {
-                try await syncThread.run { () throws(Durability.Failure) in try output.synchronize() }
-            }
-            try await store.finish(jobs.map(\.0), runner: runner, unlocking: keys)
+            // The sync and the statement on one thread of the store's: one hop for the batch.
+            try await store.finish(jobs.map(\.0), runner: runner, unlocking: keys, durable: jobs.isEmpty ? nil : output.withLock { $0 })
         } catch {
             failures = Array(repeating: "\(error)", count: jobs.count)
             lane.withLock { $0.stuckUnlocks.append(contentsOf: keys) }
-            if jobs.count > 1, !(error is Durability.Failure) {
+            if jobs.count > 1, !error.isNotDurable {
                 for (index, (job, _)) in jobs.enumerated() {
                     do {
                         try await store.finish([job], runner: runner, unlocking: [])

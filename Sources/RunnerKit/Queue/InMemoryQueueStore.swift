@@ -158,7 +158,12 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) {
+    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) {
+        do throws(Durability.Failure) {
+            try durable?.synchronize()
+        } catch {
+            throw .notDurable(error)
+        }
         try withState { state, now throws(QueueError) in
             if let refused = jobs.first(where: { state.rows[$0.id].map { state.refusedRecords.contains($0.key) } ?? false }) {
                 throw QueueError("malformed record (in memory, refused for job \(refused.id))")

@@ -50,9 +50,16 @@ public final class PostgresQueueStore: QueueStore {
         return try await mainThread.run { () throws(QueueError) -> Duration? in try main.nextLeaseEnd() }
     }
 
-    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) {
+    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) {
         let writer = writer
-        try await writerThread.run { () throws(QueueError) in try writer.finish(jobs, runner: runner, unlocking: keys) }
+        try await writerThread.run { () throws(QueueError) in
+            do throws(Durability.Failure) {
+                try durable?.synchronize()
+            } catch {
+                throw .notDurable(error)
+            }
+            try writer.finish(jobs, runner: runner, unlocking: keys)
+        }
     }
 
     public func release(ids: [Int64], runner: String) async throws(QueueError) {

@@ -15,7 +15,9 @@ public protocol QueueStore: Sendable {
     /// How long until the first lease of a running job that may be claimed again ends (nil: none).
     func nextLeaseEnd() async throws(QueueError) -> Duration?
     /// Stores the records of jobs `runner` finished and ends their claims; lets go of `keys`.
-    func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError)
+    /// With `durable`, that output is made durable first (one `syncfs`, on the same thread as
+    /// the statement): a record is in the queue only once it is on the runner's disk.
+    func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError)
     /// Gives claims back at once (not started), for other runners.
     func release(ids: [Int64], runner: String) async throws(QueueError)
     /// Renews the leases of `runner`'s claims and keys.
@@ -37,6 +39,24 @@ public protocol QueueStore: Sendable {
     func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice]
     /// Closes what the store holds open (its connections and threads).
     func close()
+}
+
+extension QueueStore {
+    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) {
+        try await finish(jobs, runner: runner, unlocking: keys, durable: nil)
+    }
+}
+
+extension QueueError {
+    /// The output could not be made durable, so no record was stored (no statement was made).
+    static func notDurable(_ failure: Durability.Failure) -> QueueError {
+        QueueError("the records are not durable on disk: \(failure)", sqlState: notDurableState)
+    }
+
+    static let notDurableState = "runner: not durable"
+
+    /// Whether the statement was never made because the output was not durable.
+    var isNotDurable: Bool { sqlState == Self.notDurableState }
 }
 
 /// What the fleet tells every watcher of a queue.
