@@ -8,7 +8,7 @@
 # end of the link down and up:
 #
 #   up          link up              → succeeded, waitedForNetworkMs < 100, no notice, exit 0
-#   down        link down throughout → offline, durationMs 1900–2600, notice, exit 1
+#   down        link down throughout → offline, durationMs 1900–2600, notice, exit 4 (nothing was fetched)
 #   down→up     link up 1 s after the job started
 #                                    → succeeded, waitedForNetworkMs 900–1400, notice, exit 0,
 #                                      and the fetch started within FLIP_LIMIT_MS of the link
@@ -139,7 +139,7 @@ elif link == "down":
     if status != "offline": problems.append(f"status {status} ({r.get('error')})")
     if not 1900 <= duration <= 2600: problems.append(f"duration {duration} ms")
     if not notices: problems.append("no notice")
-    if rc != 1: problems.append(f"exit {rc}")
+    if rc != 4: problems.append(f"exit {rc} (nothing was fetched: 4)")
 else:
     # swift-corelibs-foundation's URLSession fails every IPv6-literal URL at once with
     # NSURLErrorBadURL (swiftlang/swift-corelibs-foundation#5496, fixed upstream by #5498).
@@ -149,7 +149,7 @@ else:
     if status == "failed" and "URLError -1000" in (r.get("error") or "") and ":" in host \
             and __import__("os").environ.get("RUNNER_HTTP") == "urlsession":
         known = "fetch failed: IPv6-literal URLs are a known URLSession bug (corelibs-foundation#5496)"
-        if rc != 1: problems.append(f"exit {rc}")
+        if rc != 4: problems.append(f"exit {rc} (nothing was fetched: 4)")
     else:
         if status != "succeeded": problems.append(f"status {status} ({r.get('error')})")
         if rc != 0: problems.append(f"exit {rc}")
