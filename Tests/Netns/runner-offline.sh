@@ -146,7 +146,7 @@ else:
     # The policy is still measured (the fetch must start when the link comes up); the fetch
     # itself is then reported as a known failure instead of a failed test.
     # Only the URLSession client has this bug; the default curl client must fetch it.
-    if status == "failed" and "URLError -1000" in (r.get("error") or "") and ":" in host \
+    if status == "failed" and "IPv6 address literal" in (r.get("error") or "") and ":" in host \
             and __import__("os").environ.get("RUNNER_HTTP") == "urlsession":
         known = "fetch failed: IPv6-literal URLs are a known URLSession bug (corelibs-foundation#5496)"
         if rc != 4: problems.append(f"exit {rc} (nothing was fetched: 4)")
