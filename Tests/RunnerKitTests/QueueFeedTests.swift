@@ -194,6 +194,31 @@ struct QueueFeedTests {
         #expect(w.http.requests.count == 1, "none of the others started")
     }
 
+    /// A claim given back at shutdown gives back its key first: the runner that takes the job
+    /// runs it (it does not end duplicate against the key the claim had locked).
+    @Test func aClaimGivenBackAtShutdownLeavesItsKeyFreeForTheNextRunner() async throws {
+        w.http.script("http://queue.test/one", .hang)
+        w.http.script("http://queue.test/two", .ok("two"))
+        let first = try w.feed("a") {
+            $0.engine.concurrency = 1
+            $0.prefetch = 2
+        }
+        let firstRun = w.start(first)
+        w.submit(["one", "two"])
+        #expect(await w.http.waitForRequests(1))
+        await eventually("both claimed by a") { w.store.rows.allSatisfy { $0.runner == "a" } }
+        first.shutdown(grace: .seconds(5))
+        await eventually("two given back") { w.row("two")?.state == "queued" }
+        let second = try w.feed("b")
+        let secondRun = w.start(second)
+        await w.waitDone(["two"])
+        #expect(w.row("two")?.status == "succeeded" && w.row("two")?.runner == "b", "\(String(describing: w.row("two")))")
+        w.clock.advance(by: .seconds(5))
+        await firstRun.value
+        second.shutdown()
+        await secondRun.value
+    }
+
     @Test func aCancelNoticeCancelsTheRunningTask() async throws {
         w.http.script("http://queue.test/long", .hang)
         let feed = try w.feed()

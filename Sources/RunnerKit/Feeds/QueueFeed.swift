@@ -196,6 +196,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         writer.releaseAllPreLocked()
         Task {
             guard !unstarted.isEmpty else { return }
+            // The keys first: a runner that takes these jobs must find their keys free.
+            await writer.flush()
             do {
                 try await store.release(ids: unstarted, runner: runner)
             } catch {
@@ -280,9 +282,10 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         }
         let locked = claims.filter(\.keyLocked).map(\.key)
         guard kept else {
-            // A shutdown came while claiming: these go back too, and the keys they locked.
-            try? await store.release(ids: claims.map(\.id), runner: runner)
+            // A shutdown came while claiming: these go back too, their keys first.
             for key in locked { writer.unlockKey(key) }
+            await writer.flush()
+            try? await store.release(ids: claims.map(\.id), runner: runner)
             return nil
         }
         writer.adopt(keys: locked)
@@ -334,6 +337,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             // A key a claim locked for a job that never took it goes back.
             writer.releasePreLocked(key)
             guard !givenBack else { return }
+            await writer.flush()  // the key first, as above
             do { try await store.release(ids: [id], runner: runner) } catch { report("a claim could not be given back (its lease will end): \(error)") }
         case .recorded(let result, let line):
             // The record is written; once durable, the store gets it with the others that ended
