@@ -25,7 +25,8 @@ let package = Package(
             swiftSettings: settings
         ),
         // Doubles and clocks shared by the test targets (a test clock, a recording HTTP client,
-        // a scripted connectivity monitor, a gate).
+        // a scripted connectivity monitor, a gate), the processes they start, and how their
+        // suites share the machine when they run in parallel.
         .target(
             name: "RunnerTestSupport", dependencies: ["RunnerKit"], path: "Tests/RunnerTestSupport", swiftSettings: settings
         ),
@@ -35,7 +36,7 @@ let package = Package(
             dependencies: ["RunnerKinds", "RunnerKit", "FixtureServer"],
             swiftSettings: settings
         ),
-        .testTarget(name: "FixtureServerTests", dependencies: ["FixtureServer"], swiftSettings: settings),
+        .testTarget(name: "FixtureServerTests", dependencies: ["FixtureServer", "RunnerTestSupport"], swiftSettings: settings),
         .testTarget(
             name: "RunnerTests",
             dependencies: ["runner", "RunnerKit", "RunnerKinds", "FixtureServer", "RunnerTestSupport"],

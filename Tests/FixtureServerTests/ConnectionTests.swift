@@ -2,9 +2,10 @@ import FixtureServer
 import Foundation
 import Glibc
 import FoundationNetworking
+import RunnerTestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(1)))
 struct ConnectionTests {
     @Test func keepAliveServesTwoRequestsOnOneConnection() async throws {
         let server = try startedServer()

@@ -1,9 +1,10 @@
 import FixtureServer
 import Foundation
 import FoundationNetworking
+import RunnerTestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(1)))
 struct FaultTests {
     @Test func delayWaitsBeforeAnswering() async throws {
         let server = try startedServer()

@@ -3,7 +3,7 @@ import RunnerTestSupport
 import Testing
 
 /// The race between waiting for connectivity and the deadline, on a test clock.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(1)))
 struct AttemptPolicyTests {
     let clock = TestClock()
 

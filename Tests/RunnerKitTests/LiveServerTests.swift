@@ -6,7 +6,7 @@ import Testing
 
 /// The live page's server on real loopback sockets: who may ask what, and what a slow or hostile
 /// client can and cannot make it do.
-@Suite struct LiveServerTests {
+@Suite(.measuresRealTime, .serialized) struct LiveServerTests {
     /// A server whose handler echoes the method, path and body, and opens an event stream at /events.
     static func server(token: String? = nil, limits: LiveServer.Limits = LiveServer.Limits()) throws -> LiveServer {
         let server = LiveServer(host: "127.0.0.1", port: 0, token: token, limits: limits) { request in
@@ -17,26 +17,26 @@ import Testing
         return server
     }
 
-    @Test func withoutATokenOnlyReadingFromALoopbackHostIsServed() throws {
+    @Test func withoutATokenOnlyReadingFromALoopbackHostIsServed() async throws {
         let server = try Self.server()
         defer { server.stop() }
-        let get = try RawHTTP.exchange(port: server.port, "GET /a%20b?x=1 HTTP/1.1")
+        let get = try await RawHTTP.exchange(port: server.port, "GET /a%20b?x=1 HTTP/1.1")
         #expect(get.status == 200)
         #expect(get.body == "GET /a b \n")
         #expect(get.headers["connection"] == "close")
-        let head = try RawHTTP.exchange(port: server.port, "HEAD /a%20b?x=1 HTTP/1.1")
+        let head = try await RawHTTP.exchange(port: server.port, "HEAD /a%20b?x=1 HTTP/1.1")
         #expect(head.status == 200 && head.body.isEmpty)
         #expect(head.headers["content-length"] == "\(Array("HEAD /a b \n".utf8).count)", "the length the answer would have")
-        let post = try RawHTTP.exchange(port: server.port, "POST /jobs HTTP/1.1", body: Array("{}".utf8))
+        let post = try await RawHTTP.exchange(port: server.port, "POST /jobs HTTP/1.1", body: Array("{}".utf8))
         #expect(post.status == 401)
         #expect(post.body.contains("--listen-token"))
-        let delete = try RawHTTP.exchange(port: server.port, "DELETE /jobs/k HTTP/1.1")
+        let delete = try await RawHTTP.exchange(port: server.port, "DELETE /jobs/k HTTP/1.1")
         #expect(delete.status == 401)
         // A page elsewhere that made the browser resolve its name to 127.0.0.1 sends its own Host.
         let fd = try RawHTTP.connect(port: server.port)
         defer { close(fd) }
         RawHTTP.send(fd, "GET / HTTP/1.1\r\nHost: evil.example:\(server.port)\r\n\r\n")
-        #expect(try RawHTTP.parse(RawHTTP.readAll(fd)).status == 403)
+        #expect(try RawHTTP.parse(await RawHTTP.readAll(fd)).status == 403)
         for host in ["localhost", "localhost:80", "127.0.0.2:1", "[::1]:8080"] {
             #expect(LiveServer.isLoopbackHost(host), "\(host)")
         }
@@ -45,20 +45,20 @@ import Testing
         }
     }
 
-    @Test func withATokenEveryRequestNeedsIt() throws {
+    @Test func withATokenEveryRequestNeedsIt() async throws {
         let server = try Self.server(token: "s3cret")
         defer { server.stop() }
-        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").status == 401)
-        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer s3cre"]).status == 401)
-        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer s3cret2"]).status == 401)
-        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Basic s3cret"]).status == 401)
-        let post = try RawHTTP.exchange(
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").status == 401)
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer s3cre"]).status == 401)
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer s3cret2"]).status == 401)
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Basic s3cret"]).status == 401)
+        let post = try await RawHTTP.exchange(
             port: server.port, "POST /jobs HTTP/1.1", body: Array("body".utf8), headers: ["Authorization: Bearer s3cret"])
         #expect(post.status == 200)
         #expect(post.body == "POST /jobs body\n")
     }
 
-    @Test func oversizedHeadsAndBodiesAreRefusedWithoutBeingRead() throws {
+    @Test func oversizedHeadsAndBodiesAreRefusedWithoutBeingRead() async throws {
         let server = try Self.server(token: "t")
         defer { server.stop() }
         // 1 GiB announced: refused at once, before a byte of it is sent.
@@ -66,21 +66,22 @@ import Testing
         defer { close(fd) }
         RawHTTP.send(fd, "POST /jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer t\r\nContent-Length: 1073741824\r\n\r\n")
         var bytes: [UInt8] = []
-        #expect(RawHTTP.read(fd, until: "\r\n\r\n", into: &bytes))
-        #expect(try RawHTTP.parse(bytes + RawHTTP.readAll(fd)).status == 413)
+        #expect(await RawHTTP.read(fd, until: "\r\n\r\n", into: &bytes))
+        let rest = await RawHTTP.readAll(fd)
+        #expect(try RawHTTP.parse(bytes + rest).status == 413)
 
-        let chunked = try RawHTTP.exchange(port: server.port, "POST /jobs HTTP/1.1", headers: ["Authorization: Bearer t", "Transfer-Encoding: chunked"])
+        let chunked = try await RawHTTP.exchange(port: server.port, "POST /jobs HTTP/1.1", headers: ["Authorization: Bearer t", "Transfer-Encoding: chunked"])
         #expect(chunked.status == 411)
-        let long = try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["X-Pad: " + String(repeating: "a", count: 20_000)])
+        let long = try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["X-Pad: " + String(repeating: "a", count: 20_000)])
         #expect(long.status == 431)
-        let many = try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: (0..<70).map { "X-\($0): 1" })
+        let many = try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: (0..<70).map { "X-\($0): 1" })
         #expect(many.status == 431)
         // A head that never ends: refused once it passes the limit.
         let endless = try RawHTTP.connect(port: server.port)
         defer { close(endless) }
         RawHTTP.send(endless, "GET / HTTP/1.1\r\nX: " + String(repeating: "b", count: 40_000))
-        #expect(try RawHTTP.parse(RawHTTP.readAll(endless)).status == 431)
-        #expect(try RawHTTP.exchange(port: server.port, "BROKEN").status == 400)
+        #expect(try RawHTTP.parse(await RawHTTP.readAll(endless)).status == 431)
+        #expect(try await RawHTTP.exchange(port: server.port, "BROKEN").status == 400)
     }
 
     @Test func aClientSendingItsRequestTooSlowlyIsClosed() async throws {
@@ -99,30 +100,30 @@ import Testing
             }
         }
         defer { trickle.cancel() }
-        #expect(RawHTTP.closedByPeer(fd))
+        #expect(await RawHTTP.closedByPeer(fd))
         let took = start.duration(to: .now)
         #expect(took >= .milliseconds(500) && took < .seconds(5), "\(took)")
         // Others are served all along.
-        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").status == 200)
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").status == 200)
     }
 
-    @Test func pastTheConnectionLimitTheOldestIdleConnectionMakesRoom() throws {
+    @Test func pastTheConnectionLimitTheOldestIdleConnectionMakesRoom() async throws {
         var limits = LiveServer.Limits()
         limits.connections = 8
         let server = try Self.server(limits: limits)
         defer { server.stop() }
         let idle = try (0..<8).map { _ in try RawHTTP.connect(port: server.port, timeout: .seconds(5)) }
         defer { idle.forEach { close($0) } }
-        usleep(200_000)  // all eight accepted
-        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").status == 200)
-        #expect(RawHTTP.closedByPeer(idle[0]), "the oldest idle connection was closed for the newcomer")
+        try await Task.sleep(for: .milliseconds(200))  // all eight accepted
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").status == 200)
+        #expect(await RawHTTP.closedByPeer(idle[0]), "the oldest idle connection was closed for the newcomer")
     }
 
     /// A thousand hostile connections: most announce 1 MiB bodies without a token and send a few
     /// bytes of them, the others never finish their head. The unauthenticated are answered 401 on
     /// their head and reserve nothing; the oldest make room for newcomers; an authenticated
     /// client is served, its POST too.
-    @Test func aThousandHostileConnectionsLeaveRoomForAnAuthenticatedClient() throws {
+    @Test func aThousandHostileConnectionsLeaveRoomForAnAuthenticatedClient() async throws {
         let token = "a-token-of-the-test"
         let server = try Self.server(token: token)
         defer { server.stop() }
@@ -139,17 +140,17 @@ import Testing
         }
         // An unauthenticated one was answered at once, its body never awaited.
         var answer: [UInt8] = []
-        #expect(RawHTTP.read(hostile[999], until: "\r\n\r\n", into: &answer))
+        #expect(await RawHTTP.read(hostile[999], until: "\r\n\r\n", into: &answer))
         #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 401"), "\(String(decoding: answer, as: UTF8.self))")
         for _ in 0..<3 {
-            #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer \(token)"]).status == 200)
-            let post = try RawHTTP.exchange(port: server.port, "POST /jobs HTTP/1.1", body: Array("{}".utf8), headers: ["Authorization: Bearer \(token)"])
+            #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer \(token)"]).status == 200)
+            let post = try await RawHTTP.exchange(port: server.port, "POST /jobs HTTP/1.1", body: Array("{}".utf8), headers: ["Authorization: Bearer \(token)"])
             #expect(post.status == 200, "\(post.body)")
         }
     }
 
     /// A connection still sending its body makes room for a newcomer too.
-    @Test func pastTheConnectionLimitAConnectionStillSendingItsBodyMakesRoom() throws {
+    @Test func pastTheConnectionLimitAConnectionStillSendingItsBodyMakesRoom() async throws {
         var limits = LiveServer.Limits()
         limits.connections = 8
         let server = try Self.server(token: "t", limits: limits)
@@ -160,25 +161,25 @@ import Testing
             return fd
         }
         defer { slow.forEach { close($0) } }
-        usleep(1_000_000)  // all eight are reading their bodies
-        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer t"]).status == 200)
-        #expect(RawHTTP.closedByPeer(slow[0]), "the oldest connection still sending its body was closed for the newcomer")
+        try await Task.sleep(for: .seconds(1))  // all eight are reading their bodies
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer t"]).status == 200)
+        #expect(await RawHTTP.closedByPeer(slow[0]), "the oldest connection still sending its body was closed for the newcomer")
     }
 
     /// A browser gets in with `/?token=T` once: an HttpOnly, SameSite=Strict cookie, and a
     /// redirect to the address without the token; the cookie then stands for the bearer header.
-    @Test func aBrowserGetsInWithTheTokenInTheAddressOnceAndACookieAfter() throws {
+    @Test func aBrowserGetsInWithTheTokenInTheAddressOnceAndACookieAfter() async throws {
         let server = try Self.server(token: "right token/1")
         defer { server.stop() }
-        let entry = try RawHTTP.exchange(port: server.port, "GET /?part=main&token=right%20token%2F1 HTTP/1.1")
+        let entry = try await RawHTTP.exchange(port: server.port, "GET /?part=main&token=right%20token%2F1 HTTP/1.1")
         #expect(entry.status == 303, "\(entry)")
         #expect(entry.headers["location"] == "/?part=main")
         let cookie = try #require(entry.headers["set-cookie"])
         #expect(cookie == "runner_token=right%20token%2F1; Path=/; HttpOnly; SameSite=Strict", "\(cookie)")
-        #expect(try RawHTTP.exchange(port: server.port, "GET /?part=main HTTP/1.1", headers: ["Cookie: theme=dark; runner_token=right%20token%2F1"]).status == 200)
-        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Cookie: runner_token=wrong"]).status == 401)
-        #expect(try RawHTTP.exchange(port: server.port, "GET /?token=wrong HTTP/1.1").status == 401)
-        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").body.contains("/?token="), "the 401 says how a browser gets in")
+        #expect(try await RawHTTP.exchange(port: server.port, "GET /?part=main HTTP/1.1", headers: ["Cookie: theme=dark; runner_token=right%20token%2F1"]).status == 200)
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Cookie: runner_token=wrong"]).status == 401)
+        #expect(try await RawHTTP.exchange(port: server.port, "GET /?token=wrong HTTP/1.1").status == 401)
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").body.contains("/?token="), "the 401 says how a browser gets in")
     }
 
     /// Past `failuresPerAddress` wrong tokens in `failureWindow`, an address is answered 429,
@@ -190,13 +191,13 @@ import Testing
         let server = try Self.server(token: "right-token", limits: limits)
         defer { server.stop() }
         for _ in 0..<3 {
-            #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer wrong"]).status == 401)
+            #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer wrong"]).status == 401)
         }
-        let slowed = try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer right-token"])
+        let slowed = try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer right-token"])
         #expect(slowed.status == 429, "\(slowed.body)")
         #expect(slowed.headers["retry-after"].flatMap { Int($0) }.map { (1...3).contains($0) } == true, "\(slowed.headers)")
         try await Task.sleep(for: .milliseconds(3100))
-        #expect(try RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer right-token"]).status == 200)
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer right-token"]).status == 200)
     }
 
     @Test func eventReadersGetEveryLineAndOneThatFallsBehindIsDropped() async throws {
@@ -210,12 +211,12 @@ import Testing
         defer { close(reader) }
         RawHTTP.send(reader, "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
         var bytes: [UInt8] = []
-        #expect(RawHTTP.read(reader, until: "retry: 1000\n\n", into: &bytes))
+        #expect(await RawHTTP.read(reader, until: "retry: 1000\n\n", into: &bytes))
         #expect(String(decoding: bytes, as: UTF8.self).contains("Content-Type: text/event-stream"))
         await eventually("the reader is counted") { server.wantsLines }
         server.take(Array("{\"event\":\"one\"}\n".utf8))
         server.take(Array("{\"event\":\"two\"}\n".utf8))
-        #expect(RawHTTP.read(reader, until: "data: {\"event\":\"two\"}\n\n", into: &bytes))
+        #expect(await RawHTTP.read(reader, until: "data: {\"event\":\"two\"}\n\n", into: &bytes))
         #expect(String(decoding: bytes, as: UTF8.self).contains("data: {\"event\":\"one\"}\n\ndata: {\"event\":\"two\"}\n\n"))
 
         // A reader that reads nothing: once the kernel's buffers and its 64 KiB are full, it is dropped.
@@ -234,19 +235,19 @@ import Testing
             return server.eventReaders <= 1
         }
         #expect(dropped)
-        #expect(RawHTTP.closedByPeer(stuck), "the stuck reader's connection is closed")
+        #expect(await RawHTTP.closedByPeer(stuck), "the stuck reader's connection is closed")
         #expect(server.eventReaders == 1, "the reader that keeps up stays")
     }
 
-    @Test func stopClosesEveryConnection() throws {
+    @Test func stopClosesEveryConnection() async throws {
         let server = try Self.server()
         let fd = try RawHTTP.connect(port: server.port)
         defer { close(fd) }
         RawHTTP.send(fd, "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
         var bytes: [UInt8] = []
-        #expect(RawHTTP.read(fd, until: "retry", into: &bytes))
+        #expect(await RawHTTP.read(fd, until: "retry", into: &bytes))
         server.stop()
-        #expect(RawHTTP.closedByPeer(fd))
+        #expect(await RawHTTP.closedByPeer(fd))
     }
 }
 

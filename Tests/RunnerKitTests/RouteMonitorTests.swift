@@ -13,7 +13,7 @@ import Testing
 // take down, build network namespaces of their own (with no default route) and create the
 // monitor inside them; the root namespace is only read, never changed.
 
-@Suite("RouteMonitor", .serialized, .timeLimit(.minutes(1)))
+@Suite("RouteMonitor", .measuresRealTime, .serialized, .timeLimit(.minutes(1)))
 struct RouteMonitorTests {
     /// Both ways the monitor learns about changes: kernel events and the polling fallback.
     static let modes = [true, false]
@@ -272,7 +272,7 @@ enum IPTool {
     /// Runs `ip ARGUMENTS`: its exit status and output.
     static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
         guard let path else { throw Failure(description: "iproute2 is not installed") }
-        return try ChildProcess.run(path, arguments)
+        return try ChildProcess.runBlocking(path, arguments)
     }
 
     /// What `ip route get` and `ip link show` say: a unicast or local route, through a link

@@ -160,8 +160,8 @@ public final class ChildProcess: @unchecked Sendable {
         if reap(blocking: false) == nil { kill(processIdentifier, signal) }
     }
 
-    /// Blocks until it ends.
-    public func waitUntilExit() { _ = reap(blocking: true) }
+    /// Waits until it ends (on a thread of its own, not the pool's).
+    public func waitUntilExit() async { _ = await offThePool { [self] in reap(blocking: true) } }
 
     /// Waits (polling every 5 ms) until it ended or `timeout` passed: its `terminationStatus`, or
     /// nil if it still runs.
@@ -192,7 +192,7 @@ public final class ChildProcess: @unchecked Sendable {
     }
 
     /// The wait status once reaped (waiting for it if `blocking`), else nil.
-    private func reap(blocking: Bool) -> Int32? {
+    fileprivate func reap(blocking: Bool) -> Int32? {
         state.withLock { status in
             if let status { return status }
             var raw: Int32 = 0
@@ -272,6 +272,14 @@ extension ChildProcess {
     /// server the command leaves in the background may hold its descriptors open.
     public static func run(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil
+    ) async throws -> (status: Int32, output: String) {
+        try await offThePool { try runBlocking(executable, arguments, environment: environment, directory: directory) }
+    }
+
+    /// `run`, holding the calling thread until the command ends: only for commands that end in
+    /// milliseconds, where nothing can wait (a `defer`).
+    public static func runBlocking(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, directory: String? = nil
     ) throws -> (status: Int32, output: String) {
         var template = Array("\(NSTemporaryDirectory())/runner-output-XXXXXX".utf8CString)
         let fd = mkstemp(&template)
@@ -280,7 +288,7 @@ extension ChildProcess {
         let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         defer { unlink(path) }
         let process = try ChildProcess(executable, arguments, environment: environment, directory: directory, stdout: .file(path), stderr: .file(path))
-        process.waitUntilExit()
+        _ = process.reap(blocking: true)
         return (process.terminationStatus, (try? String(contentsOfFile: path, encoding: .utf8)) ?? "")
     }
 }

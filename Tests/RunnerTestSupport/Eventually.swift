@@ -7,10 +7,10 @@ import Testing
 @discardableResult
 public func eventually(
     _ what: @autoclosure () -> String, limit: Duration = .seconds(5), sourceLocation: SourceLocation = #_sourceLocation,
-    _ condition: () throws -> Bool
+    _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
     let end = ContinuousClock.now.advanced(by: limit)
-    while try !condition() {
+    while try await !condition() {
         if ContinuousClock.now > end {
             Issue.record("waited \(limit) for \(what()), in vain", sourceLocation: sourceLocation)
             return false

@@ -3,6 +3,7 @@ import Glibc
 
 /// A bare HTTP/1.1 client on blocking sockets, for tests that must send what no polite client
 /// sends (a head cut short, a huge Content-Length, nothing at all) and read exactly what came back.
+/// What waits for the peer is `async` and waits off the pool: the server may be in this process.
 public enum RawHTTP {
     public struct Answer: Sendable {
         public var status: Int
@@ -53,7 +54,9 @@ public enum RawHTTP {
     public static func send(_ fd: Int32, _ text: String) -> Bool { send(fd, Array(text.utf8)) }
 
     /// Reads until the peer closes (or the read timeout); what arrived.
-    public static func readAll(_ fd: Int32) -> [UInt8] {
+    public static func readAll(_ fd: Int32) async -> [UInt8] { await offThePool { blockingReadAll(fd) } }
+
+    private static func blockingReadAll(_ fd: Int32) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -65,7 +68,16 @@ public enum RawHTTP {
     }
 
     /// Reads until `marker` has arrived (or the peer closed, or the read timed out).
-    public static func read(_ fd: Int32, until marker: String, into bytes: inout [UInt8]) -> Bool {
+    public static func read(_ fd: Int32, until marker: String, into bytes: inout [UInt8]) async -> Bool {
+        let (found, read) = await offThePool { [bytes] in
+            var copy = bytes
+            return (blockingRead(fd, until: marker, into: &copy), copy)
+        }
+        bytes = read
+        return found
+    }
+
+    private static func blockingRead(_ fd: Int32, until marker: String, into bytes: inout [UInt8]) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         while !String(decoding: bytes, as: UTF8.self).contains(marker) {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -77,7 +89,9 @@ public enum RawHTTP {
     }
 
     /// Whether the peer closed the connection within the read timeout (what it sent first is read and dropped).
-    public static func closedByPeer(_ fd: Int32) -> Bool {
+    public static func closedByPeer(_ fd: Int32) async -> Bool { await offThePool { blockingClosedByPeer(fd) } }
+
+    private static func blockingClosedByPeer(_ fd: Int32) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
@@ -103,13 +117,15 @@ public enum RawHTTP {
     }
 
     /// One request (`head` without its blank line; Host and Content-Length added), its whole answer.
-    public static func exchange(port: UInt16, _ head: String, body: [UInt8] = [], headers: [String] = []) throws -> Answer {
-        let fd = try connect(port: port)
-        defer { close(fd) }
-        var request = head + "\r\nHost: 127.0.0.1:\(port)\r\n"
-        for header in headers { request += header + "\r\n" }
-        if !body.isEmpty { request += "Content-Length: \(body.count)\r\n" }
-        send(fd, Array((request + "\r\n").utf8) + body)
-        return try parse(readAll(fd))
+    public static func exchange(port: UInt16, _ head: String, body: [UInt8] = [], headers: [String] = []) async throws -> Answer {
+        try await offThePool { () throws -> Answer in
+            let fd = try connect(port: port)
+            defer { close(fd) }
+            var request = head + "\r\nHost: 127.0.0.1:\(port)\r\n"
+            for header in headers { request += header + "\r\n" }
+            if !body.isEmpty { request += "Content-Length: \(body.count)\r\n" }
+            send(fd, Array((request + "\r\n").utf8) + body)
+            return try parse(blockingReadAll(fd))
+        }
     }
 }

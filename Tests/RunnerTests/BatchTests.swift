@@ -1,11 +1,12 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// Cron-friendly batches: revalidation, stale fallback, forget, one run per output directory,
 /// shards and the per-host cap, through the built binary.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
 struct BatchTests {
     @Test func aSecondRunRevalidatesAndKeepsThePayload() async throws {
         let w = try Workspace()

@@ -1,11 +1,12 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// Checking a payload counts against the attempt's deadline, and runs off the threads that
 /// other jobs' deadlines run on.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)))
 struct CheckDeadlineTests {
     @Test func aCheckThatOutlastsTheDeadlineEndsTimedOutAndOthersStayOnTime() async throws {
         let w = try Workspace()

@@ -1,11 +1,12 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// The `checksum` job field: the payload must have that SHA-256, else the job fails, is not
 /// retried, and nothing is written.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.startsProcesses, .timeLimit(.minutes(1)))
 struct ChecksumTests {
     @Test func aMatchingChecksumSucceedsAndAMismatchFailsWithBothDigestsAndWritesNothing() async throws {
         let w = try Workspace()

@@ -1,10 +1,11 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// Bad input, help and the small subcommands, through the built binary.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.startsProcesses, .timeLimit(.minutes(1)))
 struct CommandLineTests {
     @Test func aBatchWithOneBadJobRunsNothingAndExits2() async throws {
         let w = try Workspace()

@@ -2,10 +2,11 @@ import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// Whatever the key or `output`, and whatever links sit inside out/, nothing is written outside it.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct ConfinementTests {
     static let hostileKeys = [
         "a/b/c", "../../escape", "..", ".", "/etc/passwd", "ünï/日本語/🐈", String(repeating: "k", count: 300),

@@ -5,7 +5,7 @@ import RunnerTestSupport
 import Testing
 
 /// What a power loss or a crash leaves, and how the next start deals with it.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct CrashLeftoversTests {
     /// A record survived but its payload came back empty (ext4 after a power loss, without the
     /// sync): its validators are not sent, so the next run fetches afresh instead of taking a

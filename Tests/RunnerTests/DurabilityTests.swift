@@ -7,7 +7,7 @@ import Testing
 /// What the runner reports as done is on disk, in the order a crash cannot break: the system
 /// calls traced with strace (as ALICE, OSDI 2014, finds crash bugs in real applications), an
 /// fsync of the file before its rename, of the folder after it, a syncfs before done/.
-@Suite(.timeLimit(.minutes(3)), .enabled(if: Trace.strace != nil, "strace is not installed"))
+@Suite(.startsProcesses, .timeLimit(.minutes(3)), .enabled(if: Trace.strace != nil, "strace is not installed"))
 struct DurabilityTests {
     @Test func submitFsyncsTheFileRenamesItFsyncsTheInboxAndOnlyThenSaysQueued() async throws {
         let s = try SpoolWorld()

@@ -8,7 +8,7 @@ import Testing
 
 /// The engine in-process with the real HTTP client ($RUNNER_HTTP) and the fixture server: nothing of an
 /// attempt outlives it, and real timers end a thousand hanging fetches at their deadline.
-@Suite(.timeLimit(.minutes(2)), .serialized)
+@Suite(.measuresRealTime, .timeLimit(.minutes(2)), .serialized)
 struct EngineScaleTests {
     /// The real clock, counting sleeps in progress, so a test can see no timer is left.
     final class CountingClock: Clock, Sendable {

@@ -1,10 +1,11 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// What cron reads: the exit code and the summary of a run with a parent and its children.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct ExitCodeTests {
     /// A list whose children the test chooses: `/list/N` with each image's query.
     static func list(_ w: Workspace, key: String = "catalog", count: Int, image query: String = "") -> String {

@@ -5,7 +5,7 @@ import Testing
 
 /// Kinds read from files (`--kinds DIR`, `$RUNNER_KINDS`): found, refused when bad, listed,
 /// and as good as the built-ins they mirror.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct FileKindTests {
     /// The repository's `Jobs/` folder.
     static let jobs: String = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -109,12 +109,10 @@ struct FileKindTests {
         let plain = try await w.run(["kinds"])
         #expect(!plain.stdout.contains("json-entry"))
 
-        setenv("RUNNER_KINDS", "/nonexistent-kinds-folder-\(UUID().uuidString):\(Self.jobs)/kinds", 1)
-        defer { unsetenv("RUNNER_KINDS") }
-        let fromEnvironment = try await w.run(["kinds"])
+        let missing = "/nonexistent-kinds-folder-\(UUID().uuidString):\(Self.jobs)/kinds"
+        let fromEnvironment = try await w.run(["kinds"], environment: ["RUNNER_KINDS": missing])
         #expect(fromEnvironment.status == 2, "a folder that does not exist is refused: \(fromEnvironment.stderr)")
-        setenv("RUNNER_KINDS", "\(Self.jobs)/kinds", 1)
-        let good = try await w.run(["kinds"])
+        let good = try await w.run(["kinds"], environment: ["RUNNER_KINDS": "\(Self.jobs)/kinds"])
         #expect(good.stdout.contains("json-image-list"), "\(good.stdout) \(good.stderr)")
     }
 

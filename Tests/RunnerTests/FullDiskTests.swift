@@ -2,6 +2,7 @@ import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// A tmpfs of 2 MiB, mounted for one test (root only) and always unmounted.
@@ -40,7 +41,7 @@ final class SmallDisk {
 
 /// On a full disk, the jobs that do not fit fail saying so, leave nothing half-written, and
 /// the run goes on.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct FullDiskTests {
     @Test(.enabled(if: SmallDisk.available, "needs root and permission to mount a tmpfs: skipped"))
     func jobsThatDoNotFitFailWithNoSpaceLeftAndTheRunGoesOn() async throws {

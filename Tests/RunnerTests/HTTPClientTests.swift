@@ -3,10 +3,11 @@ import Foundation
 import Glibc
 import RunnerKit
 import Synchronization
+import RunnerTestSupport
 import Testing
 
 /// The `HTTPFetching` contract, held by both clients against the fixture server.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
 struct HTTPClientTests {
     /// Keeps what it is given.
     final class Collector: BodySink {

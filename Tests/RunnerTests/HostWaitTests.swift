@@ -5,7 +5,7 @@ import RunnerTestSupport
 import Testing
 
 /// When `--per-host` held jobs back for a noticeable share of a run, the summary says so.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
 struct HostWaitTests {
     /// 8 jobs of 200 ms to one host, one at a time: they wait 0.2 × (0 + 1 + … + 7) = 5.6 s in
     /// all against 1.6 s of holding the slot, a share near 78%.

@@ -1,12 +1,13 @@
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// What a server, or a job's URL, may make the HTTP clients do, on loopback: the address policy
 /// where loopback is what it refuses, and response header bounds. (Link-local, private and
 /// public addresses are tested inside network namespaces: Tests/Netns/address-policy.sh.)
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct HostileServerTests {
     static let clients = HTTPClientKind.allCases
 

@@ -1,10 +1,11 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// The built-in `json` kind: any JSON document, with JSON Pointers it must hold.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct JSONKindTests {
     @Test func anyDocumentIsFetchedAndWhatItMustHoldIsChecked() async throws {
         let w = try Workspace()

@@ -5,7 +5,7 @@ import RunnerTestSupport
 import Testing
 
 /// The example kinds of `Jobs/kinds/`, run as users run them, against servers the tests start.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct KindExampleTests {
     /// A small server in Python over a folder: `http` (files as they are) or `gopher` (RFC 1436).
     final class PythonServer: @unchecked Sendable {

@@ -7,7 +7,7 @@ import Testing
 
 /// `runner watch --listen` through the binary: the API while jobs run, submitting and cancelling
 /// over HTTP, what it refuses at start, and hostile clients while jobs run.
-@Suite(.serialized) struct LiveTests {
+@Suite(.measuresRealTime, .serialized) struct LiveTests {
     /// A watcher serving on a port the kernel chose, with a token; and that port.
     static let token = "t0ken-of-the-live-tests"
 
@@ -56,10 +56,10 @@ import Testing
         defer { close(reader) }
         RawHTTP.send(reader, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(Self.token)\r\n\r\n")
         var stream: [UInt8] = []
-        #expect(RawHTTP.read(reader, until: "retry: 2000", into: &stream))
+        #expect(await RawHTTP.read(reader, until: "retry: 2000", into: &stream))
 
         let job = #"{"kind": "entry", "key": "live:slow", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?delay=2500", "timeout": 20}"#
-        let posted = try RawHTTP.exchange(port: port, "POST /api/jobs?name=slow.json HTTP/1.1", body: Array(job.utf8), headers: Self.auth)
+        let posted = try await RawHTTP.exchange(port: port, "POST /api/jobs?name=slow.json HTTP/1.1", body: Array(job.utf8), headers: Self.auth)
         #expect(posted.status == 202, "\(posted.body)")
         #expect(try Self.json(posted)["queued"]?.stringValue == "slow.json")
         #expect(try Self.json(posted)["jobs"]?.intValue == 1)
@@ -67,14 +67,14 @@ import Testing
         // While it runs: its phase, its host's slot.
         var running: JSONValue?
         let seen = await world.wait(upTo: .seconds(10)) {
-            guard let status = try? Self.json(RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth)) else { return false }
+            guard let status = try? Self.json(await RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth)) else { return false }
             running = status["running"]?.arrayValue?.first { $0["key"]?.stringValue == "live:slow" && $0["phase"]?.stringValue == "running" }
             if running != nil { #expect(status["hosts"]?.arrayValue?.first?["inUse"]?.intValue == 1, "\(status)") }
             return running != nil
         }
         #expect(seen, "the running job with its phase in /api/status")
         #expect(running?["kind"]?.stringValue == "entry")
-        let page = try RawHTTP.exchange(port: port, "GET / HTTP/1.1", headers: Self.auth)
+        let page = try await RawHTTP.exchange(port: port, "GET / HTTP/1.1", headers: Self.auth)
         #expect(page.status == 200)
         #expect(page.headers["content-type"] == "text/html; charset=utf-8")
         #expect(page.headers["content-security-policy"]?.contains("default-src 'none'") == true)
@@ -82,15 +82,15 @@ import Testing
         #expect(!page.body.contains("src=\"http"), "no external assets")
 
         // The stream: queued, started, finished, in that order, the record in the last.
-        #expect(RawHTTP.read(reader, until: "\"event\":\"finished\"", into: &stream))
-        #expect(RawHTTP.read(reader, until: "}}\n\n", into: &stream))
+        #expect(await RawHTTP.read(reader, until: "\"event\":\"finished\"", into: &stream))
+        #expect(await RawHTTP.read(reader, until: "}}\n\n", into: &stream))
         let events = String(decoding: stream, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("data: ") }
             .compactMap { try? JSONParser.parse(String($0.dropFirst(6))) }.filter { $0["key"]?.stringValue == "live:slow" }
         #expect(events.compactMap { $0["event"]?.stringValue } == ["queued", "started", "finished"], "\(events)")
         #expect(events.last?["record"]?["status"]?.stringValue == "succeeded")
 
         // After: the job among the finished, its record on disk.
-        let status = try Self.json(RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth))
+        let status = try Self.json(await RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth))
         #expect(status["finished"]?.arrayValue?.first?["key"]?.stringValue == "live:slow")
         #expect(status["jobs"]?["succeeded"]?.intValue == 1)
         #expect(try world.w.status("live:slow") == "succeeded")
@@ -103,30 +103,30 @@ import Testing
         defer { if watcher.isRunning { watcher.terminate() } }
 
         let bad = #"{"kind": "entry", "key": "live:bad", "url": "\#(world.base)/entries/{id}.json"}"#
-        let refused = try RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(bad.utf8), headers: Self.auth)
+        let refused = try await RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(bad.utf8), headers: Self.auth)
         #expect(refused.status == 400)
         #expect(refused.body.contains("'id'"), "the reason, as submit gives it: \(refused.body)")
         #expect(world.names(world.spool.inbox).isEmpty && world.jobFiles(world.spool.done).isEmpty, "nothing queued")
-        let unauthorized = try RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(bad.utf8))
+        let unauthorized = try await RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(bad.utf8))
         #expect(unauthorized.status == 401)
 
         let slow = #"{"kind": "entry", "key": "live:cancel-me", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?delay=20000", "timeout": 30}"#
-        #expect(try RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(slow.utf8), headers: Self.auth).status == 202)
+        #expect(try await RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(slow.utf8), headers: Self.auth).status == 202)
         let started = await world.wait(upTo: .seconds(10)) {
-            let status = try? Self.json(RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth))
+            let status = try? Self.json(await RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth))
             return status?["running"]?.arrayValue?.contains { $0["key"]?.stringValue == "live:cancel-me" } == true
         }
         #expect(started)
         let began = ContinuousClock.now
-        let cancelled = try RawHTTP.exchange(port: port, "DELETE /api/jobs/live:cancel-me HTTP/1.1", headers: Self.auth)
+        let cancelled = try await RawHTTP.exchange(port: port, "DELETE /api/jobs/live:cancel-me HTTP/1.1", headers: Self.auth)
         #expect(cancelled.status == 202, "\(cancelled.body)")
         #expect(try Self.json(cancelled)["running"] == .bool(true))
         #expect(await world.wait(upTo: .seconds(10)) { (try? world.w.status("live:cancel-me")) == "cancelled" }, "\(world.log())")
         #expect(began.duration(to: .now) < .seconds(5))
-        let unknown = try RawHTTP.exchange(port: port, "DELETE /api/jobs/live:nothing HTTP/1.1", headers: Self.auth)
+        let unknown = try await RawHTTP.exchange(port: port, "DELETE /api/jobs/live:nothing HTTP/1.1", headers: Self.auth)
         #expect(unknown.status == 404)
-        #expect(try RawHTTP.exchange(port: port, "GET /nowhere HTTP/1.1", headers: Self.auth).status == 404)
-        #expect(try RawHTTP.exchange(port: port, "PUT /api/jobs HTTP/1.1", headers: Self.auth).status == 405)
+        #expect(try await RawHTTP.exchange(port: port, "GET /nowhere HTTP/1.1", headers: Self.auth).status == 404)
+        #expect(try await RawHTTP.exchange(port: port, "PUT /api/jobs HTTP/1.1", headers: Self.auth).status == 405)
         await Self.stop(watcher, world)
     }
 
@@ -134,10 +134,10 @@ import Testing
         let world = try SpoolWorld()
         let (watcher, port) = try await Self.startWatcher(world, token: nil)
         defer { if watcher.isRunning { watcher.terminate() } }
-        #expect(try RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1").status == 200)
-        let post = try RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array("{}".utf8))
+        #expect(try await RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1").status == 200)
+        let post = try await RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array("{}".utf8))
         #expect(post.status == 401)
-        #expect(try RawHTTP.exchange(port: port, "DELETE /api/jobs/x HTTP/1.1").status == 401)
+        #expect(try await RawHTTP.exchange(port: port, "DELETE /api/jobs/x HTTP/1.1").status == 401)
         await Self.stop(watcher, world)
     }
 
@@ -220,8 +220,9 @@ import Testing
         #expect(finished, "\(world.log())")
         #expect(world.records(world.spool.done, "during.jsonl").filter { $0["status"]?.stringValue == "succeeded" }.count == 60)
 
-        let report = try JSONParser.parse(Array(attack.output!.readDataToEndOfFile()))
-        attack.waitUntilExit()
+        let output = try #require(attack.output)
+        let report = try JSONParser.parse(Array(await offThePool { output.readDataToEndOfFile() }))
+        await attack.waitUntilExit()
         #expect(attack.terminationStatus == 0)
         #expect((report["idleOpened"]?.intValue ?? 0) >= 5_000, "\(report)")
         #expect(report["bigPostStatus"]?.intValue == 413, "\(report)")
@@ -232,7 +233,7 @@ import Testing
         let peak = PeakMemory.highWaterMark(pid: watcher.processIdentifier) ?? 0
         #expect(peak - before < 64 << 20, "memory grew by \((peak - before) >> 20) MiB (from \(before >> 20) MiB)")
         // Still serving once it is over.
-        #expect(try RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth).status == 200)
+        #expect(try await RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth).status == 200)
         await Self.stop(watcher, world)
     }
 }

@@ -6,7 +6,7 @@ import RunnerTestSupport
 import Testing
 
 /// `runner run --on-finish COMMAND`: a command per finished job, after its record is durable.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
 struct OnFinishTests {
     @Test func eachFinishedJobsHookGetsItsRecordAndEnvironment() async throws {
         let w = try Workspace()

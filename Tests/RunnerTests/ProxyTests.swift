@@ -2,6 +2,7 @@ import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// Proxies come from the usual environment variables, as libcurl reads them: a job whose URL
@@ -10,7 +11,7 @@ import Testing
 /// `no_proxy` sends it straight to its host again. With `https_proxy`, an https job reaches nginx
 /// through the fixture server's CONNECT tunnel, and nginx's certificate is verified all the same.
 /// The jobs' host is `localhost`, which resolves from /etc/hosts: no name lookup leaves the machine.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.startsProcesses, .timeLimit(.minutes(1)))
 struct ProxyTests {
     @Test(arguments: ["curl", "urlsession"])
     func aJobGoesThroughTheProxyThatHttpProxyNames(http: String) async throws {
@@ -78,7 +79,7 @@ struct ProxyTests {
 
     @Test(arguments: ["curl", "urlsession"])
     func anHTTPSJobGoesThroughTheTunnelThatHttpsProxyNamesAndTLSIsStillVerifiedEndToEnd(http: String) async throws {
-        let t = try TLSWorld()
+        let t = try await TLSWorld()
         t.w.write("job.json", t.job(key: "tunnelled"))
         let result = try await t.run(["run", "job.json", "--http", http], environment: ["https_proxy": t.w.base, "no_proxy": "", "NO_PROXY": ""])
         #expect(result.status == 4, "\(result.stdout)\(result.stderr)")
@@ -90,7 +91,7 @@ struct ProxyTests {
     }
 
     @Test func anHTTPSJobWithTheCASucceedsThroughTheTunnel() async throws {
-        let t = try TLSWorld()
+        let t = try await TLSWorld()
         t.w.write("job.json", t.job(key: "tunnelled"))
         let result = try await t.run(
             ["run", "job.json", "--http", "curl", "--cacert", "pki/ca.pem"], environment: ["https_proxy": t.w.base, "no_proxy": "", "NO_PROXY": ""])

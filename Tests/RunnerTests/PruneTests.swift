@@ -2,10 +2,11 @@ import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// `runner prune` and `keepStale`: what a key that became 404 leaves behind.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.startsProcesses, .timeLimit(.minutes(1)))
 struct PruneTests {
     static func jobs(_ w: Workspace, secondID: String, keepStale: Bool = false) -> String {
         let stale = keepStale ? #", "keepStale": true"# : ""

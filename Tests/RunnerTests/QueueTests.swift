@@ -20,36 +20,41 @@ final class PostgresServer: @unchecked Sendable {
     /// Stops the server if the test process exits before this value goes (a crash of the test).
     private var stopAtExit: UUID?
 
-    init() throws {
+    init() async throws {
         guard let bin = Self.bin else { throw Workspace.Missing(what: "postgresql is not installed (Debian: apt-get install postgresql; .ci/run installs it)") }
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("runner-pg-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: "\(folder)/pw", contents: Data((password + "\n").utf8))
-        try Self.sh("chown -R postgres \(folder) && chmod 755 \(folder)")
-        try Self.sh("runuser -u postgres -- \(bin)/initdb -D \(folder)/data -U runner --pwfile=\(folder)/pw -A scram-sha-256 > \(folder)/initdb.log 2>&1")
+        try await Self.sh("chown -R postgres \(folder) && chmod 755 \(folder)")
+        try await Self.sh("runuser -u postgres -- \(bin)/initdb -D \(folder)/data -U runner --pwfile=\(folder)/pw -A scram-sha-256 > \(folder)/initdb.log 2>&1")
         let folder = folder
         stopAtExit = ChildProcess.atExit { Self.stop(folder) }
-        try start()
+        try await start()
     }
 
-    func start() throws {
-        try Self.sh("runuser -u postgres -- \(Self.bin!)/pg_ctl -D \(folder)/data -o \"-k \(folder) -c listen_addresses=''\" -l \(folder)/server.log -w start > /dev/null")
+    func start() async throws {
+        try await Self.sh("runuser -u postgres -- \(Self.bin!)/pg_ctl -D \(folder)/data -o \"-k \(folder) -c listen_addresses=''\" -l \(folder)/server.log -w start > /dev/null")
     }
 
-    func restart() throws {
-        try Self.sh("runuser -u postgres -- \(Self.bin!)/pg_ctl -D \(folder)/data -o \"-k \(folder) -c listen_addresses=''\" -l \(folder)/server.log -w -m fast restart > /dev/null")
+    func restart() async throws {
+        try await Self.sh("runuser -u postgres -- \(Self.bin!)/pg_ctl -D \(folder)/data -o \"-k \(folder) -c listen_addresses=''\" -l \(folder)/server.log -w -m fast restart > /dev/null")
     }
 
+    /// Stopped and removed on a thread of its own, not the test's; if the test process exits
+    /// first, the stop at exit still runs.
     deinit {
-        if let stopAtExit { ChildProcess.cancelAtExit(stopAtExit) }
-        Self.stop(folder)
-        try? FileManager.default.removeItem(atPath: folder)
+        let (folder, stopAtExit) = (folder, stopAtExit)
+        Thread.detachNewThread {
+            Self.stop(folder)
+            try? FileManager.default.removeItem(atPath: folder)
+            if let stopAtExit { ChildProcess.cancelAtExit(stopAtExit) }
+        }
     }
 
     /// Stops the server of `folder`: pg_ctl's immediate stop, then SIGKILL to the postmaster named
     /// in postmaster.pid if it is still there (its children end with it).
     private static func stop(_ folder: String) {
-        try? sh("runuser -u postgres -- \(bin!)/pg_ctl -D \(folder)/data -m immediate -w stop > /dev/null 2>&1")
+        _ = try? ChildProcess.runBlocking("/bin/sh", ["-c", "runuser -u postgres -- \(bin!)/pg_ctl -D \(folder)/data -m immediate -w stop > /dev/null 2>&1"])
         if let text = try? String(contentsOfFile: "\(folder)/data/postmaster.pid", encoding: .utf8),
             let pid = text.split(separator: "\n").first.flatMap({ Int32($0) }), pid > 0
         {
@@ -60,15 +65,15 @@ final class PostgresServer: @unchecked Sendable {
     var url: String { "postgresql://runner:\(password)@/postgres?host=\(folder)" }
 
     /// Runs `command` with /bin/sh to its end; throws if it fails.
-    static func sh(_ command: String) throws {
-        let result = try ChildProcess.run("/bin/sh", ["-c", command])
+    static func sh(_ command: String) async throws {
+        let result = try await ChildProcess.run("/bin/sh", ["-c", command])
         guard result.status == 0 else { throw Workspace.Missing(what: "failed (\(result.status)): \(command)\n\(result.output)") }
     }
 }
 
 /// `--queue` through the binary against a real PostgreSQL: several watcher processes, each with
 /// its own output folder, sharing one queue.
-@Suite(.serialized, .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
+@Suite(.measuresRealTime, .serialized, .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
 struct QueueTests {
     static func jobs(_ world: SpoolWorld, _ count: Int, prefix: String, delay: Int, keys: Int? = nil) -> String {
         (0..<count).map { index in
@@ -128,7 +133,7 @@ struct QueueTests {
     /// The libpq store keeps the contract the in-memory store keeps (QueueFeedTests runs the
     /// feed's logic on that one); a lease of 1 s, on the real clock.
     @Test func theLibpqStoreKeepsTheQueuesContract() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let first = try await PostgresQueueStore.connect(url: db.url, lease: .seconds(1))
         let second = try await PostgresQueueStore.connect(url: db.url, lease: .seconds(1))
         defer {
@@ -142,7 +147,7 @@ struct QueueTests {
     }
 
     @Test func submitQueuesEveryJobOfItsFilesOrNone() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let good = world.w.write("good.jsonl", Self.jobs(world, 5, prefix: "q:good", delay: 0))
         let bad = world.w.write("bad.jsonl", #"{"kind": "entry", "key": "q:bad", "url": "http://x.test/{id}"}"# + "\n")
@@ -172,7 +177,7 @@ struct QueueTests {
     /// Any byte a server sends can be stored: an error text holding NUL (a duplicate member
     /// name with a NUL in it) reaches the database with the records of its batch.
     @Test func aRecordHoldingNULIsStoredAndHoldsNoOtherRecord() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let poison = #"{"a\u0000b":1,"a\u0000b":2}"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
         let file = world.w.write("nul.jsonl", #"{"kind": "json", "key": "q:nul", "url": "\#(world.base)/say?text=\#(poison)"}"# + "\n"
@@ -190,7 +195,7 @@ struct QueueTests {
     }
 
     @Test func threeWatchersShareTheJobsAndEachIsFetchedOnce() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let file = world.w.write("many.jsonl", Self.jobs(world, 300, prefix: "q:many", delay: 5))
         let watchers = try (1...3).map { try Self.startWatcher(world, db, "out\($0)") }
@@ -216,7 +221,7 @@ struct QueueTests {
     }
 
     @Test func aWatcherKilledWhileRunningHasItsJobsRunByAnotherAfterTheLease() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let file = world.w.write("slow.jsonl", Self.jobs(world, 4, prefix: "q:slow", delay: 4000))
         let first = try Self.startWatcher(world, db, "first", lease: 2, ["--concurrency", "4"])
@@ -241,14 +246,14 @@ struct QueueTests {
     }
 
     @Test func theDatabaseRestartedWhileJobsRunLosesNoRecordAndRunsNoJobTwice() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let watcher = try Self.startWatcher(world, db, "out", ["--concurrency", "4"])
         defer { if watcher.isRunning { watcher.terminate() } }
         let file = world.w.write("restart.jsonl", Self.jobs(world, 20, prefix: "q:restart", delay: 600))
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
         #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count >= 4 })
-        try db.restart()
+        try await db.restart()
         let status = try await Self.status(world, db, upTo: .seconds(30)) { Self.count($0, "done") == 20 }
         #expect(status["done"]?["count"]?.intValue == 20, "every record in the database: \(status) \(world.log("out"))")
         #expect(Self.records(world, "out").count == 20, "and on disk")
@@ -267,7 +272,7 @@ struct QueueTests {
     }
 
     @Test func cancelReachesTheRunningTaskOnItsWatcherAndTheQueuedJobsOfTheKey() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let watcher = try Self.startWatcher(world, db, "out", ["--concurrency", "1"])
         defer { if watcher.isRunning { watcher.terminate() } }
@@ -293,7 +298,7 @@ struct QueueTests {
     static let entryIDs = ["imgly.A.1", "imgly.A.2", "imgly.A.3", "imgly.B.1"]
 
     @Test func oneTaskPerKeyHoldsAcrossWatchers() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let jobs = (0..<24).map { index in
             let id = Self.entryIDs[index % 4]
@@ -321,7 +326,7 @@ struct QueueTests {
     }
 
     @Test func rateHoldsForTheWholeFleet() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let file = world.w.write("paced.jsonl", Self.jobs(world, 24, prefix: "q:paced", delay: 0))
         let watchers = try (1...3).map { try Self.startWatcher(world, db, "out\($0)", ["--rate", "4", "--concurrency", "8"]) }
@@ -347,7 +352,7 @@ struct QueueTests {
     }
 
     @Test func a429SeenByOneWatcherPausesTheHostForAll() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let watchers = try (1...2).map { try Self.startWatcher(world, db, "out\($0)", ["--concurrency", "1"]) }
         defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
@@ -375,7 +380,7 @@ struct QueueTests {
     }
 
     @Test func anIdleWatcherIsWokenByANotifyNotByItsRescan() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let watcher = try Self.startWatcher(world, db, "out")  // --rescan 30: only NOTIFY wakes it in time
         defer { if watcher.isRunning { watcher.terminate() } }
@@ -391,7 +396,7 @@ struct QueueTests {
     }
 
     @Test func sigtermGivesUnstartedClaimsBackAtOnceAndLetsRunningJobsEnd() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         // Two slots: two jobs run, the third is claimed and waits for a slot.
         let first = try Self.startWatcher(world, db, "first", ["--concurrency", "2", "--grace", "20"])
@@ -417,7 +422,7 @@ struct QueueTests {
     }
 
     @Test func aJobAbandonedThreeTimesEndsFailed() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let file = world.w.write("crash.jsonl", Self.jobs(world, 1, prefix: "q:crash", delay: 30_000))
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
@@ -438,7 +443,7 @@ struct QueueTests {
     }
 
     @Test func finishedJobsOlderThanKeepArePruned() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let file = world.w.write("kept.jsonl", Self.jobs(world, 3, prefix: "q:kept", delay: 0))
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
@@ -455,7 +460,7 @@ struct QueueTests {
     }
 
     @Test func aQueueWatcherSpeaksTheNotifyProtocolAndWritesMetrics() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let listener = try ServiceTests.NotifyListener(path: "\(world.w.root)/notify.sock")
         let metrics = "\(world.w.root)/runner.prom"
@@ -496,7 +501,7 @@ struct QueueTests {
 
     @Test(.enabled(if: Trace.strace != nil, "strace is not installed"))
     func aRecordIsStoredInTheQueueOnlyOnceItIsDurableOnDisk() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let tracePath = "\(world.w.root)/watch.trace"
         let log = "\(world.w.root)/watch.stderr"
@@ -528,7 +533,7 @@ struct QueueTests {
     }
 
     @Test func theLivePageAndAPIOfAQueueWatcherShowTheFleetAndFeedTheQueue() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let watcher = try Self.startWatcher(world, db, "out", ["--listen", "127.0.0.1:0", "--listen-token", LiveTests.tokenFile(world)])
         defer { if watcher.isRunning { watcher.terminate() } }
@@ -545,19 +550,19 @@ struct QueueTests {
 
         // A job posted over HTTP is validated, queued in the database, claimed and run.
         let bad = #"{"kind": "entry", "key": "q:bad", "url": "http://x.test/{id}"}"#
-        #expect(try RawHTTP.exchange(port: live, "POST /api/jobs HTTP/1.1", body: Array(bad.utf8), headers: auth).status == 400)
+        #expect(try await RawHTTP.exchange(port: live, "POST /api/jobs HTTP/1.1", body: Array(bad.utf8), headers: auth).status == 400)
         let slow = Self.jobs(world, 1, prefix: "q:live", delay: 2000)
-        let posted = try RawHTTP.exchange(port: live, "POST /api/jobs?name=live.jsonl HTTP/1.1", body: Array(slow.utf8), headers: auth)
+        let posted = try await RawHTTP.exchange(port: live, "POST /api/jobs?name=live.jsonl HTTP/1.1", body: Array(slow.utf8), headers: auth)
         #expect(posted.status == 202, "\(posted.body)")
         var running: JSONValue = .null
         _ = await world.wait(upTo: .seconds(10)) {
-            guard let status = try? LiveTests.json(RawHTTP.exchange(port: live, "GET /api/status HTTP/1.1", headers: auth)) else { return false }
+            guard let status = try? LiveTests.json(await RawHTTP.exchange(port: live, "GET /api/status HTTP/1.1", headers: auth)) else { return false }
             running = status["running"]?.arrayValue?.first { $0["key"]?.stringValue == "q:live0" } ?? .null
             return running["phase"] != nil
         }
         #expect(running["runner"]?.stringValue?.isEmpty == false, "the queue's view, merged with this watcher's: \(running)")
         #expect(running["phase"]?.stringValue != nil, "\(running)")
-        let page = try RawHTTP.exchange(port: live, "GET / HTTP/1.1", headers: auth)
+        let page = try await RawHTTP.exchange(port: live, "GET / HTTP/1.1", headers: auth)
         let html = page.body
         #expect(page.status == 200 && html.contains("jobs queued") && html.contains("q:live0"), "\(html)")
         #expect(await world.wait(upTo: .seconds(20)) { Self.records(world, "out")["q:live0"] == "succeeded" })
@@ -566,16 +571,16 @@ struct QueueTests {
 
         // Cancel over HTTP reaches the queue.
         let other = Self.jobs(world, 1, prefix: "q:gone", delay: 20_000)
-        #expect(try RawHTTP.exchange(port: live, "POST /api/jobs HTTP/1.1", body: Array(other.utf8), headers: auth).status == 202)
+        #expect(try await RawHTTP.exchange(port: live, "POST /api/jobs HTTP/1.1", body: Array(other.utf8), headers: auth).status == 202)
         #expect(await world.wait(upTo: .seconds(10)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 2 })
-        #expect(try RawHTTP.exchange(port: live, "DELETE /api/jobs/q:gone0 HTTP/1.1", headers: auth).status == 202)
+        #expect(try await RawHTTP.exchange(port: live, "DELETE /api/jobs/q:gone0 HTTP/1.1", headers: auth).status == 202)
         #expect(await world.wait(upTo: .seconds(10)) { Self.records(world, "out")["q:gone0"] == "cancelled" })
-        #expect(try RawHTTP.exchange(port: live, "DELETE /api/jobs/q:nothing HTTP/1.1", headers: auth).status == 404)
+        #expect(try await RawHTTP.exchange(port: live, "DELETE /api/jobs/q:nothing HTTP/1.1", headers: auth).status == 404)
         #expect(await Self.stop(watcher, world) == 0)
     }
 
     @Test func badURLsUnreachableServersAndWrongPasswordsAreOneLine() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let wrong = db.url.replacingOccurrences(of: db.password, with: "not-the-password")
         let refused = try await world.w.run(["status", "--queue", wrong])
@@ -606,7 +611,7 @@ struct QueueTests {
 
     /// A password given on the command line is blanked in the process's arguments (`ps`).
     @Test func aPasswordOnTheCommandLineIsHiddenFromPs() async throws {
-        let db = try PostgresServer()
+        let db = try await PostgresServer()
         let world = try SpoolWorld()
         let watcher = try Self.startWatcher(world, db, "out")
         defer { watcher.terminate() }

@@ -6,7 +6,7 @@ import Testing
 
 /// `--rate` end to end: the real binary against the FixtureServer, judged by the server's own
 /// arrival times.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)))
 struct RateTests {
     /// The most requests that arrived within any one second [t, t + 1).
     static func busiestSecond(_ arrivals: [ContinuousClock.Instant]) -> Int {

@@ -1,11 +1,12 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// What every record promises, whatever its kind: `bytes` and `sha256` describe the file at its
 /// `output`, and `url` is the job's URL without credentials.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct RecordTests {
     /// Every record of a directory, by key.
     static func records(_ w: Workspace) throws -> [String: JSONValue] {

@@ -1,10 +1,11 @@
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// What every request says of itself: the runner's version in the User-Agent, and in Accept
 /// what the kind validates.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.startsProcesses, .timeLimit(.minutes(1)))
 struct RequestHeaderTests {
     @Test func requestsNameTheRunnersVersionAndWhatTheKindAccepts() async throws {
         let w = try Workspace()

@@ -6,7 +6,7 @@ import Testing
 
 /// Headers go only to the origin they were given for; the config file's user agent, headers per
 /// host and errors; both HTTP clients.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(2)))
 struct RequestOriginTests {
     func runner(_ w: Workspace, _ arguments: [String], _ environment: [String: String] = [:]) async throws -> RunnerBinary.Output {
         try await RunnerBinary.runExecutable(RunnerBinary.path, arguments, in: w.root, environment: environment)
@@ -194,7 +194,7 @@ struct RequestOriginTests {
 }
 
 /// The example config and jobs of Jobs/ and the README are valid as shipped.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.startsProcesses, .timeLimit(.minutes(1)))
 struct RequestExampleTests {
     @Test func theExampleConfigAndJobsValidate() async throws {
         let w = try Workspace()
@@ -218,7 +218,7 @@ struct RequestExampleTests {
         let kinds = try await RunnerBinary.runExecutable(RunnerBinary.path, ["kinds", "--config", "api-config.json"], in: w.root, environment: ["ACME_API_KEY": "k"])
         #expect(kinds.stdout.contains("json-entry"), "the config's kinds folder is read: \(kinds.stdout)")
 
-        let (status, message) = try ChildProcess.run(
+        let (status, message) = try await ChildProcess.run(
             RunnerBinary.path, arguments, environment: ProcessInfo.processInfo.environment.filter { $0.key != "ACME_API_KEY" }, directory: w.root)
         #expect(status == 2)
         #expect(message.contains("ACME_API_KEY is not set"), "\(message)")

@@ -6,7 +6,7 @@ import Testing
 
 /// Headers with secret references (`{env:NAME}`, `{file:PATH}`): sent to the server, written
 /// nowhere.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(2)))
 struct RequestSecretTests {
     /// A value no test or fixture could hold by chance.
     static func randomSecret() -> String { "s3cret-" + UUID().uuidString.lowercased() }
@@ -116,7 +116,7 @@ struct RequestSecretTests {
         #expect(reason.contains("{file:\(w.root)/token.txt} is not expanded in a job a watcher runs"), "\(reason)")
 
         // And the API.
-        let posted = try RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(byEnvironment.utf8), headers: LiveTests.auth)
+        let posted = try await RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array(byEnvironment.utf8), headers: LiveTests.auth)
         #expect(posted.status == 400, "\(posted)")
         #expect(posted.body.contains("is not expanded in a job a watcher runs"), "\(posted.body)")
 

@@ -1,10 +1,11 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// `runner run FILE… --resume RUNLOG`: only the jobs that did not end well run again.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct ResumeTests {
     @Test func resumeRunsOnlyTheJobsThatDidNotSucceed() async throws {
         // Given a batch in which some jobs failed,

@@ -1,10 +1,11 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// Retries follow transient failures only, each attempt with its own deadline.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(1)))
 struct RetryTests {
     @Test func transientFailuresAreRetriedAndCounted() async throws {
         let w = try Workspace()

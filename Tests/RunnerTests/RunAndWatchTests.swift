@@ -4,7 +4,7 @@ import RunnerTestSupport
 import Testing
 
 /// `runner run` and `runner watch` are built in one place: the same jobs give the same records.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct RunAndWatchTests {
     /// The members of a record that depend on when it ran.
     static let timings: Set<String> = ["startedAt", "finishedAt", "durationMs", "waitedForNetworkMs", "waitedForHostMs"]

@@ -7,7 +7,7 @@ import RunnerTestSupport
 import Testing
 
 /// `runner run` end to end: the built binary, real HTTP against the fixture server, real files.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct RunTests {
     @Test func treeWithEntriesWritesRecordsPayloadsAndRunLog() async throws {
         let w = try Workspace()

@@ -23,8 +23,11 @@ struct RunnerBinary {
     /// Runs `runner ARGS…` in `directory`, with `input` on a pipe as standard input (else
     /// /dev/null); `beforeWait` gets the process once it started.
     @discardableResult
-    static func run(_ arguments: [String], in directory: String, input: [UInt8]? = nil, beforeWait: (ChildProcess) async -> Void = { _ in }) async throws -> Output {
-        try await runExecutable(path, arguments, in: directory, input: input, beforeWait: beforeWait)
+    static func run(
+        _ arguments: [String], in directory: String, input: [UInt8]? = nil, environment: [String: String] = [:],
+        beforeWait: (ChildProcess) async -> Void = { _ in }
+    ) async throws -> Output {
+        try await runExecutable(path, arguments, in: directory, input: input, environment: environment, beforeWait: beforeWait)
     }
 
     /// Runs another program the same way (the runner under strace, for instance); `stdin` is
@@ -62,7 +65,7 @@ struct RunnerBinary {
             if await process.exitStatus(upTo: .seconds(2)) == nil { process.terminate(grace: .zero) }
             Issue.record("\(executable) \(arguments.joined(separator: " ")) did not end within 60 s")
         }
-        process.waitUntilExit()
+        await process.waitUntilExit()
         return Output(
             status: process.terminationStatus,
             stdout: (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "",
@@ -96,8 +99,13 @@ final class Workspace: @unchecked Sendable {
         return path
     }
 
-    func run(_ arguments: [String], input: [UInt8]? = nil, beforeWait: (ChildProcess) async -> Void = { _ in }) async throws -> RunnerBinary.Output {
-        try await RunnerBinary.run(arguments, in: root, input: input, beforeWait: beforeWait)
+    /// Runs the binary in the work folder; `environment` is added to the test's own (never set in
+    /// the test process, which other tests share).
+    func run(
+        _ arguments: [String], input: [UInt8]? = nil, environment: [String: String] = [:],
+        beforeWait: (ChildProcess) async -> Void = { _ in }
+    ) async throws -> RunnerBinary.Output {
+        try await RunnerBinary.run(arguments, in: root, input: input, environment: environment, beforeWait: beforeWait)
     }
 
     /// The result record of a key, parsed.

@@ -7,7 +7,7 @@ import Testing
 
 /// `runner watch` and `runner run` as services: systemd's notify protocol, Prometheus metrics,
 /// signals, cancelled parents.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)))
 struct ServiceTests {
     // MARK: - The notify protocol
 

@@ -1,12 +1,13 @@
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 @testable import runner
 
 /// What ships with the binary: its version, completion scripts and man page, each judged by
 /// the real tool (bash, zsh, fish, mandoc), and the built-in demo jobs.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct ShippingTests {
     @Test func versionNamesTheRunnerAndLibcurl() async throws {
         let w = try Workspace()
@@ -30,7 +31,7 @@ struct ShippingTests {
             }
             #expect(script.stdout.contains("image-list"), "\(shell): kind names complete where a value is a kind")
             let path = w.write("completion.\(shell)", script.stdout)
-            let check = try SystemTool.run(shell, flags + [path])
+            let check = try await SystemTool.run(shell, flags + [path])
             #expect(check.status == 0, "\(shell) -n: \(check.output)")
         }
         let bad = try await w.run(["completions", "tcsh"])
@@ -41,30 +42,30 @@ struct ShippingTests {
     @Test func bashCompletesSubcommandsOptionsAndValues() async throws {
         let w = try Workspace()
         let path = w.write("completion.bash", try await w.run(["completions", "bash"]).stdout)
-        func complete(_ words: [String]) throws -> [String] {
+        func complete(_ words: [String]) async throws -> [String] {
             let quoted = words.map { "'\($0)'" }.joined(separator: " ")
             let script = "source '\(path)'; COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _runner; printf '%s\\n' \"${COMPREPLY[@]}\""
-            return try SystemTool.run("bash", ["-c", script]).output.split(separator: "\n").map(String.init)
+            return try await SystemTool.run("bash", ["-c", script]).output.split(separator: "\n").map(String.init)
         }
-        #expect(try complete(["runner", "r"]) == ["run"])
-        #expect(try complete(["runner", "--v"]) == ["--version"])
-        #expect(try complete(["runner", "run", "--res"]) == ["--resume"])
-        #expect(Set(try complete(["runner", "run", "--http", ""])) == ["curl", "urlsession"])
-        #expect(Set(try complete(["runner", "kinds", "im"])) == ["image", "image-list"])
-        #expect(try complete(["runner", "help", "comp"]) == ["completions"])
+        #expect(try await complete(["runner", "r"]) == ["run"])
+        #expect(try await complete(["runner", "--v"]) == ["--version"])
+        #expect(try await complete(["runner", "run", "--res"]) == ["--resume"])
+        #expect(Set(try await complete(["runner", "run", "--http", ""])) == ["curl", "urlsession"])
+        #expect(Set(try await complete(["runner", "kinds", "im"])) == ["image", "image-list"])
+        #expect(try await complete(["runner", "help", "comp"]) == ["completions"])
     }
 
     @Test func fishCompletesSubcommandsAndValues() async throws {
         let w = try Workspace()
         let path = w.write("runner.fish", try await w.run(["completions", "fish"]).stdout)
-        func complete(_ line: String) throws -> Set<String> {
-            let output = try SystemTool.run("fish", ["--no-config", "-c", "source '\(path)'; complete -C'\(line)'"]).output
+        func complete(_ line: String) async throws -> Set<String> {
+            let output = try await SystemTool.run("fish", ["--no-config", "-c", "source '\(path)'; complete -C'\(line)'"]).output
             return Set(output.split(separator: "\n").map { String($0.split(separator: "\t")[0]) })
         }
-        #expect(try complete("runner r") == ["run"])
-        #expect(try complete("runner run --res") == ["--resume"])
-        #expect(try complete("runner run --http ") == ["curl", "urlsession"])
-        #expect(try complete("runner kinds ") == ["image", "entry", "tree", "image-list", "json"])
+        #expect(try await complete("runner r") == ["run"])
+        #expect(try await complete("runner run --res") == ["--resume"])
+        #expect(try await complete("runner run --http ") == ["curl", "urlsession"])
+        #expect(try await complete("runner kinds ") == ["image", "entry", "tree", "image-list", "json"])
     }
 
     /// Types a line and a tab into an interactive zsh (through zsh/zpty) whose fpath holds the
@@ -86,15 +87,15 @@ struct ShippingTests {
             zpty -d z
             [[ $out =~ 'LINE<([^>]*)>' ]] && print -r -- "$match[1]"
             """#)
-        func complete(_ line: String) throws -> String {
-            try SystemTool.run("timeout", ["20", "zsh", "-f", driver, "\(w.root)/zfunc", line]).output
+        func complete(_ line: String) async throws -> String {
+            try await SystemTool.run("timeout", ["20", "zsh", "-f", driver, "\(w.root)/zfunc", line]).output
         }
-        #expect(try complete("runner r") == "runner run \n")
-        #expect(try complete("runner --vers") == "runner --version \n")
-        #expect(try complete("runner run --res") == "runner run --resume \n")
-        #expect(try complete("runner run --http c") == "runner run --http curl \n")
-        #expect(try complete("runner kinds image-") == "runner kinds image-list \n")
-        #expect(try complete("runner help comp") == "runner help completions \n")
+        #expect(try await complete("runner r") == "runner run \n")
+        #expect(try await complete("runner --vers") == "runner --version \n")
+        #expect(try await complete("runner run --res") == "runner run --resume \n")
+        #expect(try await complete("runner run --http c") == "runner run --http curl \n")
+        #expect(try await complete("runner kinds image-") == "runner kinds image-list \n")
+        #expect(try await complete("runner help comp") == "runner help completions \n")
     }
 
     @Test func theManPageHasNoWarningsAndListsEverySubcommand() async throws {
@@ -103,9 +104,9 @@ struct ShippingTests {
         #expect(page.status == 0)
         #expect(page.stdout.hasPrefix(".Dd "))
         let path = w.write("runner.1", page.stdout)
-        let lint = try SystemTool.run("mandoc", ["-T", "lint", "-W", "warning", path])
+        let lint = try await SystemTool.run("mandoc", ["-T", "lint", "-W", "warning", path])
         #expect(lint.status == 0 && lint.output.isEmpty, "\(lint.output)")
-        let text = try SystemTool.run("mandoc", ["-T", "ascii", path]).output.replacingOccurrences(of: "\u{8}.", with: "")
+        let text = try await SystemTool.run("mandoc", ["-T", "ascii", path]).output.replacingOccurrences(of: "\u{8}.", with: "")
         let help = try await w.run(["--help"])
         for line in help.stdout.split(separator: "\n") where line.hasPrefix("  ") && !line.hasPrefix("  -") && !line.hasPrefix("  See") {
             let name = String(line.split(separator: " ")[0])

@@ -1,10 +1,11 @@
 import Foundation
 import RunnerKit
 import Synchronization
+import RunnerTestSupport
 import Testing
 
 /// `maxBytes` holds against bodies far over it, after content decoding, in bounded memory.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
 struct SizeLimitTests {
     static let hugeBody = 300 << 20
     static let memoryCeiling = 200 << 20
@@ -38,7 +39,7 @@ struct SizeLimitTests {
 
 /// An image header is judged as soon as it arrives: a body behind a header that declares too many
 /// pixels (or too few) is never fetched.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(1)))
 struct ImageHeaderFirstTests {
     @Test func aBombStopsAtItsHeaderNotAtItsHundredMegabytes() async throws {
         let w = try Workspace()

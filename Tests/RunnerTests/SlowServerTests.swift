@@ -1,9 +1,10 @@
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// A server that keeps the connection busy but sends next to nothing cannot stretch the deadline.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
 struct SlowServerTests {
     @Test(arguments: ["/images/png.png", "/bytes/100000?chunked=1"])
     func aTricklingServerEndsTimedOutAtTheDeadline(path: String) async throws {

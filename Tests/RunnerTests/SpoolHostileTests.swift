@@ -6,7 +6,7 @@ import Testing
 
 /// What others may plant in a spool: links, FIFOs, huge files, names that are not UTF-8. None
 /// of it blocks the watcher, crashes it, or gets a file written through a link.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
 struct SpoolHostileTests {
     @Test func aSymlinkPlantedInLocksIsNeverWrittenThrough() async throws {
         let s = try SpoolWorld()

@@ -49,13 +49,13 @@ final class SpoolWorld: @unchecked Sendable {
 
     /// Waits (polling every 5 ms) until `condition` holds, or `timeout` passed; returns whether it held.
     @discardableResult
-    func wait(upTo timeout: Duration, _ condition: () -> Bool) async -> Bool {
+    func wait(upTo timeout: Duration, _ condition: () async -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if condition() { return true }
+            if await condition() { return true }
             try? await Task.sleep(for: .milliseconds(5))
         }
-        return condition()
+        return await condition()
     }
 
     /// Waits for a process to exit, up to `timeout`; returns its status, or nil if it still runs.

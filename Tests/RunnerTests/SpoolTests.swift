@@ -7,7 +7,7 @@ import Testing
 
 /// The spool end to end: the built binary's submit, watch, cancel and status on real folders,
 /// against the fixture server.
-@Suite(.timeLimit(.minutes(3)))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)))
 struct SpoolTests {
     @Test func submitValidatesEverythingFirstThenQueuesAtomically() async throws {
         let s = try SpoolWorld()

@@ -1,10 +1,11 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// A FILE of `-` is standard input for `run`, `validate` and `submit`, JSON or JSON Lines by content.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct StandardInputTests {
     @Test func runReadsJSONLinesFromStandardInput() async throws {
         let w = try Workspace()

@@ -6,11 +6,11 @@ import RunnerTestSupport
 enum SystemTool {
     struct Output { var status: Int32; var output: String }
 
-    static func run(_ name: String, _ arguments: [String]) throws -> Output {
+    static func run(_ name: String, _ arguments: [String]) async throws -> Output {
         guard let path = ["/usr/bin", "/bin", "/usr/local/bin"].map({ "\($0)/\(name)" }).first(where: FileManager.default.isExecutableFile) else {
             throw Missing(name: name)
         }
-        let result = try ChildProcess.run(path, arguments)
+        let result = try await ChildProcess.run(path, arguments)
         return Output(status: result.status, output: result.output)
     }
 

@@ -21,7 +21,7 @@ final class TLSServer: @unchecked Sendable {
     /// Starts nginx with `certificate` (the server's, with its key), trusting `clientCA` for client
     /// certificates on the second port, serving `files` (path under the root: content). Picks free
     /// loopback ports, and tries others when one was taken meanwhile.
-    init(certificate: TestCA.Issued, clientCA: String, files: [String: String]) throws {
+    init(certificate: TestCA.Issued, clientCA: String, files: [String: String]) async throws {
         guard let nginx = ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first(where: FileManager.default.isExecutableFile)
         else {
             throw SystemTool.Missing(name: "nginx")
@@ -43,7 +43,7 @@ final class TLSServer: @unchecked Sendable {
             let log = "\(folder)/stdout.log"
             let process = try ChildProcess(
                 nginx, ["-p", folder, "-e", "\(folder)/error.log", "-c", "\(folder)/nginx.conf"], stdout: .file(log), stderr: .file(log))
-            if Self.waitUntilListening(process, ports: ports) {
+            if await Self.waitUntilListening(process, ports: ports) {
                 self.process = process
                 port = ports[0]
                 clientCertificatePort = ports[1]
@@ -120,13 +120,13 @@ final class TLSServer: @unchecked Sendable {
     }
 
     /// Waits (up to ten seconds) until both ports accept connections while nginx runs.
-    private static func waitUntilListening(_ process: ChildProcess, ports: [UInt16]) -> Bool {
+    private static func waitUntilListening(_ process: ChildProcess, ports: [UInt16]) async -> Bool {
         let limit = ContinuousClock.now.advanced(by: .seconds(10))
         while ContinuousClock.now < limit && process.isRunning {
             if ports.allSatisfy(accepts) {
                 return process.isRunning
             }
-            usleep(20_000)
+            try? await Task.sleep(for: .milliseconds(20))
         }
         return false
     }

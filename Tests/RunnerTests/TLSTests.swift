@@ -1,6 +1,7 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// TLS end to end: the real binary against nginx (Debian's package) with certificates from a CA
@@ -12,13 +13,13 @@ import Testing
 ///
 /// The jobs that use the options run on the curl client (`--http curl`) whatever `RUNNER_HTTP`
 /// says; the refusal is tested on URLSession explicitly.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(2)))
 struct TLSTests {
     // MARK: - Server verification
 
     @Test(arguments: ["curl", "urlsession"])
     func withoutTheCATheJobFailsNamingTheCertificateAndWritesNothing(http: String) async throws {
-        let t = try TLSWorld()
+        let t = try await TLSWorld()
         t.w.write("job.json", t.job(key: "untrusted"))
         let result = try await t.run(["run", "job.json", "--http", http])
         #expect(result.status == 4, "\(result.stderr)")
@@ -32,7 +33,7 @@ struct TLSTests {
     }
 
     @Test func withCacertTheJobSucceedsByNameAndByAddress() async throws {
-        let t = try TLSWorld()
+        let t = try await TLSWorld()
         t.w.write("jobs.json", "[\(t.job(key: "by-name")), \(t.job(key: "by-address", host: "127.0.0.1"))]")
         let result = try await t.run(["run", "jobs.json", "--http", "curl", "--cacert", "pki/ca.pem"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
@@ -46,7 +47,7 @@ struct TLSTests {
     }
 
     @Test func aRedirectFromHTTPSToHTTPIsRefusedAndNothingIsSentToIt() async throws {
-        let t = try TLSWorld()
+        let t = try await TLSWorld()
         let url = "https://localhost:\(t.nginx.port)/to-http?port=\(t.w.server.port)"
         t.w.write("job.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "down", "url": "\#(url)"}"#)
         let result = try await t.run(["run", "job.json", "--http", "curl", "--cacert", "pki/ca.pem"])
@@ -59,7 +60,7 @@ struct TLSTests {
     }
 
     @Test func theCABundleOfAnotherCAIsNoTrust() async throws {
-        let t = try TLSWorld()
+        let t = try await TLSWorld()
         t.w.write("job.json", t.job(key: "wrong-ca"))
         let result = try await t.run(["run", "job.json", "--http", "curl", "--cacert", "pki/other-ca.pem"])
         #expect(result.status == 4, "\(result.stderr)")
@@ -71,7 +72,7 @@ struct TLSTests {
     }
 
     @Test func aHostsCacertInTheConfigIsFoundBesideTheConfigAndServesThatHostOnly() async throws {
-        let t = try TLSWorld()
+        let t = try await TLSWorld()
         // "ca.pem" is relative: it is the one beside the config (pki/), not in the folder the runner runs in.
         let config = try t.writeConfig("pki/runner.json", hosts: ["localhost": ["cacert": "ca.pem"]])
         t.w.write("jobs.json", "[\(t.job(key: "configured")), \(t.job(key: "other-host", host: "127.0.0.1"))]")
@@ -92,7 +93,7 @@ struct TLSTests {
     }
 
     @Test func aHostsOwnCacertWinsOverTheCacertOption() async throws {
-        let t = try TLSWorld()
+        let t = try await TLSWorld()
         try t.writeConfig("pki/runner.json", hosts: ["localhost": ["cacert": "ca.pem"]])
         t.w.write("jobs.json", "[\(t.job(key: "own-ca")), \(t.job(key: "option-ca", host: "127.0.0.1"))]")
         let result = try await t.run(["run", "--config", "pki/runner.json", "--cacert", "pki/other-ca.pem", "jobs.json", "--http", "curl"])
@@ -106,7 +107,7 @@ struct TLSTests {
     // MARK: - Client certificates
 
     @Test func onlyTheClientCertificateConfiguredForTheHostGetsThrough() async throws {
-        let t = try TLSWorld()
+        let t = try await TLSWorld()
         t.w.write("job.json", t.job(key: "client-cert", clientCertificate: true))
         let port = "\(t.nginx.clientCertificatePort)"
 
@@ -156,7 +157,7 @@ struct TLSTests {
         (["--http", "urlsession", "--config", "pki/client.json"], [:]),
     ])
     func urlSessionRefusesACABundleOrAClientCertificateUpFront(options: [String], environment: [String: String]) async throws {
-        let t = try TLSWorld()
+        let t = try await TLSWorld()
         try t.writeConfig("pki/cacert.json", hosts: ["localhost": ["cacert": "ca.pem"]])
         try t.writeConfig("pki/client.json", hosts: ["localhost": ["cert": "client.pem", "key": "client.key"]])
         t.w.write("job.json", t.job(key: "refused"))

@@ -23,16 +23,16 @@ final class TLSWorld: @unchecked Sendable {
     let otherClient: TestCA.Issued
     let nginx: TLSServer
 
-    init() throws {
+    init() async throws {
         w = try Workspace()
         pki = "\(w.root)/pki"
         try FileManager.default.createDirectory(atPath: pki, withIntermediateDirectories: true)
-        ca = try TestCA(name: "ca", commonName: "runner test CA", in: pki)
-        otherCA = try TestCA(name: "other-ca", commonName: "runner other CA", in: pki)
-        let server = try ca.issue("server", commonName: "localhost", use: .server(names: ["localhost"], addresses: ["127.0.0.1"]))
-        client = try ca.issue("client", commonName: "runner test client", use: .client)
-        otherClient = try otherCA.issue("other-client", commonName: "runner other client", use: .client)
-        nginx = try TLSServer(certificate: server, clientCA: ca.certificate, files: ["entries/1.json": Self.entryJSON])
+        ca = try await TestCA(name: "ca", commonName: "runner test CA", in: pki)
+        otherCA = try await TestCA(name: "other-ca", commonName: "runner other CA", in: pki)
+        let server = try await ca.issue("server", commonName: "localhost", use: .server(names: ["localhost"], addresses: ["127.0.0.1"]))
+        client = try await ca.issue("client", commonName: "runner test client", use: .client)
+        otherClient = try await otherCA.issue("other-client", commonName: "runner other client", use: .client)
+        nginx = try await TLSServer(certificate: server, clientCA: ca.certificate, files: ["entries/1.json": Self.entryJSON])
     }
 
     deinit {

@@ -1,11 +1,12 @@
 import FixtureServer
 import Foundation
 import RunnerKit
+import RunnerTestSupport
 import Testing
 
 /// Keys, servers' words and hooks' output reach the terminal, stderr and hook log lines with
 /// their control characters escaped: they can neither drive the terminal nor forge a line.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.startsProcesses, .timeLimit(.minutes(1)))
 struct TerminalEscapeTests {
     @Test func controlCharactersFromJobsServersAndHooksAreShownEscaped() async throws {
         let w = try Workspace()

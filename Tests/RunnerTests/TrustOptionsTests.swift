@@ -5,7 +5,7 @@ import RunnerTestSupport
 import Testing
 
 /// `run` and `watch` with the options that bound what a job or a server can make the runner do.
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct TrustOptionsTests {
     @Test func runRefusesAJobAskingMoreThanTheCapsAndRunsNothing() async throws {
         let w = try Workspace()
