@@ -323,6 +323,38 @@ struct QueueFeedTests {
         second.shutdown()
         for run in all { await run.value }
     }
+
+    /// A `Retry-After` one runner was given holds for a runner that never heard the notice of
+    /// it: the pause is stored before the job's record, and comes with every claim made while
+    /// it lasts.
+    @Test func aPauseOfTheFleetHoldsARunnerThatMissedItsNotice() async throws {
+        w.http.script("http://queue.test/limited", .status(429, headers: ["Retry-After": "30"]))
+        w.http.script("http://queue.test/other", .ok("other"))
+        let limited = #"{"job": {"kind": "fetch", "key": "limited", "url": "http://queue.test/limited", "timeout": 60, "retries": 0}, "defaults": {}}"#
+        w.store.submit([JobQueue.Submission(key: "limited", kind: "fetch", job: limited, file: "test.jsonl")])
+        let first = try w.feed("a")
+        let firstRun = w.start(first)
+        await w.waitDone(["limited"])
+        first.shutdown()
+        await firstRun.value
+        #expect(w.row("limited")?.status == "failed")
+
+        // Made after the notice went out, so it never hears it.
+        let second = try w.feed("b")
+        let secondRun = w.start(second)
+        w.submit(["other"])
+        await eventually("the second runner holding the other job") { w.row("other")?.runner == "b" }
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(w.http.requests.count == 1, "nothing sent to the host while the fleet's pause lasts")
+        w.clock.advance(by: .seconds(29))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(w.http.requests.count == 1, "nothing sent to the host while the fleet's pause lasts")
+        w.clock.advance(by: .seconds(2))
+        #expect(await w.http.waitForRequests(2))
+        await w.waitDone(["other"])
+        second.shutdown()
+        await secondRun.value
+    }
 }
 
 /// The in-memory store keeps the contract the PostgreSQL one keeps (QueueTests checks that one).

@@ -77,7 +77,7 @@ struct AttemptLoop: Sendable {
                 report.failure = JobFailure(.cancelled, "cancelled")
             }
             if let failure = report.failure, let retryAfter = failure.retryAfter, failure.httpStatus == 429 || failure.httpStatus == 503 {
-                pacer.pause(host: host, for: retryAfter)
+                await pacer.pauseForTheFleet(host: host, for: retryAfter)
             }
             guard let failure = report.failure, failure.isTransient, !Task.isCancelled else { break }
             guard report.attempts <= job.retries else {

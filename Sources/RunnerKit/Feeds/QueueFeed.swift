@@ -289,6 +289,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             return nil
         }
         writer.adopt(keys: locked)
+        // Pauses the fleet holds now, before any of these jobs can send (their notice may be late).
+        for pause in first.pauses { engine.pacer.pause(host: pause.host, for: pause.left, fromFleet: true) }
         return (first, claimedAt)
     }
 

@@ -48,7 +48,10 @@ final class QueueWriter: Sendable {
     }
 
     /// Lets go of `key`, without waiting; a later `lockKey` of this runner comes after it.
-    func unlockKey(_ key: String) { submit(.unlock(key)) }
+    /// `withNextRecord`: the job of the key is about to hand in its record, so the key goes in
+    /// that record's statement instead of one of its own (nothing is written until something
+    /// else is asked).
+    func unlockKey(_ key: String, withNextRecord: Bool = false) { submit(.unlock(key), starting: !withNextRecord) }
 
     /// Retries keys that could not be let go of (with each lease renewal).
     func retryUnlocks() {
@@ -62,20 +65,24 @@ final class QueueWriter: Sendable {
     /// Returns once everything asked so far was written (or failed).
     func flush() async {
         await withCheckedContinuation { continuation in
-            let now = lane.withLock { lane -> Bool in
-                if !lane.draining && lane.operations.isEmpty { return true }
+            let (now, start) = lane.withLock { lane -> (Bool, Bool) in
+                if !lane.draining && lane.operations.isEmpty { return (true, false) }
                 lane.flushed.append(continuation)
-                return false
+                // Unlocks waiting for a record that will not come now go alone.
+                defer { lane.draining = true }
+                return (false, !lane.draining)
             }
             if now { continuation.resume() }
+            if start { Task { await drain() } }
         }
     }
 
-    private func submit(_ operation: Operation) {
+    private func submit(_ operation: Operation, starting: Bool = true) {
         let start = lane.withLock { lane -> Bool in
             lane.operations.append(operation)
-            defer { lane.draining = true }
-            return !lane.draining
+            guard starting, !lane.draining else { return false }
+            lane.draining = true
+            return true
         }
         if start { Task { await drain() } }
     }
@@ -182,18 +189,19 @@ struct QueueKeyLock: KeyLocking {
         // Only a lock a claim took can be had without asking the queue.
         guard writer.takePreLocked(key) else { return nil }
         let writer = writer
-        return { writer.unlockKey(key) }
+        return { writer.unlockKey(key, withNextRecord: true) }
     }
 
     func lock(key: String) async -> KeyLockOutcome {
         let writer = writer
-        if writer.takePreLocked(key) { return .acquired(release: { writer.unlockKey(key) }) }
+        // Released once the job ran, just before its record is handed in: they go together.
+        if writer.takePreLocked(key) { return .acquired(release: { writer.unlockKey(key, withNextRecord: true) }) }
         do {
             guard try await writer.lockKey(key) else { return .heldElsewhere }
         } catch {
             return .unavailable("the queue's key lock could not be taken: \(error)")
         }
-        return .acquired(release: { writer.unlockKey(key) })
+        return .acquired(release: { writer.unlockKey(key, withNextRecord: true) })
     }
 }
 
@@ -208,8 +216,7 @@ struct QueuePacing: SharedPacing {
         (try? await store.reservePace(host: host, interval: interval)) ?? .zero
     }
 
-    func pause(host: String, for duration: Duration) {
-        let (store, runner) = (store, runner)
-        Task { try? await store.pause(host: host, for: duration, from: runner) }
+    func pause(host: String, for duration: Duration) async {
+        try? await store.pause(host: host, for: duration, from: runner)
     }
 }

@@ -133,6 +133,7 @@ public final class InMemoryQueueStore: QueueStore {
                 row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.claims < JobQueue.maxClaims)
             }.sorted { $0.id < $1.id }.prefix(max(0, limit))
             var claims: [JobQueue.Claim] = []
+            let pauses = state.hosts.filter { $0.value.pausedUntil > now }.map { (host: $0.key, left: $0.value.pausedUntil - now) }
             for row in picked {
                 state.rows[row.id]?.state = "running"
                 state.rows[row.id]?.runner = runner
@@ -145,7 +146,8 @@ public final class InMemoryQueueStore: QueueStore {
                     state.keys[row.key] = (runner, now + lease)
                     locked = true
                 }
-                claims.append(JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file))
+                claims.append(
+                    JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file, pauses: pauses))
             }
             return claims
         }

@@ -155,12 +155,24 @@ public final class JobQueue: Sendable {
         public var keyLocked = false
         /// The name of the file it was submitted in.
         public var file = ""
+        /// Hosts the fleet holds back as the claim was made, and for how long from then: the
+        /// claim's jobs wait for them even if the notice of the pause has not come yet.
+        public var pauses: [(host: String, left: Duration)] = []
+    }
+
+    /// `host ms host ms …` as the claim statement sums up the pauses.
+    static func pauses(_ text: String?) -> [(host: String, left: Duration)] {
+        guard let words = text?.split(separator: " "), words.count >= 2 else { return [] }
+        return stride(from: 0, to: words.count - 1, by: 2).compactMap { index in
+            Int(words[index + 1]).map { (String(words[index]), .milliseconds($0)) }
+        }
     }
 
     /// Takes up to `limit` jobs for `runner`, in one statement: queued ones, and running ones
     /// whose lease ran out (their runner died) that were claimed fewer than `maxClaims` times.
     /// The keys of the jobs taken that no runner holds are locked for `runner` in the same
-    /// statement (`Claim.keyLocked`), so starting them costs no statement more.
+    /// statement (`Claim.keyLocked`), so starting them costs no statement more; so do the hosts
+    /// the fleet holds back now (`Claim.pauses`).
     public func claim(runner: String, limit: Int = 1) throws(QueueError) -> [Claim] {
         let rows = try connection.query(
             """
@@ -179,11 +191,15 @@ public final class JobQueue: Sendable {
                 ON CONFLICT (key) DO UPDATE SET runner = EXCLUDED.runner, lease_until = EXCLUDED.lease_until
                 WHERE k.lease_until < now()
                 RETURNING key)
-            SELECT c.id, c.key, c.kind, c.job, c.key IN (SELECT key FROM locked), c.file FROM claimed c
+            SELECT c.id, c.key, c.kind, c.job, c.key IN (SELECT key FROM locked), c.file,
+                (SELECT string_agg(h.host || ' ' || ceil(extract(epoch FROM h.paused_until - now()) * 1000)::bigint, ' ')
+                 FROM runner.hosts h WHERE h.paused_until > now())
+            FROM claimed c
             """, [runner, String(limit), leaseText, String(Self.maxClaims)])
+        let pauses = Self.pauses(rows.first.flatMap { $0.count > 6 ? $0[6] : nil })
         return rows.compactMap { row in
             guard let id = row[0].flatMap({ Int64($0) }), let key = row[1], let kind = row[2], let job = row[3] else { return nil }
-            return Claim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t", file: row[5] ?? "")
+            return Claim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t", file: row[5] ?? "", pauses: pauses)
         }.sorted { $0.id < $1.id }
     }
 

@@ -7,8 +7,9 @@ public protocol SharedPacing: Sendable {
     /// Takes `host`'s next request slot for the fleet, `interval` after the one before it and
     /// not before the host's pause ends; returns how long from now until that slot (zero: now).
     func reserve(host: String, interval: Duration) async -> Duration
-    /// Tells the fleet that `host` asked to be left alone for `duration` from now.
-    func pause(host: String, for duration: Duration)
+    /// Tells the fleet that `host` asked to be left alone for `duration` from now; returns once
+    /// the fleet can know it (stored where every runner looks before it sends).
+    func pause(host: String, for duration: Duration) async
 }
 
 /// Paces requests per host (`--rate`, a host's `rate` in the config) and holds a host back while
@@ -216,10 +217,26 @@ public final class HostPacer: Sendable {
 
     /// Holds every request to `host` back for `duration` (at most `pauseCap`) from now, for
     /// every job of the process: waiting ones included. A pause never shortens an earlier one.
-    /// With shared pacing the fleet is told too, unless the pause came from the fleet (`fromFleet`).
+    /// A pause that came from the fleet (`fromFleet`) is not told to it again; to tell the fleet
+    /// of one this process was asked for, use `pauseForTheFleet`.
     public func pause(host: String, for duration: Duration, fromFleet: Bool = false) {
         guard duration > .zero else { return }
-        if !fromFleet { shared?.pause(host: host.lowercased(), for: min(duration, pauseCap)) }
+        if !fromFleet, let shared {
+            let (host, duration) = (host.lowercased(), min(duration, pauseCap))
+            Task { await shared.pause(host: host, for: duration) }
+        }
+        pauseHere(host: host, for: duration)
+    }
+
+    /// `pause`, and with shared pacing returns only once the fleet was told: the job that was
+    /// asked to wait ends (and its record is stored) after every runner can see the pause.
+    public func pauseForTheFleet(host: String, for duration: Duration) async {
+        guard duration > .zero else { return }
+        pauseHere(host: host, for: duration)
+        await shared?.pause(host: host.lowercased(), for: min(duration, pauseCap))
+    }
+
+    private func pauseHere(host: String, for duration: Duration) {
         let name = host.lowercased()
         let until = timeline.now + min(duration, pauseCap)
         state.withLock { state in
