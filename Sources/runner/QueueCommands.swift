@@ -85,7 +85,13 @@ enum QueueCommands {
             Console.out(JSONWriter.string(.object(statusJSON(status, display: display, now: now))))
             return 0
         }
-        var lines = ["queue:    \(display)", "queued:   \(status.queued)", "running:  \(status.running.count)"]
+        var lines = ["queue:    \(display)", "watchers: \(status.watchers.filter(\.isLive).count)"]
+        for watcher in status.watchers { lines.append("  " + watcherLine(watcher)) }
+        lines.append("queued:   \(status.queued)")
+        for waiting in status.unclaimable {
+            lines.append("  \(waiting.count) of kind \(Printable.escaped(waiting.kind)): no live watcher has this kind loaded")
+        }
+        lines.append("running:  \(status.running.count)")
         for job in status.running.prefix(20) {
             lines.append("  \(Printable.escaped(job.key))  \(SpoolStatus.age(now.timeIntervalSince(job.startedAt)))  (runner \(job.runner))")
         }
@@ -99,6 +105,24 @@ enum QueueCommands {
         return 0
     }
 
+    /// `NAME on HOST (VERSION), up 2 h, running 3, heartbeat 4 s ago, kinds: a, b`; one that
+    /// missed a heartbeat says how long it is silent and when its leases end.
+    static func watcherLine(_ watcher: JobQueue.Watcher) -> String {
+        let seconds = Int(watcher.silentFor / .seconds(1))
+        let heard: String
+        if watcher.silentFor <= watcher.lease * 2 / 3 {
+            heard = "heartbeat \(seconds) s ago"
+        } else if watcher.isLive {
+            heard = "silent for \(seconds) s, leases end in \(Int((watcher.lease - watcher.silentFor) / .seconds(1)) + 1) s"
+        } else {
+            heard = "silent for \(seconds) s, its leases ended (its jobs go to others)"
+        }
+        let up = SpoolStatus.age(Date().timeIntervalSince(watcher.startedAt))
+        return Printable.escaped(
+            "\(watcher.name) on \(watcher.host) (\(watcher.version)), up \(up), running \(watcher.running), \(heard), kinds: "
+                + watcher.kinds.joined(separator: ", "))
+    }
+
     /// `status --queue --json`'s members.
     static func statusJSON(_ status: JobQueue.Status, display: String, now: Date) -> [(key: String, value: JSONValue)] {
         let latest: JSONValue = status.latestFailed.first.map { failed in
@@ -110,7 +134,18 @@ enum QueueCommands {
         } ?? .null
         return [
             ("queue", .string(display)),
-            ("queued", .object([("count", JSONValue(status.queued))])),
+            ("watchers", .array(status.watchers.map { watcher in
+                .object([
+                    ("name", .string(watcher.name)), ("host", .string(watcher.host)), ("version", .string(watcher.version)),
+                    ("kinds", .array(watcher.kinds.map { .string($0) })), ("startedAt", .string(Timestamp.iso8601(watcher.startedAt))),
+                    ("silentMs", JSONValue(watcher.silentFor.inMilliseconds)), ("leaseMs", JSONValue(watcher.lease.inMilliseconds)),
+                    ("live", .bool(watcher.isLive)), ("running", JSONValue(watcher.running)),
+                ])
+            })),
+            ("queued", .object([
+                ("count", JSONValue(status.queued)),
+                ("noWatcherForKind", .array(status.unclaimable.map { .object([("kind", .string($0.kind)), ("count", JSONValue($0.count))]) })),
+            ])),
             ("running", .array(status.running.map { job in
                 .object([
                     ("key", .string(job.key)), ("runner", .string(job.runner)), ("startedAt", .string(Timestamp.iso8601(job.startedAt))),

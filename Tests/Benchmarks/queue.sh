@@ -9,12 +9,13 @@
 # (nginx's files, the outputs, the database) is on a tmpfs when there is one (/dev/shm), so that
 # the feeds are measured rather than the disk.
 #
-# Usage: bash Tests/Benchmarks/queue.sh [--jobs N] [--watchers "1 2 4"] [--runs R] [--concurrency C] [--no-build]
+# Usage: bash Tests/Benchmarks/queue.sh [--jobs N] [--watchers "1 2 4"] [--runs R] [--concurrency C] [--no-build | --runner PATH]
 #   --jobs N         entry jobs per drain (default 20000, env BENCH_JOBS)
 #   --watchers LIST  watcher counts to try (default "1 2 4", env BENCH_WATCHERS)
 #   --runs R         drains of each kind, the median shown (default 3, env BENCH_RUNS)
 #   --concurrency C  --concurrency and --per-host of each watcher (default 32)
 #   --no-build       use the existing .build/release/runner
+#   --runner PATH    the binary to measure (implies --no-build), to compare two builds
 #
 # Needs nginx, curl and PostgreSQL (Debian's nginx, curl, postgresql); PostgreSQL is started by
 # the script in a temporary folder (initdb as the postgres user when run as root), on a unix
@@ -34,6 +35,7 @@ while [ $# -gt 0 ]; do
         --runs) runs=$2; shift 2 ;;
         --concurrency) concurrency=$2; shift 2 ;;
         --no-build) build=0; shift ;;
+        --runner) runner_path=$2; build=0; shift 2 ;;
         -h|--help) sed -n '/^# Usage:/,/^# Needs/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "queue.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -66,13 +68,13 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-runner=.build/release/runner
+runner=${runner_path:-.build/release/runner}
 if [ "$build" -eq 1 ]; then
     say "building the runner in release"
     swift build -c release >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; fail "swift build -c release"; }
 fi
 [ -x "$runner" ] || fail "$runner is missing (drop --no-build)"
-runner=$PWD/$runner
+case $runner in /*) ;; *) runner=$PWD/$runner ;; esac
 
 # --- nginx: N entries of a few hundred bytes ---------------------------------------------------
 mkdir -p "$work/root/entries" "$work/nginx"

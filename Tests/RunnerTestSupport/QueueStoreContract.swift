@@ -4,7 +4,7 @@ import Testing
 /// What every `QueueStore` must do, checked the same way on the in-memory store (on a test
 /// clock) and on the PostgreSQL one (on the real clock, with a short lease): claims oldest first
 /// and never twice, key locks, release, records, leases that end and are renewed, abandoned jobs
-/// failed, the fleet's pace and pauses, notices, pruning.
+/// failed, the fleet's pace and pauses, claims by kind, notices, pruning.
 public struct QueueStoreContract {
     /// Two watchers' views of one empty queue.
     public let first: any QueueStore
@@ -90,6 +90,18 @@ public struct QueueStoreContract {
         #expect(paused >= .seconds(9), "\(paused)", sourceLocation: sourceLocation)
         let notices = try await second.notifications(waitingUpTo: .seconds(1))
         #expect(notices.contains(.pause(host: "p.test", milliseconds: 10_000, runner: "one")), "\(notices)", sourceLocation: sourceLocation)
+
+        // A runner claims only the kinds it has loaded; every claim carries the fleet's pauses.
+        try await submit([
+            JobQueue.Submission(key: "x1", kind: "elsewhere", job: #"{"job": {"kind": "elsewhere", "key": "x1"}}"#, file: "contract"),
+            JobQueue.Submission(key: "x2", kind: "mine", job: #"{"job": {"kind": "mine", "key": "x2"}}"#, file: "contract"),
+        ])
+        let onlyMine = try await first.claim(runner: "five", limit: 5, kinds: ["mine"])
+        #expect(onlyMine.map(\.key) == ["x2"], sourceLocation: sourceLocation)
+        let pause = onlyMine.first?.pauses.first { $0.host == "p.test" }
+        #expect(pause.map { $0.left >= .seconds(8) && $0.left <= .seconds(10) } == true, "\(onlyMine.first?.pauses ?? [])", sourceLocation: sourceLocation)
+        #expect(try await second.claim(runner: "six", limit: 5, kinds: ["fetch", "mine"]).isEmpty, "x1 waits for a runner of its kind", sourceLocation: sourceLocation)
+        #expect(try await second.claim(runner: "six", limit: 5).map(\.key) == ["x1"], sourceLocation: sourceLocation)
 
         // Finished rows older than --keep go.
         await pass(.seconds(1))

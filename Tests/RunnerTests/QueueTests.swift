@@ -379,6 +379,41 @@ struct QueueTests {
         for watcher in watchers { #expect(await Self.stop(watcher, world) == 0) }
     }
 
+    /// A watcher claims only the kinds it has loaded: a job of another kind waits for a watcher
+    /// that has it, and `status` lists the watchers and says why the job waits.
+    @Test func aJobWaitsForAWatcherThatHasItsKindAndStatusSaysSo() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let kinds = "\(FileKindTests.jobs)/kinds"
+        let plain = try Self.startWatcher(world, db, "plain")
+        defer { if plain.isRunning { plain.terminate() } }
+        #expect(await world.wait(upTo: .seconds(10)) { world.log("plain").contains("watching the queue") })
+        let file = world.w.write(
+            "declared.jsonl", #"{"kind": "json-entry", "key": "q:declared", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json"}"# + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, "--kinds", kinds, file]).status == 0)
+
+        let waiting = try await Self.status(world, db, upTo: .seconds(10)) { status in
+            status["queued"]?["noWatcherForKind"]?.arrayValue?.first?["kind"]?.stringValue == "json-entry"
+        }
+        #expect(waiting["queued"]?["noWatcherForKind"]?.arrayValue?.first?["count"]?.intValue == 1, "\(waiting)")
+        let listed = waiting["watchers"]?.arrayValue ?? []
+        #expect(listed.count == 1 && listed.first?["live"] == .bool(true), "\(listed)")
+        #expect(listed.first?["kinds"]?.arrayValue?.contains(.string("entry")) == true, "\(listed)")
+        let text = try await world.w.run(["status", "--queue", db.url])
+        #expect(text.stdout.contains("1 of kind json-entry: no live watcher has this kind loaded"), "\(text.stdout)")
+        #expect(text.stdout.contains("watchers: 1"), "\(text.stdout)")
+        try await Task.sleep(for: .seconds(1))
+        #expect(Self.records(world, "plain").isEmpty, "the watcher without the kind left it alone")
+
+        let declaring = try Self.startWatcher(world, db, "declaring", ["--kinds", kinds])
+        defer { if declaring.isRunning { declaring.terminate() } }
+        #expect(await world.wait(upTo: .seconds(20)) { Self.records(world, "declaring")["q:declared"] == "succeeded" })
+        #expect(await Self.stop(declaring, world) == 0)
+        #expect(await Self.stop(plain, world) == 0)
+        let after = try await Self.status(world, db)
+        #expect(after["watchers"]?.arrayValue?.isEmpty == true, "watchers that stopped are off the list: \(after)")
+    }
+
     @Test func anIdleWatcherIsWokenByANotifyNotByItsRescan() async throws {
         let db = try await PostgresServer()
         let world = try SpoolWorld()

@@ -146,10 +146,12 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 
     /// `host-pid`: unique in a fleet, and says where to look.
-    public static func defaultRunnerName() -> String {
+    public static func defaultRunnerName() -> String { "\(hostName())-\(getpid())" }
+
+    static func hostName() -> String {
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count)
-        return "\(String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))-\(getpid())"
+        return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Jobs running here now.
@@ -160,6 +162,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     /// Runs the engine on this feed until `shutdown` and every job handed out has ended (its
     /// record stored, or given up on).
     public func run() async {
+        let watcher = JobQueue.Watcher(name: runner, host: Self.hostName(), version: RunnerVersion.current, kinds: kinds, lease: store.lease)
+        do { try await store.register(watcher) } catch { report("this watcher could not be listed in the queue: \(error)") }
         onEvent(.started(runner: runner))
         await withDiscardingTaskGroup { group in
             group.addTask { await self.listen() }
@@ -173,7 +177,11 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             group.cancelAll()
         }
         await writer.flush()
+        try? await store.unregister(runner: runner)
     }
+
+    /// The kinds this runner has loaded: it claims jobs of these only.
+    private var kinds: [String] { configuration.engine.registry.names }
 
     /// Begins a shutdown: nothing more is claimed, claims not started go back at once, running
     /// jobs have `grace` (the configuration's by default) before they are cancelled. `run()`
@@ -255,7 +263,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         let limit = min(Self.batchLimit, max(configuration.claimAhead, engine.freeSlots))
         let claims: [JobQueue.Claim]
         do {
-            claims = try await store.claim(runner: runner, limit: limit)
+            claims = try await store.claim(runner: runner, limit: limit, kinds: kinds)
         } catch {
             if !state.withLock({ $0.unreachable }) { report("the queue could not be read: \(error); trying again every second") }
             state.withLock { $0.unreachable = true }

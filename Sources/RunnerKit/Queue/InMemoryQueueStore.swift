@@ -27,6 +27,7 @@ public final class InMemoryQueueStore: QueueStore {
         var nextID: Int64 = 1
         var keys: [String: (runner: String, until: Duration)] = [:]
         var hosts: [String: (nextAt: Duration, pausedUntil: Duration)] = [:]
+        var watchers: [String: JobQueue.Watcher] = [:]
         var available = true
         /// Keys whose records are refused (a record the database will not take).
         var refusedRecords: Set<String> = []
@@ -126,11 +127,12 @@ public final class InMemoryQueueStore: QueueStore {
 
     // MARK: - The contract
 
-    public func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim] {
+    public func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim] {
         let lease = lease
         return try withState { state, now throws(QueueError) -> [JobQueue.Claim] in
             let picked = state.rows.values.filter { row in
-                row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.claims < JobQueue.maxClaims)
+                (row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.claims < JobQueue.maxClaims))
+                    && (kinds?.contains(row.kind) ?? true)
             }.sorted { $0.id < $1.id }.prefix(max(0, limit))
             var claims: [JobQueue.Claim] = []
             let pauses = state.hosts.filter { $0.value.pausedUntil > now }.map { (host: $0.key, left: $0.value.pausedUntil - now) }
@@ -195,6 +197,17 @@ public final class InMemoryQueueStore: QueueStore {
         }
         notify(.jobs)
     }
+
+    public func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
+        try withState { state, _ throws(QueueError) in state.watchers[watcher.name] = watcher }
+    }
+
+    public func unregister(runner: String) async throws(QueueError) {
+        try withState { state, _ throws(QueueError) in state.watchers[runner] = nil }
+    }
+
+    /// The watchers listed now, by name.
+    public var watchers: [String: JobQueue.Watcher] { root.state.withLock { $0.watchers } }
 
     public func heartbeat(runner: String) async throws(QueueError) {
         let lease = lease

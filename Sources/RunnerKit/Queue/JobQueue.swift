@@ -7,7 +7,8 @@ import Foundation
 /// itself, its state `queued`, `running`, `done` or `cancelled`, who runs it and until when its
 /// lease holds, how many times it was claimed, its record), `keys` (the keys running now, one
 /// row each: one task per key across every runner), `hosts` (each paced host's next request
-/// slot and pause, taken atomically by every runner), `meta` (the schema's version). Channels:
+/// slot and pause, taken atomically by every runner), `watchers` (each watcher of the fleet: its
+/// name, host, version, kinds, lease and last heartbeat), `meta` (the schema's version). Channels:
 /// `runner_jobs` (jobs were queued), `runner_cancel` (a key to cancel), `runner_pause` (a host
 /// asked to be left alone: milliseconds, the runner told, the host, a space between each).
 public final class JobQueue: Sendable {
@@ -51,6 +52,19 @@ public final class JobQueue: Sendable {
                 throw QueueError(
                     "the queue's tables are of version \(version), newer than this runner knows (\(Self.schemaVersion)); upgrade the runner",
                     usage: true)
+            }
+            // Added without a new version: a runner that does not know it only goes unlisted.
+            defer {
+                _ = try? db.query("""
+                    CREATE TABLE IF NOT EXISTS runner.watchers (
+                        name text PRIMARY KEY,
+                        host text NOT NULL,
+                        version text NOT NULL,
+                        kinds text[] NOT NULL,
+                        lease_ms bigint NOT NULL,
+                        started_at timestamptz NOT NULL DEFAULT now(),
+                        heartbeat_at timestamptz NOT NULL DEFAULT now())
+                    """)
             }
             guard version == nil else { return }
             try db.query("""
@@ -173,12 +187,14 @@ public final class JobQueue: Sendable {
     /// The keys of the jobs taken that no runner holds are locked for `runner` in the same
     /// statement (`Claim.keyLocked`), so starting them costs no statement more; so do the hosts
     /// the fleet holds back now (`Claim.pauses`).
-    public func claim(runner: String, limit: Int = 1) throws(QueueError) -> [Claim] {
+    /// With `kinds`, only jobs of those kinds are taken (the kinds the runner has loaded).
+    public func claim(runner: String, limit: Int = 1, kinds: [String]? = nil) throws(QueueError) -> [Claim] {
         let rows = try connection.query(
             """
             WITH picked AS (
                 SELECT id FROM runner.jobs
-                WHERE state = 'queued' OR (state = 'running' AND lease_until < now() AND claims < $4)
+                WHERE (state = 'queued' OR (state = 'running' AND lease_until < now() AND claims < $4))
+                    AND ($5::text[] IS NULL OR kind = ANY($5::text[]))
                 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED),
             claimed AS (
                 UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
@@ -195,7 +211,7 @@ public final class JobQueue: Sendable {
                 (SELECT string_agg(h.host || ' ' || ceil(extract(epoch FROM h.paused_until - now()) * 1000)::bigint, ' ')
                  FROM runner.hosts h WHERE h.paused_until > now())
             FROM claimed c
-            """, [runner, String(limit), leaseText, String(Self.maxClaims)])
+            """, [runner, String(limit), leaseText, String(Self.maxClaims), kinds.map { Self.array($0) }])
         let pauses = Self.pauses(rows.first.flatMap { $0.count > 6 ? $0[6] : nil })
         return rows.compactMap { row in
             guard let id = row[0].flatMap({ Int64($0) }), let key = row[1], let kind = row[2], let job = row[3] else { return nil }
@@ -272,11 +288,57 @@ public final class JobQueue: Sendable {
         try connection.query("SELECT pg_notify('runner_jobs', '')")
     }
 
-    /// Extends the leases of `runner`'s claims and keys.
+    /// Extends the leases of `runner`'s claims and keys, and says it is alive.
     public func renew(runner: String) throws(QueueError) {
         try connection.query(
             "UPDATE runner.jobs SET lease_until = now() + $2::interval WHERE runner = $1 AND state = 'running'", [runner, leaseText])
         try connection.query("UPDATE runner.keys SET lease_until = now() + $2::interval WHERE runner = $1", [runner, leaseText])
+        try connection.query("UPDATE runner.watchers SET heartbeat_at = now() WHERE name = $1", [runner])
+    }
+
+    // MARK: - Watchers
+
+    /// A watcher as the fleet lists it.
+    public struct Watcher: Sendable {
+        public var name: String
+        public var host: String
+        public var version: String
+        /// The kinds it has loaded: the only ones it claims.
+        public var kinds: [String]
+        public var lease: Duration
+        public var startedAt = Date()
+        /// How long ago it last said it was alive (renewing its leases every third of one).
+        public var silentFor: Duration = .zero
+        /// Jobs it runs now.
+        public var running = 0
+
+        public init(name: String, host: String, version: String, kinds: [String], lease: Duration) {
+            self.name = name
+            self.host = host
+            self.version = version
+            self.kinds = kinds
+            self.lease = lease
+        }
+
+        /// Alive as far as the fleet can tell: its leases still hold.
+        public var isLive: Bool { silentFor < lease }
+    }
+
+    /// Lists `watcher` in the fleet (again, if its name was there); rows of watchers silent
+    /// for a day go.
+    public func register(_ watcher: Watcher) throws(QueueError) {
+        try connection.query("DELETE FROM runner.watchers WHERE heartbeat_at < now() - interval '1 day'")
+        try connection.query(
+            """
+            INSERT INTO runner.watchers (name, host, version, kinds, lease_ms) VALUES ($1, $2, $3, $4::text[], $5)
+            ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, version = EXCLUDED.version, kinds = EXCLUDED.kinds,
+                lease_ms = EXCLUDED.lease_ms, started_at = now(), heartbeat_at = now()
+            """, [watcher.name, watcher.host, watcher.version, Self.array(watcher.kinds), String(watcher.lease.inMilliseconds)])
+    }
+
+    /// Takes `runner` off the list (it stopped).
+    public func unregister(runner: String) throws(QueueError) {
+        try connection.query("DELETE FROM runner.watchers WHERE name = $1", [runner])
     }
 
     // MARK: - Keys
@@ -378,6 +440,10 @@ public final class JobQueue: Sendable {
         public var cancelled: Int
         /// The last failures, newest first.
         public var latestFailed: [Failed]
+        /// The watchers heard from in the last hour, by name.
+        public var watchers: [Watcher] = []
+        /// Queued jobs of kinds no live watcher has loaded, by kind: they wait for one.
+        public var unclaimable: [(kind: String, count: Int)] = []
     }
 
     /// Counts fleet-wide; up to 100 running jobs and 10 recent failures.
@@ -406,7 +472,30 @@ public final class JobQueue: Sendable {
             """).map { row in
                 Status.Failed(key: row[0] ?? "", status: row[1] ?? "", reason: row[2], at: Date(timeIntervalSince1970: Double(row[3] ?? "0") ?? 0))
             }
-        return Status(queued: number(0), running: running, done: number(1), failed: number(3), cancelled: number(2), latestFailed: failed)
+        var status = Status(queued: number(0), running: running, done: number(1), failed: number(3), cancelled: number(2), latestFailed: failed)
+        status.watchers = try connection.query(
+            """
+            SELECT w.name, w.host, w.version, array_to_string(w.kinds, ' '), w.lease_ms, extract(epoch FROM w.started_at)::float8,
+                (extract(epoch FROM now() - w.heartbeat_at) * 1000)::bigint,
+                (SELECT count(*) FROM runner.jobs j WHERE j.runner = w.name AND j.state = 'running')
+            FROM runner.watchers w WHERE w.heartbeat_at > now() - interval '1 hour' ORDER BY w.started_at
+            """).map { row in
+                var watcher = Watcher(
+                    name: row[0] ?? "", host: row[1] ?? "", version: row[2] ?? "", kinds: (row[3] ?? "").split(separator: " ").map(String.init),
+                    lease: .milliseconds(Int(row[4] ?? "0") ?? 0))
+                watcher.startedAt = Date(timeIntervalSince1970: Double(row[5] ?? "0") ?? 0)
+                watcher.silentFor = .milliseconds(max(0, Int(row[6] ?? "0") ?? 0))
+                watcher.running = Int(row[7] ?? "0") ?? 0
+                return watcher
+            }
+        let liveKinds = Set(status.watchers.filter(\.isLive).flatMap(\.kinds))
+        status.unclaimable = try connection.query(
+            "SELECT kind, count(*) FROM runner.jobs WHERE state = 'queued' GROUP BY kind ORDER BY kind"
+        ).compactMap { row in
+            guard let kind = row[0], !liveKinds.contains(kind) else { return nil }
+            return (kind, Int(row[1] ?? "0") ?? 0)
+        }
+        return status
     }
 
     /// The record stored for the last finished job of `key`, if any.

@@ -40,9 +40,19 @@ public final class PostgresQueueStore: QueueStore {
         listenerThread.stop()
     }
 
-    public func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim] {
+    public func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim] {
         let main = main
-        return try await mainThread.run { () throws(QueueError) -> [JobQueue.Claim] in try main.claim(runner: runner, limit: limit) }
+        return try await mainThread.run { () throws(QueueError) -> [JobQueue.Claim] in try main.claim(runner: runner, limit: limit, kinds: kinds) }
+    }
+
+    public func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
+        let main = main
+        try await mainThread.run { () throws(QueueError) in try main.register(watcher) }
+    }
+
+    public func unregister(runner: String) async throws(QueueError) {
+        let main = main
+        try await mainThread.run { () throws(QueueError) in try main.unregister(runner: runner) }
     }
 
     public func nextLeaseEnd() async throws(QueueError) -> Duration? {

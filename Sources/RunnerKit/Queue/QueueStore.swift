@@ -10,8 +10,13 @@ public protocol QueueStore: Sendable {
 
     /// Takes up to `limit` jobs for `runner`: queued ones, and running ones whose lease ran out
     /// that were claimed fewer than `JobQueue.maxClaims` times, oldest first, each under a new
-    /// lease. The keys of those no runner holds are locked for `runner` too (`keyLocked`).
-    func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim]
+    /// lease, of `kinds` only (nil: any). The keys of those no runner holds are locked for
+    /// `runner` too (`keyLocked`); each claim carries the hosts the fleet holds back (`pauses`).
+    func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim]
+    /// Lists `watcher` in the fleet, as `status` shows it; `heartbeat` keeps it alive.
+    func register(_ watcher: JobQueue.Watcher) async throws(QueueError)
+    /// Takes `runner` off the fleet's list (it stopped).
+    func unregister(runner: String) async throws(QueueError)
     /// How long until the first lease of a running job that may be claimed again ends (nil: none).
     func nextLeaseEnd() async throws(QueueError) -> Duration?
     /// Stores the records of jobs `runner` finished and ends their claims; lets go of `keys`.
@@ -20,7 +25,7 @@ public protocol QueueStore: Sendable {
     func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError)
     /// Gives claims back at once (not started), for other runners.
     func release(ids: [Int64], runner: String) async throws(QueueError)
-    /// Renews the leases of `runner`'s claims and keys.
+    /// Renews the leases of `runner`'s claims and keys, and says it is alive.
     func heartbeat(runner: String) async throws(QueueError)
     /// Ends `failed` the jobs abandoned `JobQueue.maxClaims` times; returns how many.
     func failAbandoned() async throws(QueueError) -> Int
@@ -42,6 +47,10 @@ public protocol QueueStore: Sendable {
 }
 
 extension QueueStore {
+    public func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim] {
+        try await claim(runner: runner, limit: limit, kinds: nil)
+    }
+
     public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) {
         try await finish(jobs, runner: runner, unlocking: keys, durable: nil)
     }
