@@ -30,22 +30,48 @@ enum QueueCommands {
 
     // MARK: - submit
 
-    /// Every job of every file in one transaction, or none. The files are valid (checked first).
-    static func submit(_ inputs: JobFileArguments, registry: KindRegistry, url: String) -> Int32 {
+    static let uniqueOption = CommandOption<Bool>.flag(
+        "unique", help: "With --queue: leave out each job whose key is queued or running already (as \"unique\": true does for one job).")
+    static let waitOption = CommandOption<Bool>.flag(
+        "wait", help: "With --queue: wait until every job of the batch ended, print the counts as run does and exit as run would (0, 1, or 4 when none succeeded).")
+
+    /// What `submit --queue` does with its batch.
+    struct BatchOptions {
+        var unique = false
+        var wait = false
+        var maxFailed: RunSummary.FailureAllowance?
+
+        init(_ arguments: ParsedArguments, queue: String?) throws(UsageError) {
+            unique = try arguments[uniqueOption]
+            wait = try arguments[waitOption]
+            maxFailed = try arguments[RunCommand.maxFailed]
+            if queue == nil, unique || wait || maxFailed != nil {
+                throw UsageError("--unique, --wait and --max-failed need --queue (or $RUNNER_QUEUE): a folder's batches are files, followed with 'runner status'")
+            }
+            if maxFailed != nil && !wait { throw UsageError("--max-failed needs --wait") }
+        }
+    }
+
+    /// Every job of every file in one transaction, or none, as one batch. The files are valid
+    /// (checked first).
+    static func submit(_ inputs: JobFileArguments, registry: KindRegistry, url: String, batch options: BatchOptions) async -> Int32 {
         var submissions: [JobQueue.Submission] = []
         var counts: [Int] = []
         for file in inputs.files {
-            guard let jobs = Self.submissions(of: file, name: (inputs.display(file) as NSString).lastPathComponent, registry: registry) else {
+            guard var jobs = Self.submissions(of: file, name: (inputs.display(file) as NSString).lastPathComponent, registry: registry) else {
                 Console.error(inputs.display(message: "changed while it was being queued; nothing was queued"))
                 return 1
             }
+            if options.unique { for index in jobs.indices { jobs[index].unique = true } }
             submissions += jobs
             counts.append(jobs.count)
         }
         let queue: JobQueue
+        let batch = JobQueue.newBatchID()
+        let left: [String]
         do {
             queue = try JobQueue(url: url)
-            try queue.submit(submissions)
+            left = try queue.submit(submissions, batch: batch)
         } catch {
             Console.err("Nothing was queued.")
             return fail(error)
@@ -53,7 +79,56 @@ enum QueueCommands {
         for (file, jobs) in zip(inputs.files, counts) {
             Console.out("queued \(inputs.display(file)) in \(queue.connection.display) (\(jobs) job\(jobs == 1 ? "" : "s"))")
         }
-        return 0
+        if !left.isEmpty {
+            let shown = left.prefix(5).map { Printable.escaped($0) }.joined(separator: ", ") + (left.count > 5 ? ", …" : "")
+            Console.out("left out \(left.count) unique job\(left.count == 1 ? "" : "s") whose key is queued or running already: \(shown)")
+        }
+        Console.out("batch \(batch): \(submissions.count - left.count) job\(submissions.count - left.count == 1 ? "" : "s") ('runner status --queue URL --batch \(batch)')")
+        guard options.wait else { return 0 }
+        return await waitForBatch(batch, queue: queue, allowing: options.maxFailed)
+    }
+
+    /// Waits until no job of `batch` is queued or running, saying how far it got now and then
+    /// on stderr; prints the counts as `run` does, and returns `run`'s exit code for them.
+    static func waitForBatch(_ batch: String, queue: JobQueue, allowing allowance: RunSummary.FailureAllowance?) async -> Int32 {
+        var said = ContinuousClock.now
+        var unreachable = false
+        while true {
+            let status: JobQueue.BatchStatus
+            do {
+                status = try queue.batchStatus(batch)
+                if unreachable { Console.err("runner: the queue is back") }
+                unreachable = false
+            } catch {
+                if !unreachable { Console.err("runner: the queue could not be read (\(error)); trying again every second") }
+                unreachable = true
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            }
+            if status.isOver {
+                let summary = batchSummary(status)
+                let counts = JobStatus.allCases.compactMap { status in summary.counts[status].map { "\($0) \(status.rawValue)" } }
+                Console.out("\(summary.total) job\(summary.total == 1 ? "" : "s"): \(counts.joined(separator: ", ")). Batch \(batch) in \(queue.connection.display).")
+                return summary.exitCode(allowing: allowance)
+            }
+            if said.duration(to: .now) >= .seconds(10) {
+                said = .now
+                Console.err("runner: batch \(batch): \(status.total - status.queued - status.running) of \(status.total) ended, \(status.running) running")
+            }
+            try? await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
+    /// A batch's ended jobs as a run's summary: each is a top-level job.
+    static func batchSummary(_ status: JobQueue.BatchStatus) -> RunSummary {
+        var summary = RunSummary()
+        for (name, count) in status.ended {
+            let status = JobStatus(rawValue: name) ?? .failed
+            summary.counts[status, default: 0] += count
+            summary.topLevel[status, default: 0] += count
+            if !status.isSuccess { summary.failures += count }
+        }
+        return summary
     }
 
     /// The jobs of a valid job file as rows of the queue (nil: it is not valid any more).
@@ -63,12 +138,49 @@ enum QueueCommands {
         while let element = reader.next() {
             guard case .success(let job) = element, let stored = reader.lastJob else { return nil }
             let value: JSONValue = .object([("job", .object(stored.object)), ("defaults", .object(stored.defaults))])
-            submissions.append(JobQueue.Submission(key: job.key, kind: job.kindName, job: JSONWriter.string(value), file: name))
+            submissions.append(JobQueue.Submission(key: job.key, kind: job.kindName, job: JSONWriter.string(value), file: name, unique: job.unique))
         }
         return submissions
     }
 
     // MARK: - status
+
+    static let batchOption = CommandOption<String?>.text(
+        "batch", "ID", help: "With --queue: the jobs of one batch (the id submit printed): queued, running, and ended by status.")
+
+    /// `status --queue URL --batch ID`; exit 1 when the queue holds no job of that batch.
+    static func status(url: String, batch: String, json: Bool) -> Int32 {
+        let status: JobQueue.BatchStatus
+        let display: String
+        do {
+            let queue = try JobQueue(url: url)
+            status = try queue.batchStatus(batch)
+            display = queue.connection.display
+        } catch {
+            return fail(error)
+        }
+        guard status.total > 0 else {
+            Console.error("no job of batch \(Printable.escaped(batch)) in \(display) (finished jobs go after --keep days)")
+            return 1
+        }
+        let ended = status.ended.sorted { $0.key < $1.key }
+        if json {
+            Console.out(JSONWriter.string(.object([
+                ("queue", .string(display)), ("batch", .string(batch)), ("total", JSONValue(status.total)),
+                ("queued", JSONValue(status.queued)), ("running", JSONValue(status.running)),
+                ("ended", .object(ended.map { ($0.key, JSONValue($0.value)) })), ("over", .bool(status.isOver)),
+            ])))
+            return 0
+        }
+        let endedCount = ended.reduce(0) { $0 + $1.value }
+        Console.out([
+            "batch \(batch) in \(display): \(status.total) job\(status.total == 1 ? "" : "s")\(status.isOver ? ", all ended" : "")",
+            "queued:   \(status.queued)",
+            "running:  \(status.running)",
+            "ended:    \(endedCount)" + (ended.isEmpty ? "" : " (" + ended.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + ")"),
+        ].joined(separator: "\n"))
+        return 0
+    }
 
     static func status(url: String, json: Bool) -> Int32 {
         let status: JobQueue.Status

@@ -65,6 +65,7 @@ enum KindsCommand {
                     ("checksum", "sha256:<hex>: the digest the stored payload must have (default: none)"),
                     ("headers", "object of strings: request headers, to the job's origin only; {env:NAME} and {file:PATH} expand when sent (under run only)"),
                     ("keepStale", "true: after a 404 or 410 the last payload stays, its record pointing at it as stale (default: false)"),
+                    ("unique", "true: submit --queue leaves the job out while a job of its key is queued or running (default: false)"),
                 ]
                 for (name, help) in common { text += CommandSpec.row(name, help) }
                 for kind in kinds { text += "\n" + describe(kind) }

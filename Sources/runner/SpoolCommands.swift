@@ -30,7 +30,8 @@ enum SpoolCommands {
         summary: "Validate job files and queue them in the spool's inbox for a watcher.",
         synopsis: "FILE…",
         arguments: [("FILE…", "Job files (- is standard input); all are checked before any is queued. Each is copied in whole, atomically and durably.")],
-        options: [spoolOption.spec, groupOption.spec, QueueCommands.queueOption.spec] + KindOptions.options,
+        options: [spoolOption.spec, groupOption.spec, QueueCommands.queueOption.spec, QueueCommands.uniqueOption.spec,
+                  QueueCommands.waitOption.spec, RunCommand.maxFailed.spec] + KindOptions.options,
         positionals: (1, nil),
         run: { arguments in
             guard let registry = KindOptions.registry(arguments, checkingSecrets: false) else { return 2 }
@@ -52,7 +53,9 @@ enum SpoolCommands {
             }
             let queue: String?
             do { queue = try QueueCommands.url(arguments) } catch { return Runner.usageError(error, spec: submit) }
-            if let queue { return QueueCommands.submit(inputs, registry: registry, url: queue) }
+            let batch: QueueCommands.BatchOptions
+            do { batch = try QueueCommands.BatchOptions(arguments, queue: queue) } catch { return Runner.usageError(error, spec: submit) }
+            if let queue { return await QueueCommands.submit(inputs, registry: registry, url: queue, batch: batch) }
             let spool: Spool
             do {
                 spool = try spoolWithGroup(arguments)
@@ -125,12 +128,17 @@ enum SpoolCommands {
     static let status: CommandSpec = CommandSpec(
         name: "status",
         summary: "Show the spool: queued files, running jobs with their age, done and failed files.",
-        options: [spoolOption.spec, statusJSON.spec, QueueCommands.queueOption.spec],
+        options: [spoolOption.spec, statusJSON.spec, QueueCommands.queueOption.spec, QueueCommands.batchOption.spec],
         run: { arguments in
             let status: SpoolStatus
             let json: Bool
             do {
-                if let queue = try QueueCommands.url(arguments) { return QueueCommands.status(url: queue, json: try arguments[statusJSON]) }
+                let batch = try arguments[QueueCommands.batchOption]
+                if let queue = try QueueCommands.url(arguments) {
+                    if let batch { return QueueCommands.status(url: queue, batch: batch, json: try arguments[statusJSON]) }
+                    return QueueCommands.status(url: queue, json: try arguments[statusJSON])
+                }
+                if batch != nil { throw UsageError("--batch needs --queue (or $RUNNER_QUEUE)") }
                 let spool = try spool(arguments)
                 guard spool.exists else { return noSpool(spool) }
                 status = SpoolStatus.read(spool)

@@ -414,6 +414,49 @@ struct QueueTests {
         #expect(after["watchers"]?.arrayValue?.isEmpty == true, "watchers that stopped are off the list: \(after)")
     }
 
+    /// A submit is a batch: its id printed, `status --batch` counting its jobs, `--wait` ending
+    /// with run's counts and exit codes; `--unique` (or `"unique": true`) leaves out a job whose
+    /// key is queued or running.
+    @Test func aBatchIsFollowedWaitedForAndKeptUnique() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let watcher = try Self.startWatcher(world, db, "out")
+        defer { if watcher.isRunning { watcher.terminate() } }
+        #expect(await world.wait(upTo: .seconds(10)) { world.log("out").contains("watching the queue") })
+        func entry(_ key: String, _ query: String = "") -> String {
+            #"{"kind": "entry", "key": "\#(key)", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json\#(query)", "timeout": 10}"#
+        }
+        let mixed = world.w.write("mixed.jsonl", entry("q:good") + "\n" + entry("q:gone", "?status=404") + "\n")
+        let waited = try await world.w.run(["submit", "--queue", db.url, "--wait", mixed])
+        #expect(waited.status == 1, "one of two failed: \(waited.stdout) \(waited.stderr)")
+        #expect(waited.stdout.contains("2 jobs: 1 succeeded, 1 notFound."), "\(waited.stdout)")
+        let batch = try #require(waited.stdout.split(separator: "\n").first { $0.hasPrefix("batch ") }?.split(separator: " ")[1].dropLast())
+        let counted = try JSONParser.parse(try await world.w.run(["status", "--queue", db.url, "--batch", String(batch), "--json"]).stdout)
+        #expect(counted["total"]?.intValue == 2 && counted["over"] == .bool(true), "\(counted)")
+        #expect(counted["ended"]?["succeeded"]?.intValue == 1 && counted["ended"]?["notFound"]?.intValue == 1, "\(counted)")
+        let allowed = try await world.w.run(["submit", "--queue", db.url, "--wait", "--max-failed", "50%", mixed])
+        #expect(allowed.status == 0, "\(allowed.stdout)")
+        let gone = world.w.write("gone.jsonl", entry("q:gone2", "?status=404") + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, "--wait", gone]).status == 4, "nothing succeeded")
+        #expect(try await world.w.run(["status", "--queue", db.url, "--batch", "no-such-batch"]).status == 1)
+
+        // Unique: while the slow job of a key runs, the same key is left out, said, exit 0.
+        let slow = world.w.write("slow.jsonl", entry("q:slow", "?delay=6000") + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, "--unique", slow]).status == 0)
+        let running = try await Self.status(world, db, upTo: .seconds(10)) { $0["running"]?.arrayValue?.first?["key"]?.stringValue == "q:slow" }
+        #expect(running["running"]?.arrayValue?.first?["key"]?.stringValue == "q:slow", "\(running)")
+        let again = try await world.w.run(["submit", "--queue", db.url, "--unique", slow])
+        #expect(again.status == 0)
+        #expect(again.stdout.contains("left out 1 unique job whose key is queued or running already: q:slow"), "\(again.stdout)")
+        let marked = world.w.write("marked.jsonl", entry("q:slow").dropLast() + #", "unique": true}"# + "\n" + entry("q:other") + "\n")
+        let partly = try await world.w.run(["submit", "--queue", db.url, "--wait", marked])
+        #expect(partly.stdout.contains("left out 1 unique job"), "\(partly.stdout)")
+        #expect(partly.stdout.contains("1 job: 1 succeeded."), "only the other one ran: \(partly.stdout)")
+        #expect(partly.status == 0)
+        #expect(try await world.w.run(["submit", "--wait", slow]).status == 2, "--wait needs a queue")
+        #expect(await Self.stop(watcher, world) == 0)
+    }
+
     @Test func anIdleWatcherIsWokenByANotifyNotByItsRescan() async throws {
         let db = try await PostgresServer()
         let world = try SpoolWorld()

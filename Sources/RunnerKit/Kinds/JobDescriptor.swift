@@ -33,6 +33,9 @@ public struct JobDescriptor: Sendable {
     /// (`keepStale`; a child inherits it). Without it the payload is no longer pointed at, and
     /// `runner prune` removes it.
     public var keepStale = false
+    /// Through a queue: not queued while a job of its key is queued or running (`unique`). A
+    /// run or a spool watcher has nothing to compare it with, and runs the job.
+    public var unique = false
 
     public static let defaultTimeout: Duration = .seconds(2)
     public static let defaultNoticeAfter: Duration = .milliseconds(500)
@@ -40,7 +43,7 @@ public struct JobDescriptor: Sendable {
 
     /// The fields every kind shares.
     public static let commonFields = [
-        "kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum", "headers", "keepStale",
+        "kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum", "headers", "keepStale", "unique",
     ]
 
     public init(
@@ -127,6 +130,7 @@ public struct JobDescriptor: Sendable {
         let checksum = try fields.string("checksum").map { (text) throws(JobSpecError) -> String in try validateChecksum(text) }
         let headers = try decodeHeaders(fields.value("headers") != nil, object, defaults)
         let keepStale = try fields.bool("keepStale") ?? parent?.keepStale ?? false
+        let unique = try fields.bool("unique") ?? false
         if let headers, !limits.allowsSecretReferences, let header = headers.first(where: { !$0.references.isEmpty }) {
             throw JobSpecError(
                 field: "headers",
@@ -148,6 +152,7 @@ public struct JobDescriptor: Sendable {
         )
         job.checksum = checksum
         job.keepStale = keepStale
+        job.unique = unique
         if let headers { job.headers = OriginHeaders(origin: Origin(url), headers: headers) }
         return job
     }

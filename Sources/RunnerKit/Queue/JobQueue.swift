@@ -4,8 +4,8 @@ import Foundation
 /// claimed with `FOR UPDATE SKIP LOCKED` under a lease, their records written back.
 ///
 /// Tables (schema `runner`, made on first use): `jobs` (one row a job: its key, kind, the job
-/// itself, its state `queued`, `running`, `done` or `cancelled`, who runs it and until when its
-/// lease holds, how many times it was claimed, its record), `keys` (the keys running now, one
+/// itself, the batch it was submitted in, its state `queued`, `running`, `done` or `cancelled`,
+/// who runs it and until when its lease holds, how many times it was claimed, its record), `keys` (the keys running now, one
 /// row each: one task per key across every runner), `hosts` (each paced host's next request
 /// slot and pause, taken atomically by every runner), `watchers` (each watcher of the fleet: its
 /// name, host, version, kinds, lease and last heartbeat), `meta` (the schema's version). Channels:
@@ -53,8 +53,11 @@ public final class JobQueue: Sendable {
                     "the queue's tables are of version \(version), newer than this runner knows (\(Self.schemaVersion)); upgrade the runner",
                     usage: true)
             }
-            // Added without a new version: a runner that does not know it only goes unlisted.
+            // Added without a new version: a runner that does not know them only goes unlisted,
+            // and its submits belong to no batch.
             defer {
+                _ = try? db.query("ALTER TABLE runner.jobs ADD COLUMN IF NOT EXISTS batch text")
+                _ = try? db.query("CREATE INDEX IF NOT EXISTS jobs_batch ON runner.jobs (batch)")
                 _ = try? db.query("""
                     CREATE TABLE IF NOT EXISTS runner.watchers (
                         name text PRIMARY KEY,
@@ -107,28 +110,96 @@ public final class JobQueue: Sendable {
         public var kind: String
         public var job: String
         public var file: String
+        /// Not inserted while a job of its key is queued or running (`"unique": true`, `submit --unique`).
+        public var unique = false
 
-        public init(key: String, kind: String, job: String, file: String) {
+        public init(key: String, kind: String, job: String, file: String, unique: Bool = false) {
             self.key = key
             self.kind = kind
             self.job = job
             self.file = file
+            self.unique = unique
         }
     }
 
-    /// Inserts every job in one transaction, or none, and wakes the idle runners.
-    public func submit(_ jobs: [Submission]) throws(QueueError) {
-        try connection.transaction { db throws(QueueError) in
+    /// A new batch's id: when it was made and a random part, `20261126-041503-8f3a`.
+    public static func newBatchID(now: Date = Date()) -> String {
+        var time = time_t(now.timeIntervalSince1970)
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        let stamp = String(
+            format: "%04d%02d%02d-%02d%02d%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+            Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec))
+        return stamp + "-" + String(format: "%04x", UInt16.random(in: 0...UInt16.max))
+    }
+
+    /// Inserts every job in one transaction, or none, as one batch, and wakes the idle runners.
+    /// A unique job whose key is queued or running (or came earlier in the same submit) is not
+    /// inserted; returns the keys left out so.
+    @discardableResult
+    public func submit(_ jobs: [Submission], batch: String? = nil) throws(QueueError) -> [String] {
+        var seen = Set<String>()
+        var inserted: [Submission] = []
+        var skipped: [String] = []
+        for job in jobs {
+            if job.unique && seen.contains(job.key) {
+                skipped.append(job.key)
+                continue
+            }
+            seen.insert(job.key)
+            inserted.append(job)
+        }
+        return try connection.transaction { db throws(QueueError) -> [String] in
+            // Two submits of one unique key at once: one inserts it, the other sees it.
+            if inserted.contains(where: \.unique) { try db.query("SELECT pg_advisory_xact_lock(74170002)") }
             var start = 0
-            while start < jobs.count {
-                let chunk = jobs[start..<min(jobs.count, start + 1000)]
-                try db.query(
-                    "INSERT INTO runner.jobs (key, kind, job, file) SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])",
-                    [Self.array(chunk.map(\.key)), Self.array(chunk.map(\.kind)), Self.array(chunk.map(\.job)), Self.array(chunk.map(\.file))])
+            while start < inserted.count {
+                let chunk = inserted[start..<min(inserted.count, start + 1000)]
+                let refused = try db.query(
+                    """
+                    WITH given AS (
+                        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::bool[]) AS g(key, kind, job, file, uniq)),
+                    put AS (
+                        INSERT INTO runner.jobs (key, kind, job, file, batch)
+                        SELECT key, kind, job, file, $5 FROM given
+                        WHERE NOT (uniq AND EXISTS (SELECT 1 FROM runner.jobs j WHERE j.key = given.key AND j.state IN ('queued', 'running')))
+                        RETURNING 1)
+                    SELECT key FROM given
+                    WHERE uniq AND EXISTS (SELECT 1 FROM runner.jobs j WHERE j.key = given.key AND j.state IN ('queued', 'running'))
+                    """,
+                    [Self.array(chunk.map(\.key)), Self.array(chunk.map(\.kind)), Self.array(chunk.map(\.job)), Self.array(chunk.map(\.file)),
+                     batch, "{" + chunk.map { $0.unique ? "t" : "f" }.joined(separator: ",") + "}"])
+                skipped += refused.compactMap { $0[0] }
                 start += chunk.count
             }
             try db.query("SELECT pg_notify('runner_jobs', '')")
+            return skipped
         }
+    }
+
+    /// How the jobs of a batch stand: how many are queued, running, and ended by status.
+    public struct BatchStatus: Sendable {
+        public var queued = 0
+        public var running = 0
+        public var ended: [String: Int] = [:]
+        public var total: Int { queued + running + ended.values.reduce(0, +) }
+        public var isOver: Bool { queued == 0 && running == 0 }
+    }
+
+    /// The jobs of `batch` (none: no such batch).
+    public func batchStatus(_ batch: String) throws(QueueError) -> BatchStatus {
+        var status = BatchStatus()
+        for row in try connection.query(
+            "SELECT state, coalesce(status, ''), count(*) FROM runner.jobs WHERE batch = $1 GROUP BY 1, 2", [batch])
+        {
+            let count = Int(row[2] ?? "0") ?? 0
+            switch row[0] {
+            case "queued": status.queued += count
+            case "running": status.running += count
+            default: status.ended[row[1] ?? "", default: 0] += count
+            }
+        }
+        return status
     }
 
     /// A text array literal: every element quoted, `"` and `\` escaped; nil is NULL.
