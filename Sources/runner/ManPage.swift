@@ -90,6 +90,8 @@ enum ManPage {
             ".El",
             ".Pp",
             text("runner watch exits 0 once stopped by SIGTERM or SIGINT, 1 when its spool or queue cannot be used, 2 for a usage error."),
+            ".Pp",
+            text("runner submit --queue --wait exits as runner run does for the jobs of its batch: 0, 1 when some failed, 4 when none succeeded, 2 for a usage error."),
             ".Sh SIGNALS",
             ".Bl -tag -width Ds",
             ".It SIGTERM, SIGINT",
