@@ -219,6 +219,28 @@ struct QueueFeedTests {
         await secondRun.value
     }
 
+    /// A second job of a key that runs waits in the queue for the key and then runs, on this
+    /// runner or another: in the queue no job ends `duplicate`.
+    @Test func aJobOfARunningKeyWaitsForItInsteadOfEndingDuplicate() async throws {
+        w.http.script("http://queue.test/same", .ok("first"), .ok("second"))
+        let first = try w.feed("a") { $0.engine.concurrency = 4 }
+        let second = try w.feed("b") { $0.engine.concurrency = 4 }
+        let runs = [w.start(first), w.start(second)]
+        w.submit(["same"], kind: "gated")
+        w.submit(["same"], kind: "gated")
+        #expect(await w.gate.waitForStarted(1))
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(w.gate.started == 1, "one job of the key at a time")
+        #expect(w.store.rows.filter { $0.state == "queued" }.count == 1, "the other waits in the queue: \(w.store.rows)")
+        w.gate.open()
+        await eventually("both ran") { w.store.rows.allSatisfy { $0.state == "done" } }
+        #expect(w.store.rows.map(\.status) == ["succeeded", "succeeded"], "\(w.store.rows)")
+        #expect(w.records.value.allSatisfy { $0.status == .succeeded }, "no duplicate: \(w.records.value.map(\.status))")
+        first.shutdown()
+        second.shutdown()
+        for run in runs { await run.value }
+    }
+
     @Test func aCancelNoticeCancelsTheRunningTask() async throws {
         w.http.script("http://queue.test/long", .hang)
         let feed = try w.feed()

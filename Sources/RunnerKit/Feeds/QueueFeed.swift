@@ -261,7 +261,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         if let buffered = state.withLock({ $0.buffer.isEmpty ? nil : $0.buffer.removeFirst() }) { return buffered }
         let claimedAt = timeline.now
         let limit = min(Self.batchLimit, max(configuration.claimAhead, engine.freeSlots))
-        let claims: [JobQueue.Claim]
+        var claims: [JobQueue.Claim]
         do {
             claims = try await store.claim(runner: runner, limit: limit, kinds: kinds)
         } catch {
@@ -275,6 +275,20 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             return state.unreachable
         }
         if wasUnreachable { report("the queue is back") }
+        // One job of a key at a time, fleet-wide, and none ends `duplicate`: a claim whose key
+        // another runner took first, and the later jobs of a key that came in this same claim,
+        // go back at once. The claim passes over keys that are held, so they wait in the queue
+        // until the key is let go of (and this runner, whose slot that frees, claims again).
+        var keys = Set<String>()
+        var back: [Int64] = []
+        claims.removeAll { claim in
+            guard claim.keyLocked, keys.insert(claim.key).inserted else {
+                back.append(claim.id)
+                return true
+            }
+            return false
+        }
+        if !back.isEmpty { try? await store.release(ids: back, runner: runner) }
         guard let first = claims.first else {
             // Until a notice, --rescan, or the end of a lease another runner may have left behind.
             let leaseEnd = (try? await store.nextLeaseEnd()).flatMap { $0 }.map { $0 + .milliseconds(50) }

@@ -132,7 +132,7 @@ public final class InMemoryQueueStore: QueueStore {
         return try withState { state, now throws(QueueError) -> [JobQueue.Claim] in
             let picked = state.rows.values.filter { row in
                 (row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.claims < JobQueue.maxClaims))
-                    && (kinds?.contains(row.kind) ?? true)
+                    && (kinds?.contains(row.kind) ?? true) && !((state.keys[row.key]?.until).map { $0 >= now } ?? false)
             }.sorted { $0.id < $1.id }.prefix(max(0, limit))
             var claims: [JobQueue.Claim] = []
             let pauses = state.hosts.filter { $0.value.pausedUntil > now }.map { (host: $0.key, left: $0.value.pausedUntil - now) }
@@ -168,11 +168,11 @@ public final class InMemoryQueueStore: QueueStore {
         } catch {
             throw .notDurable(error)
         }
-        try withState { state, now throws(QueueError) in
+        let waiting = try withState { state, now throws(QueueError) -> Bool in
             if let refused = jobs.first(where: { state.rows[$0.id].map { state.refusedRecords.contains($0.key) } ?? false }) {
                 throw QueueError("malformed record (in memory, refused for job \(refused.id))")
             }
-            for key in keys where state.keys[key]?.runner == runner { state.keys[key] = nil }
+            let waiting = Self.unlock(keys, of: runner, in: &state)
             for job in jobs {
                 guard let row = state.rows[job.id], row.runner == runner, row.state == "running" else { continue }
                 state.rows[job.id]?.state = "done"
@@ -182,7 +182,20 @@ public final class InMemoryQueueStore: QueueStore {
                 state.rows[job.id]?.finishedAt = now
                 state.rows[job.id]?.leaseUntil = nil
             }
+            return waiting
         }
+        if waiting { notify(.jobs) }
+    }
+
+    /// Lets go of `runner`'s `keys`; whether a queued job waits for one of them (the runners
+    /// are then told, as of new jobs).
+    private static func unlock(_ keys: [String], of runner: String, in state: inout State) -> Bool {
+        var freed = Set<String>()
+        for key in keys where state.keys[key]?.runner == runner {
+            state.keys[key] = nil
+            freed.insert(key)
+        }
+        return !freed.isEmpty && state.rows.values.contains { $0.state == "queued" && freed.contains($0.key) }
     }
 
     public func release(ids: [Int64], runner: String) async throws(QueueError) {
@@ -251,9 +264,8 @@ public final class InMemoryQueueStore: QueueStore {
     }
 
     public func unlockKeys(_ keys: [String], runner: String) async throws(QueueError) {
-        try withState { state, _ throws(QueueError) in
-            for key in keys where state.keys[key]?.runner == runner { state.keys[key] = nil }
-        }
+        let waiting = try withState { state, _ throws(QueueError) -> Bool in Self.unlock(keys, of: runner, in: &state) }
+        if waiting { notify(.jobs) }
     }
 
     public func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration {

@@ -254,7 +254,9 @@ public final class JobQueue: Sendable {
     }
 
     /// Takes up to `limit` jobs for `runner`, in one statement: queued ones, and running ones
-    /// whose lease ran out (their runner died) that were claimed fewer than `maxClaims` times.
+    /// whose lease ran out (their runner died) that were claimed fewer than `maxClaims` times,
+    /// whose key no runner holds (a job of a running key waits for it, instead of ending
+    /// `duplicate`; several jobs of one free key may come in one claim, the oldest to run).
     /// The keys of the jobs taken that no runner holds are locked for `runner` in the same
     /// statement (`Claim.keyLocked`), so starting them costs no statement more; so do the hosts
     /// the fleet holds back now (`Claim.pauses`).
@@ -270,6 +272,7 @@ public final class JobQueue: Sendable {
                 SELECT id FROM runner.jobs
                 WHERE (state = 'queued' OR (state = 'running' AND lease_until < now() AND claims < $4))
                     \(kinds == nil ? "" : "AND array_position($5::text[], kind) IS NOT NULL")
+                    AND NOT EXISTS (SELECT 1 FROM runner.keys k WHERE k.key = runner.jobs.key AND k.lease_until >= now())
                 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED),
             claimed AS (
                 UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
@@ -337,16 +340,19 @@ public final class JobQueue: Sendable {
     }
 
     /// Stores the records of finished jobs and ends their claims (those `runner` still holds),
-    /// and lets go of `keys` of `runner`, in one statement.
+    /// and lets go of `keys` of `runner`, in one statement; when a queued job waits for one of
+    /// those keys, the runners are told as of new jobs.
     public func finish(_ jobs: [Finish], runner: String, unlocking keys: [String] = []) throws(QueueError) {
         guard !jobs.isEmpty else { return try unlockKeys(keys, runner: runner) }
         try connection.query(
             """
-            WITH unlocked AS (DELETE FROM runner.keys WHERE key = ANY($6::text[]) AND runner = $5)
-            UPDATE runner.jobs j SET state = 'done', status = f.status, reason = f.reason, record = f.record,
-                finished_at = now(), lease_until = NULL
-            FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS f(id, status, reason, record)
-            WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running'
+            WITH unlocked AS (DELETE FROM runner.keys WHERE key = ANY($6::text[]) AND runner = $5 RETURNING key),
+            done AS (
+                UPDATE runner.jobs j SET state = 'done', status = f.status, reason = f.reason, record = f.record,
+                    finished_at = now(), lease_until = NULL
+                FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS f(id, status, reason, record)
+                WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running')
+            \(Self.wakeWaiting)
             """,
             [Self.array(jobs.map(\.id)), Self.array(jobs.map(\.status)),
              Self.array(jobs.map(\.error)), Self.array(jobs.map(\.record)), runner, Self.array(keys)])
@@ -430,11 +436,23 @@ public final class JobQueue: Sendable {
         return !rows.isEmpty
     }
 
-    /// Lets go of `keys` of `runner` (those another runner took meanwhile stay).
+    /// Lets go of `keys` of `runner` (those another runner took meanwhile stay); when a queued
+    /// job waits for one of them, the runners are told as of new jobs.
     public func unlockKeys(_ keys: [String], runner: String) throws(QueueError) {
         guard !keys.isEmpty else { return }
-        try connection.query("DELETE FROM runner.keys WHERE key = ANY($1::text[]) AND runner = $2", [Self.array(keys), runner])
+        try connection.query(
+            """
+            WITH unlocked AS (DELETE FROM runner.keys WHERE key = ANY($1::text[]) AND runner = $2 RETURNING key)
+            \(Self.wakeWaiting)
+            """, [Self.array(keys), runner])
     }
+
+    /// The end of a statement whose `unlocked` lets go of keys: a notice of new jobs when a
+    /// queued job waits for one of them (the claims pass over held keys).
+    private static let wakeWaiting = """
+        SELECT pg_notify('runner_jobs', '')
+        WHERE EXISTS (SELECT 1 FROM runner.jobs q WHERE q.key IN (SELECT key FROM unlocked) AND q.state = 'queued')
+        """
 
     // MARK: - Pacing
 

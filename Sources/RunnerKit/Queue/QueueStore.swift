@@ -9,7 +9,8 @@ public protocol QueueStore: Sendable {
     var display: String { get }
 
     /// Takes up to `limit` jobs for `runner`: queued ones, and running ones whose lease ran out
-    /// that were claimed fewer than `JobQueue.maxClaims` times, oldest first, each under a new
+    /// that were claimed fewer than `JobQueue.maxClaims` times, whose key no runner holds
+    /// under a live lease, oldest first, each under a new
     /// lease, of `kinds` only (nil: any). The keys of those no runner holds are locked for
     /// `runner` too (`keyLocked`); each claim carries the hosts the fleet holds back (`pauses`).
     func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim]
