@@ -64,6 +64,15 @@ final class PostgresServer: @unchecked Sendable {
 
     var url: String { "postgresql://runner:\(password)@/postgres?host=\(folder)" }
 
+    /// Runs one SQL statement with psql as the runner's role; what it printed.
+    func psql(_ statement: String) async throws -> String {
+        let result = try await ChildProcess.run(
+            "\(Self.bin!)/psql", ["-X", "-q", "-t", "-A", "-h", folder, "-U", "runner", "-d", "postgres", "-c", statement],
+            environment: ChildProcess.environment(adding: ["PGPASSWORD": password]))
+        guard result.status == 0 else { throw Workspace.Missing(what: "psql failed (\(result.status)): \(statement)\n\(result.output)") }
+        return result.output
+    }
+
     /// Runs `command` with /bin/sh to its end; throws if it fails.
     static func sh(_ command: String) async throws {
         let result = try await ChildProcess.run("/bin/sh", ["-c", command])
@@ -456,6 +465,23 @@ struct QueueTests {
         #expect(partly.status == 0)
         #expect(try await world.w.run(["submit", "--wait", slow]).status == 2, "--wait needs a queue")
         #expect(await Self.stop(watcher, world) == 0)
+    }
+
+    /// A queue made by a runner before batches and the watchers' list gains them, and its
+    /// jobs stay.
+    @Test func aQueueOfAnEarlierRunnerGainsBatchesAndTheWatchersList() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let first = world.w.write("first.jsonl", Self.jobs(world, 2, prefix: "q:old", delay: 0))
+        #expect(try await world.w.run(["submit", "--queue", db.url, first]).status == 0)
+        _ = try await db.psql("DROP TABLE runner.watchers; DROP INDEX runner.jobs_batch; ALTER TABLE runner.jobs DROP COLUMN batch")
+        let second = world.w.write("second.jsonl", Self.jobs(world, 1, prefix: "q:new", delay: 0))
+        let submitted = try await world.w.run(["submit", "--queue", db.url, second])
+        #expect(submitted.status == 0, "\(submitted.stderr)")
+        let columns = try await db.psql("SELECT count(*) FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'batch'")
+        #expect(columns.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        let status = try await Self.status(world, db)
+        #expect(Self.count(status, "queued") == 3 && status["watchers"]?.arrayValue?.isEmpty == true, "\(status)")
     }
 
     @Test func anIdleWatcherIsWokenByANotifyNotByItsRescan() async throws {

@@ -5,8 +5,9 @@ import Foundation
 ///
 /// Tables (schema `runner`, made on first use): `jobs` (one row a job: its key, kind, the job
 /// itself, the batch it was submitted in, its state `queued`, `running`, `done` or `cancelled`,
-/// who runs it and until when its lease holds, how many times it was claimed, its record), `keys` (the keys running now, one
-/// row each: one task per key across every runner), `hosts` (each paced host's next request
+/// who runs it and until when its lease holds, how many times it was claimed, its record),
+/// `keys` (the keys running now, one row each: one task per key across every runner), `hosts`
+/// (each paced host's next request
 /// slot and pause, taken atomically by every runner), `watchers` (each watcher of the fleet: its
 /// name, host, version, kinds, lease and last heartbeat), `meta` (the schema's version). Channels:
 /// `runner_jobs` (jobs were queued), `runner_cancel` (a key to cancel), `runner_pause` (a host
@@ -53,52 +54,67 @@ public final class JobQueue: Sendable {
                     "the queue's tables are of version \(version), newer than this runner knows (\(Self.schemaVersion)); upgrade the runner",
                     usage: true)
             }
-            // Added without a new version: a runner that does not know them only goes unlisted,
-            // and its submits belong to no batch.
-            defer {
-                _ = try? db.query("ALTER TABLE runner.jobs ADD COLUMN IF NOT EXISTS batch text")
-                _ = try? db.query("CREATE INDEX IF NOT EXISTS jobs_batch ON runner.jobs (batch)")
-                _ = try? db.query("""
-                    CREATE TABLE IF NOT EXISTS runner.watchers (
-                        name text PRIMARY KEY,
-                        host text NOT NULL,
-                        version text NOT NULL,
-                        kinds text[] NOT NULL,
-                        lease_ms bigint NOT NULL,
-                        started_at timestamptz NOT NULL DEFAULT now(),
-                        heartbeat_at timestamptz NOT NULL DEFAULT now())
-                    """)
-            }
-            guard version == nil else { return }
+            if version == nil { try Self.makeTables(db) }
+            try Self.addWhatVersionOneLacks(db)
+        }
+    }
+
+    private static func makeTables(_ db: PostgresConnection) throws(QueueError) {
+        try db.query("""
+            CREATE TABLE runner.jobs (
+                id bigserial PRIMARY KEY,
+                key text NOT NULL,
+                kind text NOT NULL,
+                job text NOT NULL,
+                file text NOT NULL,
+                state text NOT NULL DEFAULT 'queued',
+                claims integer NOT NULL DEFAULT 0,
+                runner text,
+                lease_until timestamptz,
+                status text,
+                reason text,
+                record text,
+                submitted_at timestamptz NOT NULL DEFAULT now(),
+                started_at timestamptz,
+                finished_at timestamptz)
+            """)
+        try db.query("CREATE INDEX jobs_waiting ON runner.jobs (id) WHERE state IN ('queued', 'running')")
+        try db.query("CREATE INDEX jobs_key ON runner.jobs (key)")
+        try db.query("CREATE INDEX jobs_leases ON runner.jobs (lease_until) WHERE state = 'running'")
+        try db.query("CREATE TABLE runner.keys (key text PRIMARY KEY, runner text NOT NULL, lease_until timestamptz NOT NULL)")
+        try db.query("""
+            CREATE TABLE runner.hosts (
+                host text PRIMARY KEY,
+                next_at timestamptz NOT NULL DEFAULT now(),
+                paused_until timestamptz NOT NULL DEFAULT '-infinity')
+            """)
+        try db.query("INSERT INTO runner.meta (version) VALUES ($1)", [String(Self.schemaVersion)])
+    }
+
+    /// The batch column and the watchers table, added to version 1 without a new version (a
+    /// runner that does not know them goes unlisted, and its submits belong to no batch); made
+    /// only when missing, so that a role that does not own the tables can use them once made.
+    private static func addWhatVersionOneLacks(_ db: PostgresConnection) throws(QueueError) {
+        let present = try db.query(
+            """
+            SELECT to_regclass('runner.watchers') IS NOT NULL,
+                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'batch' AND NOT attisdropped)
+            """).first ?? []
+        if present.count > 1 && present[1] != "t" {
+            try db.query("ALTER TABLE runner.jobs ADD COLUMN batch text")
+            try db.query("CREATE INDEX jobs_batch ON runner.jobs (batch)")
+        }
+        if present.first != "t" {
             try db.query("""
-                CREATE TABLE runner.jobs (
-                    id bigserial PRIMARY KEY,
-                    key text NOT NULL,
-                    kind text NOT NULL,
-                    job text NOT NULL,
-                    file text NOT NULL,
-                    state text NOT NULL DEFAULT 'queued',
-                    claims integer NOT NULL DEFAULT 0,
-                    runner text,
-                    lease_until timestamptz,
-                    status text,
-                    reason text,
-                    record text,
-                    submitted_at timestamptz NOT NULL DEFAULT now(),
-                    started_at timestamptz,
-                    finished_at timestamptz)
+                CREATE TABLE runner.watchers (
+                    name text PRIMARY KEY,
+                    host text NOT NULL,
+                    version text NOT NULL,
+                    kinds text[] NOT NULL,
+                    lease_ms bigint NOT NULL,
+                    started_at timestamptz NOT NULL DEFAULT now(),
+                    heartbeat_at timestamptz NOT NULL DEFAULT now())
                 """)
-            try db.query("CREATE INDEX jobs_waiting ON runner.jobs (id) WHERE state IN ('queued', 'running')")
-            try db.query("CREATE INDEX jobs_key ON runner.jobs (key)")
-            try db.query("CREATE INDEX jobs_leases ON runner.jobs (lease_until) WHERE state = 'running'")
-            try db.query("CREATE TABLE runner.keys (key text PRIMARY KEY, runner text NOT NULL, lease_until timestamptz NOT NULL)")
-            try db.query("""
-                CREATE TABLE runner.hosts (
-                    host text PRIMARY KEY,
-                    next_at timestamptz NOT NULL DEFAULT now(),
-                    paused_until timestamptz NOT NULL DEFAULT '-infinity')
-                """)
-            try db.query("INSERT INTO runner.meta (version) VALUES ($1)", [String(Self.schemaVersion)])
         }
     }
 
