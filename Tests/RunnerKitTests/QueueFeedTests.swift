@@ -266,7 +266,8 @@ struct QueueFeedTests {
         }
         await w.waitDone(["kept"])
         #expect(w.row("kept")?.status == "succeeded")
-        #expect(w.problems.contains("the queue is back: kept's record is stored"), "\(w.problems)")
+        // Said once the store took it, just after the row is done.
+        await eventually("the record said stored") { w.problems.contains("the queue is back: kept's record is stored") }
         feed.shutdown()
         await run.value
     }
@@ -303,7 +304,10 @@ struct QueueFeedTests {
         w.gate.open()
         await w.waitDone(["fine1", "fine2"])
         #expect(w.row("bad")?.state == "running")
-        #expect(w.problems.contains { $0.hasPrefix("bad: the record could not be stored in the queue (malformed record") }, "\(w.problems)")
+        // Said once each record was tried alone, just after the others' rows are done.
+        await eventually("the refused record said") {
+            w.problems.contains { $0.hasPrefix("bad: the record could not be stored in the queue (malformed record") }
+        }
         feed.shutdown(grace: .zero)
         while w.clock.now.offset < .seconds(10) {
             w.clock.advance(by: .milliseconds(200))
