@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import Synchronization
 
 /// Writes finished jobs' records and run-log lines, in order, on one queue off the concurrency
@@ -26,6 +27,8 @@ final class RecordWriter: Sendable {
         /// The last queued result of each record file, until written.
         var unwritten: [String: (result: JobResult, serial: UInt64)] = [:]
         var serial: UInt64 = 0
+        /// Records that met a full disk, tried again before each later batch and at a flush.
+        var held: [Queued] = []
     }
 
     /// A finished job on its way to disk; `file` is its record's file name, or nil for the run
@@ -95,8 +98,10 @@ final class RecordWriter: Sendable {
             return state.queued
         }
         guard !batch.isEmpty else { return }
+        writeHeld(last: false)
         var lines: [UInt8] = []
         var ends: [Int] = []
+        var held: [Queued] = []
         ends.reserveCapacity(batch.count)
         for item in batch {
             let start = lines.count
@@ -107,16 +112,19 @@ final class RecordWriter: Sendable {
                 do {
                     try store.writeRecord(line: lines[start...], fileName: file)
                     known?.withLock { $0.insert(file) }
+                } catch let error as OutputStore.WriteError where Self.mayPass(error) {
+                    held.append(item)
                 } catch {
-                    observer.problem("\(item.result.key): the result record could not be written: \(error)")
+                    observer.problem(Self.lost(item, error))
                 }
             }
         }
         runLog?.append(lines: lines)
         state.withLock { state in
-            for item in batch {
+            for item in batch where !held.contains(where: { $0.serial == item.serial }) {
                 if let file = item.file, state.unwritten[file]?.serial == item.serial { state.unwritten[file] = nil }
             }
+            state.held.append(contentsOf: held)
         }
         var start = 0
         for (item, end) in zip(batch, ends) {
@@ -127,10 +135,62 @@ final class RecordWriter: Sendable {
         }
     }
 
-    /// Returns once every record queued so far is written.
+    /// A write that may pass later: the disk was full, and the payload that filled it (the
+    /// next job's, streaming while this record waited for the writer) goes away when that job
+    /// fails.
+    private static func mayPass(_ error: OutputStore.WriteError) -> Bool {
+        error.code == ENOSPC || error.code == EDQUOT
+    }
+
+    private static func lost(_ item: Queued, _ error: any Error) -> String {
+        "\(item.result.key): the result record could not be written: \(error)"
+    }
+
+    /// On the writer queue: writes the records a full disk held back, oldest first, each
+    /// unless a newer result of its key came since (that one is written in its turn). With
+    /// `last`, a record that still does not fit is reported and given up; else it waits for
+    /// the next batch.
+    private func writeHeld(last: Bool) {
+        let held = state.withLock { state in
+            defer { state.held.removeAll() }
+            return state.held
+        }
+        guard !held.isEmpty else { return }
+        var still: [Queued] = []
+        var written: [Queued] = []
+        for item in held {
+            guard let file = item.file else { continue }
+            guard state.withLock({ $0.unwritten[file]?.serial == item.serial }) else { continue }
+            do {
+                var line: [UInt8] = []
+                JSONWriter.write(item.result.json, into: &line)
+                line.append(0x0A)
+                try store.writeRecord(line: line[...], fileName: file)
+                known?.withLock { $0.insert(file) }
+                written.append(item)
+            } catch let error as OutputStore.WriteError where Self.mayPass(error) && !last {
+                still.append(item)
+            } catch {
+                observer.problem(Self.lost(item, error))
+                written.append(item)
+            }
+        }
+        state.withLock { state in
+            for item in written {
+                if let file = item.file, state.unwritten[file]?.serial == item.serial { state.unwritten[file] = nil }
+            }
+            state.held.insert(contentsOf: still, at: 0)
+        }
+    }
+
+    /// Returns once every record queued so far is written; a record a full disk still holds
+    /// back is reported then.
     func flush() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            queue.async { continuation.resume() }
+            queue.async {
+                self.writeHeld(last: true)
+                continuation.resume()
+            }
         }
     }
 }
