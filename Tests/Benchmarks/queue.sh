@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The PostgreSQL queue against the spool folder on the same work: N small JSON entries served by
-# nginx on loopback, drained by 1, 2 and 4 watchers (each its own --out), first through a spool
-# folder (the jobs in 100 files, renamed into the inbox at once), then through a queue (the same
-# 100 files in one `submit --queue`). Prints, for each: wall time from the hand-over to the last
+# nginx on loopback, drained by 1, 2 and 4 watchers, first through a spool folder (each watcher
+# its own --out; the jobs in 100 files, renamed into the inbox at once), then through a queue (the
+# same 100 files in one `submit --queue`; the watchers share the queue's one output folder). Prints, for each: wall time from the hand-over to the last
 # record, jobs a second, the watchers' CPU per job, and the database server's CPU per job.
 #
 # Each drain runs R times, spool and queue in turn; the table shows the medians. Everything
@@ -145,11 +145,12 @@ drain() {
     local mode=$1 w=$2 run=$work/run.$1.$2 i outs=() start end cpu0 cpu1 db0 db1
     mkdir -p "$run"
     watcher_pids=()
+    [ "$mode" = queue ] && outs=("$run/out")
     for ((i = 1; i <= w; i++)); do
-        outs+=("$run/out$i")
         if [ "$mode" = queue ]; then
-            "$runner" watch --queue "$queue" --out "$run/out$i" --concurrency "$concurrency" --per-host "$concurrency" --rescan 30 2>"$run/watch$i.log" &
+            "$runner" watch --queue "$queue" --out "$run/out" --concurrency "$concurrency" --per-host "$concurrency" --rescan 30 2>"$run/watch$i.log" &
         else
+            outs+=("$run/out$i")
             "$runner" watch --spool "$run/spool" --out "$run/out$i" --concurrency "$concurrency" --per-host "$concurrency" --rescan 30 2>"$run/watch$i.log" &
         fi
         watcher_pids+=($!)
@@ -186,8 +187,8 @@ drain() {
         "$runner" status --queue "$queue" >&2; fail "queue with $w watchers: some jobs failed"
     fi
     if [ "$mode" = queue ]; then
-        # The next drain starts from an empty queue.
-        ask "TRUNCATE runner.jobs; DELETE FROM runner.keys; SELECT 1;" >/dev/null
+        # The next drain starts from an empty queue, whose output is the next drain's folder.
+        ask "TRUNCATE runner.jobs, runner.results; DELETE FROM runner.keys; UPDATE runner.identity SET folder = NULL, output = NULL, stamped_by = NULL; SELECT 1;" >/dev/null
     fi
     echo "$mode $w $start $end $cpu0 $cpu1 $db0 $db1" | awk '{ printf "%s %d %.3f %.3f %.3f\n", $1, $2, $4 - $3, $6 - $5, $8 - $7 }'
     rm -rf "$run"

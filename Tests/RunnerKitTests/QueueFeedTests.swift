@@ -139,6 +139,33 @@ struct QueueFeedTests {
         await run.value
     }
 
+    /// A key's next run revalidates with the fleet's record of it, whichever runner wrote it:
+    /// here the record file another machine wrote is not (yet) seen on this one.
+    @Test func aKeyRunByAnotherRunnerRevalidatesWithTheQueuesRecord() async throws {
+        w.http.script(
+            "http://queue.test/photo", .ok("v1 bytes", headers: ["ETag": "\"v1\""]), .status(304, headers: ["ETag": "\"v1\""]))
+        let first = try w.feed("a")
+        let firstRun = w.start(first)
+        w.submit(["photo"])
+        await w.waitDone(["photo"])
+        first.shutdown()
+        await firstRun.value
+        let file = "\(w.folder.path)/out/results/\(OutputStore.fileName(forKey: "photo")).json"
+        #expect(FileManager.default.fileExists(atPath: file))
+        try FileManager.default.removeItem(atPath: file)
+
+        let second = try w.feed("b")
+        let secondRun = w.start(second)
+        w.submit(["photo"])
+        await eventually("the second run done") { w.store.rows.filter { $0.key == "photo" && $0.state == "done" }.count == 2 }
+        let asked = w.http.requests(to: "http://queue.test/photo")
+        #expect(asked.count == 2 && asked.last?.header("If-None-Match") == "\"v1\"", "\(asked.map(\.headers))")
+        #expect(w.row("photo")?.status == "notModified" && w.row("photo")?.runner == "b", "\(String(describing: w.row("photo")))")
+        #expect(try await w.store.keyRecord("photo")?.contains(#""status":"notModified""#) == true)
+        second.shutdown()
+        await secondRun.value
+    }
+
     @Test func aLeaseThatRunsOutLetsAnotherRunnerClaimTheJob() async throws {
         w.http.script("http://queue.test/orphan", .ok("orphan"))
         w.submit(["orphan"])

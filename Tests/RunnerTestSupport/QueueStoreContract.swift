@@ -61,6 +61,28 @@ public struct QueueStoreContract {
         // A runner cannot end another's claim.
         try await second.finish([JobQueue.Finish(id: mine[0].id, status: "failed", error: "x", record: "{}")], runner: "two", unlocking: [])
 
+        // A key's last record is the fleet's (validators and payload path for whoever runs it
+        // next), handed out with the key's next claim; a record that is not the key's is not.
+        #expect(try await second.keyRecord("k2") == record, sourceLocation: sourceLocation)
+        #expect(try await second.keyRecord("k1") == nil, "another runner's finish ended nothing", sourceLocation: sourceLocation)
+        try await second.unlockKeys(["k2"], runner: "two")
+        try await submit(Self.jobs(["k2"]))
+        let k2 = try await second.claim(runner: "two", limit: 5)
+        #expect(k2.map(\.key) == ["k2"] && k2.first?.previous == record, "\(k2.map(\.previous))", sourceLocation: sourceLocation)
+        try await second.finish(
+            [JobQueue.Finish(id: k2[0].id, status: "failed", error: "unreadable", record: #"{"key":"k2","status":"failed"}"#, isKeyRecord: false)],
+            runner: "two", unlocking: ["k2"])
+        #expect(try await first.keyRecord("k2") == record, "a job this runner could not read leaves the key's record", sourceLocation: sourceLocation)
+
+        // The queue has one id and, once a watcher stamped one, one output folder: the first to
+        // record its folder's id wins, for every runner.
+        let before = try await first.identity()
+        #expect(!before.id.isEmpty && before.folder == nil, "\(before)", sourceLocation: sourceLocation)
+        let won = try await first.recordOutput(folder: "f1", path: "/srv/out", runner: "one")
+        let lost = try await second.recordOutput(folder: "f2", path: "/elsewhere", runner: "two")
+        #expect(won == QueueIdentity(id: before.id, folder: "f1", output: "/srv/out", stampedBy: "one"), "\(won)", sourceLocation: sourceLocation)
+        #expect(lost == won, "\(lost)", sourceLocation: sourceLocation)
+
         // Leases: renewed, they hold; not renewed, they end and the job can be claimed again.
         let leaseEnd = try await first.nextLeaseEnd()
         #expect(leaseEnd.map { $0 <= lease && $0 > .zero } == true, "\(String(describing: leaseEnd))", sourceLocation: sourceLocation)

@@ -80,8 +80,8 @@ final class PostgresServer: @unchecked Sendable {
     }
 }
 
-/// `--queue` through the binary against a real PostgreSQL: several watcher processes, each with
-/// its own output folder, sharing one queue.
+/// `--queue` through the binary against a real PostgreSQL: several watcher processes sharing one
+/// queue and its one output folder.
 @Suite(.measuresRealTime, .serialized, .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
 struct QueueTests {
     static func jobs(_ world: SpoolWorld, _ count: Int, prefix: String, delay: Int, keys: Int? = nil) -> String {
@@ -91,17 +91,21 @@ struct QueueTests {
         }.joined(separator: "\n") + "\n"
     }
 
+    /// A watcher whose stderr goes to `<name>.stderr`, writing into the queue's output folder
+    /// (`out` under the world's root, unless `out` names another).
     static func startWatcher(
-        _ world: SpoolWorld, _ db: PostgresServer, _ name: String, lease: Double = 30, _ extra: [String] = [], environment: [String: String] = [:]
+        _ world: SpoolWorld, _ db: PostgresServer, _ name: String, lease: Double = 30, _ extra: [String] = [], environment: [String: String] = [:],
+        out: String = "out"
     ) throws -> ChildProcess {
         try ChildProcess(
-            RunnerBinary.path, ["watch", "--queue", db.url, "--out", "\(world.w.root)/\(name)", "--rescan", "30"] + extra,
+            RunnerBinary.path, ["watch", "--queue", db.url, "--out", "\(world.w.root)/\(out)", "--rescan", "30"] + extra,
             environment: ChildProcess.environment(adding: ["RUNNER_QUEUE_LEASE": String(lease)].merging(environment) { $1 }),
             stdout: .null, stderr: .file("\(world.w.root)/\(name).stderr"))
     }
 
-    static func records(_ world: SpoolWorld, _ name: String) -> [String: String] {
-        let folder = "\(world.w.root)/\(name)/results"
+    /// The status of each key's record in the queue's output folder.
+    static func records(_ world: SpoolWorld) -> [String: String] {
+        let folder = "\(world.w.root)/out/results"
         var found: [String: String] = [:]
         for file in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where file.hasSuffix(".json") {
             if let record = try? JSONParser.parse(Array(FileManager.default.contents(atPath: "\(folder)/\(file)") ?? Data())),
@@ -111,6 +115,23 @@ struct QueueTests {
             }
         }
         return found
+    }
+
+    /// How many finished jobs each runner ran (of keys starting with `prefix`), by runner name.
+    static func ranBy(_ db: PostgresServer, prefix: String = "") async throws -> [String: Int] {
+        let rows = try await db.psql(
+            "SELECT runner || ' ' || count(*) FROM runner.jobs WHERE state = 'done' AND starts_with(key, '\(prefix)') GROUP BY runner")
+        var found: [String: Int] = [:]
+        for line in rows.split(separator: "\n") {
+            let words = line.split(separator: " ")
+            if words.count == 2 { found[String(words[0])] = Int(words[1]) }
+        }
+        return found
+    }
+
+    /// The name a watcher process runs under (`host-pid`).
+    static func name(_ watcher: ChildProcess, in ranBy: [String: Int]) -> String? {
+        ranBy.keys.first { $0.hasSuffix("-\(watcher.processIdentifier)") }
     }
 
     static func status(_ world: SpoolWorld, _ db: PostgresServer) async throws -> JSONValue {
@@ -207,25 +228,21 @@ struct QueueTests {
         let db = try await PostgresServer()
         let world = try SpoolWorld()
         let file = world.w.write("many.jsonl", Self.jobs(world, 300, prefix: "q:many", delay: 5))
-        let watchers = try (1...3).map { try Self.startWatcher(world, db, "out\($0)") }
+        let watchers = try (1...3).map { try Self.startWatcher(world, db, "watcher\($0)") }
         defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
         // All three listening before the jobs come, so a slow start cannot leave one out.
-        let listening = await world.wait(upTo: .seconds(20)) { (1...3).allSatisfy { world.log("out\($0)").contains("watching the queue") } }
-        #expect(listening, "\((1...3).map { world.log("out\($0)") })")
+        let listening = await world.wait(upTo: .seconds(20)) { (1...3).allSatisfy { world.log("watcher\($0)").contains("watching the queue") } }
+        #expect(listening, "\((1...3).map { world.log("watcher\($0)") })")
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
-        let done = await world.wait(upTo: .seconds(60)) {
-            (1...3).map { Self.records(world, "out\($0)").count }.reduce(0, +) >= 300
-        }
-        #expect(done, "\((1...3).map { Self.records(world, "out\($0)").count })")
-        let byFolder = (1...3).map { Self.records(world, "out\($0)") }
-        var seen: [String: Int] = [:]
-        for records in byFolder { for key in records.keys { seen[key, default: 0] += 1 } }
-        #expect(seen.count == 300 && seen.values.allSatisfy { $0 == 1 }, "every key's record in exactly one out folder")
-        #expect(byFolder.allSatisfy { !$0.isEmpty }, "every watcher took some: \(byFolder.map(\.count))")
+        let done = await world.wait(upTo: .seconds(60)) { Self.records(world).count >= 300 }
+        #expect(done, "\(Self.records(world).count)")
+        #expect(Self.records(world).values.allSatisfy { $0 == "succeeded" }, "every key's record in the one output folder")
         #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 300, "each job fetched once")
         // A record is on disk before it is in the queue: the rows follow within moments.
         let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "done") == 300 }
         #expect(status["done"]?["count"]?.intValue == 300, "\(status)")
+        let ranBy = try await Self.ranBy(db)
+        #expect(ranBy.count == 3, "every watcher took some: \(ranBy)")
         for watcher in watchers { #expect(await Self.stop(watcher, world) == 0) }
     }
 
@@ -244,13 +261,14 @@ struct QueueTests {
         _ = await world.exit(of: first, upTo: .seconds(5))
         let second = try Self.startWatcher(world, db, "second", lease: 2)
         defer { if second.isRunning { second.terminate() } }
-        let recovered = await world.wait(upTo: .seconds(40)) { Self.records(world, "second").count == 4 }
-        #expect(recovered, "\(Self.records(world, "second")) \(world.log("second"))")
-        #expect(Self.records(world, "second").values.allSatisfy { $0 == "succeeded" })
-        #expect(Self.records(world, "first").isEmpty, "the killed watcher wrote no record")
+        let recovered = await world.wait(upTo: .seconds(40)) { Self.records(world).count == 4 }
+        #expect(recovered, "\(Self.records(world)) \(world.log("second"))")
+        #expect(Self.records(world).values.allSatisfy { $0 == "succeeded" })
         // A record is on disk before it is in the queue: the rows follow within moments.
         let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "done") == 4 }
         #expect(status["done"]?["count"]?.intValue == 4 && status["running"]?.arrayValue?.isEmpty == true, "\(status)")
+        let ranBy = try await Self.ranBy(db)
+        #expect(ranBy.count == 1 && Self.name(second, in: ranBy) != nil, "the killed watcher ended none: \(ranBy)")
         #expect(await Self.stop(second, world) == 0)
     }
 
@@ -265,7 +283,7 @@ struct QueueTests {
         try await db.restart()
         let status = try await Self.status(world, db, upTo: .seconds(30)) { Self.count($0, "done") == 20 }
         #expect(status["done"]?["count"]?.intValue == 20, "every record in the database: \(status) \(world.log("out"))")
-        #expect(Self.records(world, "out").count == 20, "and on disk")
+        #expect(Self.records(world).count == 20, "and on disk")
         #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 20, "none fetched twice")
         let log = world.log("out")
         #expect(log.contains("notices stopped") || log.contains("could not be read") || log.contains("could not be stored"), "the outage is said: \(log)")
@@ -292,7 +310,7 @@ struct QueueTests {
         let asked = ContinuousClock.now
         #expect(cancel.status == 0, "\(cancel.stderr)")
         #expect(cancel.stdout.contains("its running task"), "\(cancel.stdout)")
-        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world, "out")["q:cancel0"] == "cancelled" }, "\(world.log("out"))")
+        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world)["q:cancel0"] == "cancelled" }, "\(world.log("out"))")
         #expect(asked.duration(to: .now) < .seconds(5), "the running task ended soon after the cancel, not after its 20 s: \(asked.duration(to: .now))")
         // The other two (queued, or claimed and waiting for a slot) end cancelled without running.
         let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "cancelled") == 3 }
@@ -339,19 +357,17 @@ struct QueueTests {
         let db = try await PostgresServer()
         let world = try SpoolWorld()
         let file = world.w.write("paced.jsonl", Self.jobs(world, 24, prefix: "q:paced", delay: 0))
-        let watchers = try (1...3).map { try Self.startWatcher(world, db, "out\($0)", ["--rate", "4", "--concurrency", "8"]) }
+        let watchers = try (1...3).map { try Self.startWatcher(world, db, "watcher\($0)", ["--rate", "4", "--concurrency", "8"]) }
         defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
-        let listening = await world.wait(upTo: .seconds(20)) { (1...3).allSatisfy { world.log("out\($0)").contains("watching the queue") } }
-        #expect(listening, "\((1...3).map { world.log("out\($0)") })")
+        let listening = await world.wait(upTo: .seconds(20)) { (1...3).allSatisfy { world.log("watcher\($0)").contains("watching the queue") } }
+        #expect(listening, "\((1...3).map { world.log("watcher\($0)") })")
         let submitted = ContinuousClock.now
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
-        let done = await world.wait(upTo: .seconds(40)) {
-            (1...3).map { Self.records(world, "out\($0)").count }.reduce(0, +) >= 24
-        }
-        #expect(done, "\((1...3).map { Self.records(world, "out\($0)").count })")
-        let byFolder = (1...3).map { Self.records(world, "out\($0)") }
-        #expect(byFolder.allSatisfy { !$0.isEmpty }, "every watcher ran some: \(byFolder.map(\.count))")
-        #expect(byFolder.allSatisfy { $0.values.allSatisfy { $0 == "succeeded" } })
+        let done = await world.wait(upTo: .seconds(40)) { Self.records(world).count >= 24 }
+        #expect(done, "\(Self.records(world).count)")
+        #expect(Self.records(world).values.allSatisfy { $0 == "succeeded" })
+        let ranBy = try await Self.ranBy(db)
+        #expect(ranBy.count == 3, "every watcher ran some: \(ranBy)")
         let arrivals = world.w.server.arrivals(pathPrefix: "/entries/")
         #expect(arrivals.count == 24)
         let busiest = RateTests.busiestSecond(arrivals)
@@ -364,23 +380,22 @@ struct QueueTests {
     @Test func a429SeenByOneWatcherPausesTheHostForAll() async throws {
         let db = try await PostgresServer()
         let world = try SpoolWorld()
-        let watchers = try (1...2).map { try Self.startWatcher(world, db, "out\($0)", ["--concurrency", "1"]) }
+        let watchers = try (1...2).map { try Self.startWatcher(world, db, "watcher\($0)", ["--concurrency", "1"]) }
         defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
         let limited = world.w.write(
             "limited.jsonl",
             #"{"kind": "entry", "key": "q:limited", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?status=429&retryAfter=3", "retries": 0}"# + "\n")
         #expect(try await world.w.run(["submit", "--queue", db.url, limited]).status == 0)
         // Its record is written after the pause was taken and told to the fleet.
-        #expect(await world.wait(upTo: .seconds(20)) { (1...2).contains { Self.records(world, "out\($0)")["q:limited"] != nil } })
+        #expect(await world.wait(upTo: .seconds(20)) { Self.records(world)["q:limited"] != nil })
         let limitedAt = try #require(world.w.server.arrivals(pathPrefix: "/entries/").first)
         let file = world.w.write("others.jsonl", Self.jobs(world, 8, prefix: "q:other", delay: 0))
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
-        let done = await world.wait(upTo: .seconds(30)) {
-            (1...2).map { Self.records(world, "out\($0)").count }.reduce(0, +) >= 9
-        }
+        let done = await world.wait(upTo: .seconds(30)) { Self.records(world).count >= 9 }
         #expect(done)
-        let byFolder = (1...2).map { Self.records(world, "out\($0)").filter { $0.key.hasPrefix("q:other") } }
-        #expect(byFolder.allSatisfy { !$0.isEmpty }, "both watchers ran some of the others: \(byFolder.map(\.count))")
+        _ = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "done") >= 8 }  // the rows follow the records
+        let ranBy = try await Self.ranBy(db, prefix: "q:other")
+        #expect(ranBy.count == 2, "both watchers ran some of the others: \(ranBy)")
         let others = world.w.server.arrivals(pathPrefix: "/entries/").dropFirst()
         #expect(others.count == 8)
         for arrival in others {
@@ -413,11 +428,11 @@ struct QueueTests {
         #expect(text.stdout.contains("1 of kind json-entry: no live watcher has this kind loaded"), "\(text.stdout)")
         #expect(text.stdout.contains("watchers: 1"), "\(text.stdout)")
         try await Task.sleep(for: .seconds(1))
-        #expect(Self.records(world, "plain").isEmpty, "the watcher without the kind left it alone")
+        #expect(Self.records(world).isEmpty, "the watcher without the kind left it alone")
 
         let declaring = try Self.startWatcher(world, db, "declaring", ["--kinds", kinds])
         defer { if declaring.isRunning { declaring.terminate() } }
-        #expect(await world.wait(upTo: .seconds(20)) { Self.records(world, "declaring")["q:declared"] == "succeeded" })
+        #expect(await world.wait(upTo: .seconds(20)) { Self.records(world)["q:declared"] == "succeeded" })
         #expect(await Self.stop(declaring, world) == 0)
         #expect(await Self.stop(plain, world) == 0)
         let after = try await Self.status(world, db)
@@ -520,8 +535,11 @@ struct QueueTests {
         let third = try #require(world.w.server.arrivals(pathPrefix: "/entries/").last)
         #expect(signalled.duration(to: third) < .seconds(10), "given back at once, not after the 30 s lease: \(signalled.duration(to: third))")
         #expect(await world.exit(of: first, upTo: .seconds(20)) == 0)
-        #expect(Self.records(world, "first").count == 2 && Self.records(world, "first").values.allSatisfy { $0 == "succeeded" }, "the running jobs ended within the grace")
-        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world, "second").count == 1 })
+        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world).count == 3 })
+        #expect(Self.records(world).values.allSatisfy { $0 == "succeeded" }, "\(Self.records(world))")
+        let ranBy = try await Self.ranBy(db)
+        #expect(Self.name(first, in: ranBy).flatMap { ranBy[$0] } == 2, "the running jobs ended within the grace: \(ranBy)")
+        #expect(Self.name(second, in: ranBy).flatMap { ranBy[$0] } == 1, "\(ranBy)")
         #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 3, "none ran twice")
         #expect(await Self.stop(second, world) == 0)
     }
@@ -554,7 +572,7 @@ struct QueueTests {
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
         let watcher = try Self.startWatcher(world, db, "out")
         defer { if watcher.isRunning { watcher.terminate() } }
-        #expect(await world.wait(upTo: .seconds(20)) { Self.records(world, "out").count == 3 })
+        #expect(await world.wait(upTo: .seconds(20)) { Self.records(world).count == 3 })
         #expect(await Self.stop(watcher, world) == 0)
         #expect(try await Self.status(world, db)["done"]?["count"]?.intValue == 3, "kept for 7 days by default")
         let pruning = try Self.startWatcher(world, db, "again", ["--keep", "0"])
@@ -670,7 +688,7 @@ struct QueueTests {
         let page = try await RawHTTP.exchange(port: live, "GET / HTTP/1.1", headers: auth)
         let html = page.body
         #expect(page.status == 200 && html.contains("jobs queued") && html.contains("q:live0"), "\(html)")
-        #expect(await world.wait(upTo: .seconds(20)) { Self.records(world, "out")["q:live0"] == "succeeded" })
+        #expect(await world.wait(upTo: .seconds(20)) { Self.records(world)["q:live0"] == "succeeded" })
         let stored = try await Self.status(world, db, upTo: .seconds(5)) { Self.count($0, "done") == 1 }
         #expect(Self.count(stored, "done") == 1, "stored in the queue once durable on disk")
 
@@ -679,9 +697,32 @@ struct QueueTests {
         #expect(try await RawHTTP.exchange(port: live, "POST /api/jobs HTTP/1.1", body: Array(other.utf8), headers: auth).status == 202)
         #expect(await world.wait(upTo: .seconds(10)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 2 })
         #expect(try await RawHTTP.exchange(port: live, "DELETE /api/jobs/q:gone0 HTTP/1.1", headers: auth).status == 202)
-        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world, "out")["q:gone0"] == "cancelled" })
+        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world)["q:gone0"] == "cancelled" })
         #expect(try await RawHTTP.exchange(port: live, "DELETE /api/jobs/q:nothing HTTP/1.1", headers: auth).status == 404)
         #expect(await Self.stop(watcher, world) == 0)
+    }
+
+    /// One output for the fleet: the first watcher stamps its folder; a watcher given another
+    /// folder refuses to start, naming the queue's, and one given a folder of another queue too.
+    @Test func aWatcherWhoseOutIsNotTheQueuesOutputRefusesToStart() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let first = try Self.startWatcher(world, db, "first")
+        defer { if first.isRunning { first.terminate() } }
+        #expect(await world.wait(upTo: .seconds(20)) { world.log("first").contains("watching the queue") }, "\(world.log("first"))")
+        let stamp = try JSONParser.parse(Array(try #require(FileManager.default.contents(atPath: "\(world.w.root)/out/.runner-queue"))))
+        #expect(stamp["queue"]?.stringValue?.isEmpty == false, "\(stamp)")
+
+        let elsewhere = try await world.w.run(["watch", "--queue", db.url, "--out", "\(world.w.root)/mine"])
+        #expect(elsewhere.status == 2, "\(elsewhere.stderr)")
+        #expect(elsewhere.stderr.split(separator: "\n").count == 1, "\(elsewhere.stderr)")
+        #expect(elsewhere.stderr.contains("\(world.w.root)/mine") && elsewhere.stderr.contains("its output is \(world.w.root)/out"), "\(elsewhere.stderr)")
+
+        // The same folder under another queue is refused too.
+        let other = try await PostgresServer()
+        let mixed = try await world.w.run(["watch", "--queue", other.url, "--out", "\(world.w.root)/out"])
+        #expect(mixed.status == 2 && mixed.stderr.contains("the output of another queue"), "\(mixed.stderr)")
+        #expect(await Self.stop(first, world) == 0)
     }
 
     @Test func badURLsUnreachableServersAndWrongPasswordsAreOneLine() async throws {

@@ -114,7 +114,8 @@ public final class JobEngine: Sendable {
                     break
                 }
                 group.addTask {
-                    let end = await self.execute(entry.job, slot: slot, start: entry.start, awaitRecord: entry.ended != nil)
+                    let end = await self.execute(
+                        entry.job, slot: slot, start: entry.start, lastRecord: entry.lastRecord, awaitRecord: entry.ended != nil)
                     if case .recorded(let result, _) = end { summary.withLock { $0.add(result) } }
                     await entry.ended?(end)
                 }
@@ -139,7 +140,7 @@ public final class JobEngine: Sendable {
             await records.write(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
             return result
         }
-        guard case .recorded(let result, _) = await execute(job, slot: slot, start: nil, awaitRecord: awaitRecord) else {
+        guard case .recorded(let result, _) = await execute(job, slot: slot, start: nil, lastRecord: nil, awaitRecord: awaitRecord) else {
             preconditionFailure("a job without a feed is never skipped")
         }
         return result
@@ -147,9 +148,10 @@ public final class JobEngine: Sendable {
 
     /// One job under the TaskManager; `slot` is already held and is released here. `start`, the
     /// feed's, says whether it runs once its key is held. With `awaitRecord`, it returns once
-    /// the record is written (and with the record's line), else once it is queued.
+    /// the record is written (and with the record's line), else once it is queued. `lastRecord`:
+    /// the key's last record as a shared feed knows it (`FeedJob.lastRecord`).
     private func execute(
-        _ job: JobDescriptor, slot: Slot, start: (@Sendable () -> FeedJob.Start)?, awaitRecord: Bool
+        _ job: JobDescriptor, slot: Slot, start: (@Sendable () -> FeedJob.Start)?, lastRecord: JSONValue?, awaitRecord: Bool
     ) async -> FeedJob.End {
         let startedAt = Date()
         // Before the key: the feed may leave the job (shutdown). Once the key is held, only a
@@ -164,7 +166,7 @@ public final class JobEngine: Sendable {
                 let result = JobResult.ended(job, .cancelled, error: reason, startedAt: startedAt)
                 return await self.record(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
             }
-            return await self.perform(job, slot: slot, startedAt: startedAt, awaitRecord: awaitRecord)
+            return await self.perform(job, slot: slot, startedAt: startedAt, lastRecord: lastRecord, awaitRecord: awaitRecord)
         }
         // The slot is released only now that the TaskManager has let go of the key (and the
         // record is queued): a next job of the same key, which may be waiting for this very slot
@@ -191,11 +193,11 @@ public final class JobEngine: Sendable {
         .recorded(result, line: await records.write(result, file: file, wait: wait) ?? [])
     }
 
-    private func perform(_ job: JobDescriptor, slot: Slot, startedAt: Date, awaitRecord: Bool) async -> FeedJob.End {
+    private func perform(_ job: JobDescriptor, slot: Slot, startedAt: Date, lastRecord: JSONValue?, awaitRecord: Bool) async -> FeedJob.End {
         observer.jobStarted(job)
         let started = ContinuousClock.now
         let recordFile = OutputStore.recordFileName(forKey: job.key)
-        let previous = records.previous(file: recordFile)
+        let previous = records.previous(file: recordFile, shared: lastRecord)
         let store = self.store
         let http = self.http
         let requests = configuration.requests

@@ -41,11 +41,19 @@ public struct FeedJob: Sendable {
     /// Told once the job ended and its record is on its way to disk (written, when the feed is
     /// told). Nil: the engine does not wait for the record.
     public var ended: (@Sendable (End) async -> Void)?
+    /// The key's last record as a feed that several runners share keeps it (the queue's),
+    /// when it may be newer than this runner's `results/` file: the job revalidates with its
+    /// validators and falls back to its payload. Nil: the record in `results/`.
+    public var lastRecord: JSONValue?
 
-    public init(_ job: JobDescriptor, start: (@Sendable () -> Start)? = nil, ended: (@Sendable (End) async -> Void)? = nil) {
+    public init(
+        _ job: JobDescriptor, start: (@Sendable () -> Start)? = nil, ended: (@Sendable (End) async -> Void)? = nil,
+        lastRecord: JSONValue? = nil
+    ) {
         self.job = job
         self.start = start
         self.ended = ended
+        self.lastRecord = lastRecord
     }
 }
 

@@ -50,11 +50,14 @@ final class RecordWriter: Sendable {
         self.known = knownRecords.map { Locked(RecordNames($0)) }
     }
 
-    /// The key's last good result, from the queue if it is not written yet, else from disk.
-    func previous(file: String) -> PreviousResult? {
+    /// The key's last good result: from this writer's queue if it is not written yet, else from
+    /// `shared` (the record a queue that several runners share keeps, which may be newer than
+    /// the file), else from disk.
+    func previous(file: String, shared: JSONValue? = nil) -> PreviousResult? {
         if let unwritten = state.withLock({ $0.unwritten[file]?.result }) {
             return PreviousResult(result: unwritten, store: store) ?? fromDisk(file)
         }
+        if let shared, let previous = PreviousResult(record: shared, store: store) { return previous }
         return fromDisk(file)
     }
 

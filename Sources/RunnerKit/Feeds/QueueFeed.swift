@@ -24,7 +24,9 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         /// The engine every job runs on (its registry, limits, concurrency and clock are the
         /// feed's too); the feed adds the queue's key lock and shared pacing.
         public var engine: JobEngine.Configuration
-        /// The queue: a libpq URL, connected by `prepared()` unless `store` is given.
+        /// The queue: a libpq URL, connected by `prepared()` unless `store` is given. `prepared()`
+        /// also makes the engine's output (its `store`, when given) the queue's one output
+        /// folder, or refuses it (`QueueOutput`).
         public var url: String?
         public var store: (any QueueStore)?
         /// How long a claim holds unless renewed (`RUNNER_QUEUE_LEASE` in seconds overrides it).
@@ -72,6 +74,9 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             if configuration.store == nil {
                 guard let url else { throw QueueError("no queue: give a URL or a store", usage: true) }
                 configuration.store = try await PostgresQueueStore.connect(url: url, lease: lease)
+            }
+            if let output = configuration.engine.store, let store = configuration.store {
+                try await QueueOutput.claim(output, queue: store, runner: runner)
             }
             return configuration
         }
@@ -248,7 +253,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                 ended: { [self] end in
                     await ended(id: id, key: key, end)
                     if case .recorded(let result, _) = end { tally(file, result.status) } else { tally(file, nil) }
-                })
+                },
+                lastRecord: claim.previous.flatMap { try? JSONParser.parse(Array($0.utf8)) })
         }
         // Stopping: nothing more; what was handed out and not started goes back through `ended`.
         return nil
@@ -330,7 +336,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             let record = JSONWriter.string(.object([
                 ("key", .string(claim.key)), ("kind", .string(claim.kind)), ("status", .string("failed")), ("error", .string(reason)),
             ]))
-            _ = await writer.finish(JobQueue.Finish(id: claim.id, status: "failed", error: reason, record: record))
+            _ = await writer.finish(JobQueue.Finish(id: claim.id, status: "failed", error: reason, record: record, isKeyRecord: false))
             return nil
         }
     }

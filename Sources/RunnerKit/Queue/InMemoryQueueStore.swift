@@ -28,6 +28,9 @@ public final class InMemoryQueueStore: QueueStore {
         var keys: [String: (runner: String, until: Duration)] = [:]
         var hosts: [String: (nextAt: Duration, pausedUntil: Duration)] = [:]
         var watchers: [String: JobQueue.Watcher] = [:]
+        /// Each key's last record (`runner.results`).
+        var results: [String: String] = [:]
+        var identity = QueueIdentity(id: "memory-" + String(UInt64.random(in: 0...UInt64.max), radix: 16))
         var available = true
         /// Keys whose records are refused (a record the database will not take).
         var refusedRecords: Set<String> = []
@@ -148,8 +151,9 @@ public final class InMemoryQueueStore: QueueStore {
                     state.keys[row.key] = (runner, now + lease)
                     locked = true
                 }
-                claims.append(
-                    JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file, pauses: pauses))
+                var claim = JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file, pauses: pauses)
+                claim.previous = state.results[row.key]
+                claims.append(claim)
             }
             return claims
         }
@@ -181,6 +185,7 @@ public final class InMemoryQueueStore: QueueStore {
                 state.rows[job.id]?.record = job.record
                 state.rows[job.id]?.finishedAt = now
                 state.rows[job.id]?.leaseUntil = nil
+                if job.isKeyRecord && job.status != JobStatus.duplicate.rawValue { state.results[row.key] = job.record }
             }
             return waiting
         }
@@ -283,6 +288,25 @@ public final class InMemoryQueueStore: QueueStore {
             state.hosts[host] = (entry.nextAt, max(entry.pausedUntil, now + duration))
         }
         notify(.pause(host: host, milliseconds: max(1, duration.inMilliseconds), runner: runner))
+    }
+
+    public func identity() async throws(QueueError) -> QueueIdentity {
+        try withState { state, _ throws(QueueError) -> QueueIdentity in state.identity }
+    }
+
+    public func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity {
+        try withState { state, _ throws(QueueError) -> QueueIdentity in
+            if state.identity.folder == nil {
+                state.identity.folder = folder
+                state.identity.output = path
+                state.identity.stampedBy = runner
+            }
+            return state.identity
+        }
+    }
+
+    public func keyRecord(_ key: String) async throws(QueueError) -> String? {
+        try withState { state, _ throws(QueueError) -> String? in state.results[key] }
     }
 
     /// Waits for a notice (a timeout is not waited for: only a notice, or the task's

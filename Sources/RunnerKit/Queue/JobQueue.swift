@@ -9,7 +9,10 @@ import Foundation
 /// `keys` (the keys running now, one row each: one task per key across every runner), `hosts`
 /// (each paced host's next request
 /// slot and pause, taken atomically by every runner), `watchers` (each watcher of the fleet: its
-/// name, host, version, kinds, lease and last heartbeat), `meta` (the schema's version). Channels:
+/// name, host, version, kinds, lease and last heartbeat), `results` (each key's last record, as
+/// its `results/` file says it: validators and payload path for whichever runner runs the key
+/// next), `identity` (the queue's id, and the output folder its first watcher stamped),
+/// `meta` (the schema's version). Channels:
 /// `runner_jobs` (jobs were queued), `runner_cancel` (a key to cancel), `runner_pause` (a host
 /// asked to be left alone: milliseconds, the runner told, the host, a space between each).
 public final class JobQueue: Sendable {
@@ -91,15 +94,27 @@ public final class JobQueue: Sendable {
         try db.query("INSERT INTO runner.meta (version) VALUES ($1)", [String(Self.schemaVersion)])
     }
 
-    /// The batch column and the watchers table, added to version 1 without a new version (a
-    /// runner that does not know them goes unlisted, and its submits belong to no batch); made
-    /// only when missing, so that a role that does not own the tables can use them once made.
+    /// The batch column and the watchers, results and identity tables, added to version 1
+    /// without a new version (a runner that does not know them goes unlisted, its submits belong
+    /// to no batch, its records stay out of `results`); made only when missing, so that a role
+    /// that does not own the tables can use them once made.
     private static func addWhatVersionOneLacks(_ db: PostgresConnection) throws(QueueError) {
         let present = try db.query(
             """
             SELECT to_regclass('runner.watchers') IS NOT NULL,
-                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'batch' AND NOT attisdropped)
+                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'batch' AND NOT attisdropped),
+                to_regclass('runner.results') IS NOT NULL, to_regclass('runner.identity') IS NOT NULL
             """).first ?? []
+        if present.count > 2 && present[2] != "t" {
+            try db.query("CREATE TABLE runner.results (key text PRIMARY KEY, record text NOT NULL, finished_at timestamptz NOT NULL DEFAULT now())")
+        }
+        if present.count > 3 && present[3] != "t" {
+            try db.query("""
+                CREATE TABLE runner.identity (
+                    id text NOT NULL, folder text, output text, stamped_by text, stamped_at timestamptz)
+                """)
+            try db.query("INSERT INTO runner.identity (id) VALUES (gen_random_uuid()::text)")
+        }
         if present.count > 1 && present[1] != "t" {
             try db.query("ALTER TABLE runner.jobs ADD COLUMN batch text")
             try db.query("CREATE INDEX jobs_batch ON runner.jobs (batch)")
@@ -271,6 +286,9 @@ public final class JobQueue: Sendable {
         /// Hosts the fleet holds back as the claim was made, and for how long from then: the
         /// claim's jobs wait for them even if the notice of the pause has not come yet.
         public var pauses: [(host: String, left: Duration)] = []
+        /// The key's last record, whichever runner wrote it (`results`): its validators and
+        /// payload path, for a conditional request and the stale fallback.
+        public var previous: String?
     }
 
     /// `host ms host ms …` as the claim statement sums up the pauses.
@@ -315,13 +333,16 @@ public final class JobQueue: Sendable {
                 RETURNING key)
             SELECT c.id, c.key, c.kind, c.job, c.key IN (SELECT key FROM locked), c.file,
                 (SELECT string_agg(h.host || ' ' || ceil(extract(epoch FROM h.paused_until - now()) * 1000)::bigint, ' ')
-                 FROM runner.hosts h WHERE h.paused_until > now())
-            FROM claimed c
+                 FROM runner.hosts h WHERE h.paused_until > now()),
+                r.record
+            FROM claimed c LEFT JOIN runner.results r ON r.key = c.key
             """, [runner, String(limit), leaseText, String(Self.maxClaims)] + (kinds.map { [Self.array($0)] } ?? []))
         let pauses = Self.pauses(rows.first.flatMap { $0.count > 6 ? $0[6] : nil })
         return rows.compactMap { row in
             guard let id = row[0].flatMap({ Int64($0) }), let key = row[1], let kind = row[2], let job = row[3] else { return nil }
-            return Claim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t", file: row[5] ?? "", pauses: pauses)
+            var claim = Claim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t", file: row[5] ?? "", pauses: pauses)
+            claim.previous = row.count > 7 ? row[7] : nil
+            return claim
         }.sorted { $0.id < $1.id }
     }
 
@@ -358,12 +379,16 @@ public final class JobQueue: Sendable {
         public var status: String
         public var error: String?
         public var record: String
+        /// Whether the record is the key's last (`results`), as its `results/` file is: false
+        /// for a job that never ran as the key (one this runner could not read).
+        public var isKeyRecord = true
 
-        public init(id: Int64, status: String, error: String?, record: String) {
+        public init(id: Int64, status: String, error: String?, record: String, isKeyRecord: Bool = true) {
             self.id = id
             self.status = status
             self.error = error
             self.record = record
+            self.isKeyRecord = isKeyRecord
         }
     }
 
@@ -378,12 +403,18 @@ public final class JobQueue: Sendable {
             done AS (
                 UPDATE runner.jobs j SET state = 'done', status = f.status, reason = f.reason, record = f.record,
                     finished_at = now(), lease_until = NULL
-                FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS f(id, status, reason, record)
-                WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running')
+                FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $7::bool[]) AS f(id, status, reason, record, kept)
+                WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running'
+                RETURNING j.key, f.record, f.kept, j.id),
+            kept AS (
+                INSERT INTO runner.results AS r (key, record)
+                SELECT DISTINCT ON (key) key, record FROM done WHERE kept ORDER BY key, id DESC
+                ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, finished_at = now())
             \(Self.wakeWaiting)
             """,
             [Self.array(jobs.map(\.id)), Self.array(jobs.map(\.status)),
-             Self.array(jobs.map(\.error)), Self.array(jobs.map(\.record)), runner, Self.array(keys)])
+             Self.array(jobs.map(\.error)), Self.array(jobs.map(\.record)), runner, Self.array(keys),
+             "{" + jobs.map { $0.isKeyRecord && $0.status != JobStatus.duplicate.rawValue ? "t" : "f" }.joined(separator: ",") + "}"])
     }
 
     /// Gives claims back at once (a runner stopping before it started them).
@@ -623,5 +654,34 @@ public final class JobQueue: Sendable {
     public func record(key: String) throws(QueueError) -> String? {
         Self.value(try connection.query(
             "SELECT record FROM runner.jobs WHERE key = $1 AND record IS NOT NULL ORDER BY finished_at DESC LIMIT 1", [key]))
+    }
+
+    /// The key's last record as the fleet keeps it (`results`): what the next runner of the key
+    /// revalidates with.
+    public func keyRecord(_ key: String) throws(QueueError) -> String? {
+        Self.value(try connection.query("SELECT record FROM runner.results WHERE key = $1", [key]))
+    }
+
+    // MARK: - The output
+
+    /// The queue's id, and the output folder its first watcher stamped (nil until one did).
+    public func identity() throws(QueueError) -> QueueIdentity {
+        Self.identity(try connection.query("SELECT id, folder, output, stamped_by FROM runner.identity LIMIT 1"))
+    }
+
+    /// Records `folder` (the id in an output folder's stamp) as the queue's output unless one
+    /// is recorded already; returns the queue's identity after.
+    public func recordOutput(folder: String, path: String, runner: String) throws(QueueError) -> QueueIdentity {
+        try connection.query(
+            """
+            UPDATE runner.identity SET folder = $1, output = $2, stamped_by = $3, stamped_at = now() WHERE folder IS NULL
+            """, [folder, path, runner])
+        return try identity()
+    }
+
+    private static func identity(_ rows: [[String?]]) -> QueueIdentity {
+        let row = rows.first ?? []
+        func column(_ index: Int) -> String? { row.count > index ? row[index] : nil }
+        return QueueIdentity(id: column(0) ?? "", folder: column(1), output: column(2), stampedBy: column(3))
     }
 }

@@ -112,6 +112,21 @@ public final class PostgresQueueStore: QueueStore {
         try await mainThread.run { () throws(QueueError) in try main.pause(host: host, for: duration, from: runner) }
     }
 
+    public func identity() async throws(QueueError) -> QueueIdentity {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> QueueIdentity in try main.identity() }
+    }
+
+    public func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> QueueIdentity in try main.recordOutput(folder: folder, path: path, runner: runner) }
+    }
+
+    public func keyRecord(_ key: String) async throws(QueueError) -> String? {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> String? in try main.keyRecord(key) }
+    }
+
     public func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice] {
         try await listenerThread.run { [self] () throws(QueueError) -> [QueueNotice] in
             do throws(QueueError) {

@@ -41,6 +41,13 @@ public protocol QueueStore: Sendable {
     func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration
     /// Holds `host` back for every runner for `duration` (never shortening a pause), and tells them.
     func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError)
+    /// The queue's id, and the output folder its first watcher stamped (nil until one did).
+    func identity() async throws(QueueError) -> QueueIdentity
+    /// Records `folder` (the id in an output folder's stamp, seen at `path` by `runner`) as
+    /// the queue's output unless one is recorded already; returns the identity after.
+    func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity
+    /// The key's last record as the fleet keeps it (nil: none yet).
+    func keyRecord(_ key: String) async throws(QueueError) -> String?
     /// The notices that came, waiting up to `timeout` for one (listening first if not yet).
     func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice]
     /// Closes what the store holds open (its connections and threads).
@@ -67,6 +74,26 @@ extension QueueError {
 
     /// Whether the statement was never made because the output was not durable.
     var isNotDurable: Bool { sqlState == Self.notDurableState }
+}
+
+/// Which queue this is, and which output folder is its: every watcher of a queue writes into
+/// that one folder (a shared file system), so that a key's payload and record are the same
+/// whichever watcher ran it.
+public struct QueueIdentity: Sendable, Equatable {
+    /// Made with the queue's tables, never changed.
+    public var id: String
+    /// The id in the stamp of the queue's output folder (nil: no watcher stamped one yet).
+    public var folder: String?
+    /// The folder's path as the watcher that stamped it saw it, and that watcher's name.
+    public var output: String?
+    public var stampedBy: String?
+
+    public init(id: String, folder: String? = nil, output: String? = nil, stampedBy: String? = nil) {
+        self.id = id
+        self.folder = folder
+        self.output = output
+        self.stampedBy = stampedBy
+    }
 }
 
 /// What the fleet tells every watcher of a queue.
