@@ -12,6 +12,12 @@ import Synchronization
 ///
 /// Records become durable in batches: before a hook starts, one `syncfs` covers every record
 /// written so far (and none when an earlier one already did), unless the run does not sync.
+///
+/// A hook dies with its runner: a guard in its process group waits on a pipe only the runner
+/// holds open and kills the group when the runner is gone (even by SIGKILL).
+///
+/// A queue's watcher runs the hooks of its jobs itself (`run(record:)`), so that a job is done
+/// only once they ended; as an observer it then hears children only (`childrenOnly`).
 public final class OnFinishHooks: RunObserver, Sendable {
     public static let defaultConcurrency = 2
     public static let defaultTimeout: Duration = .seconds(60)
@@ -25,6 +31,8 @@ public final class OnFinishHooks: RunObserver, Sendable {
     /// Hears of each hook that failed (the event stream, the metrics).
     private let observer: any RunObserver
     private let directory = FileManager.default.currentDirectoryPath
+    /// Hears only children's ends (their parents' hooks are run by `run(record:)`).
+    private let childrenOnly: Bool
 
     private struct State {
         var running: [UInt64: Task<Void, Never>] = [:]
@@ -40,9 +48,11 @@ public final class OnFinishHooks: RunObserver, Sendable {
 
     public init(
         command: String, store: OutputStore, concurrency: Int = defaultConcurrency, timeout: Duration = defaultTimeout,
-        sync: Bool = true, observer: any RunObserver = SilentObserver(), report: @escaping @Sendable (String) -> Void
+        sync: Bool = true, observer: any RunObserver = SilentObserver(), childrenOnly: Bool = false,
+        report: @escaping @Sendable (String) -> Void
     ) {
         self.observer = observer
+        self.childrenOnly = childrenOnly
         self.command = command
         self.store = store
         self.timeout = timeout
@@ -55,6 +65,7 @@ public final class OnFinishHooks: RunObserver, Sendable {
     public var failures: Int { state.withLock { $0.failed } }
 
     public func jobFinished(_ result: JobResult) {
+        if childrenOnly && result.parent == nil { return }
         state.withLock { state in
             state.finished += 1
             let generation = state.finished
@@ -81,14 +92,38 @@ public final class OnFinishHooks: RunObserver, Sendable {
         for task in tasks { await task.value }
     }
 
-    private func run(_ result: JobResult, generation: UInt64) async {
+    /// Runs the hook for the job whose record is `line` (one line of JSON, as stored), now, and
+    /// returns once it ended; the record is durable already. Whether it succeeded.
+    @discardableResult
+    public func run(record line: [UInt8]) async -> Bool {
+        guard let result = Self.result(ofRecord: line) else {
+            report("runner: an --on-finish hook did not run: its record is not one: \(Printable.escaped(String(decoding: line.prefix(200), as: UTF8.self)))")
+            return false
+        }
+        let failedBefore = failures
+        await run(result, generation: nil, line: line)
+        return failures == failedBefore
+    }
+
+    /// What a hook is told of a job, from its record.
+    static func result(ofRecord line: [UInt8]) -> JobResult? {
+        guard let record = try? JSONParser.parse(line), let key = record["key"]?.stringValue, let kind = record["kind"]?.stringValue,
+            let status = record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))
+        else { return nil }
+        return JobResult(
+            key: key, kind: kind, url: record["url"]?.stringValue, status: status, output: record["output"]?.stringValue,
+            error: record["error"]?.stringValue, startedAt: Date(), finishedAt: Date(), parent: record["parent"]?.stringValue)
+    }
+
+    /// `generation`: the record's place among those finished, made durable first (nil: it is).
+    private func run(_ result: JobResult, generation: UInt64?, line given: [UInt8]? = nil) async {
         do {
             try await slots.acquire()
         } catch {
             return
         }
         defer { slots.release() }
-        if sync, let problem = await makeDurable(upTo: generation) {
+        if sync, let generation, let problem = await makeDurable(upTo: generation) {
             fail(result, "the --on-finish hook for \(result.key) did not run: \(problem)")
             return
         }
@@ -98,12 +133,12 @@ public final class OnFinishHooks: RunObserver, Sendable {
         ]
         let process: KindProcess
         do {
-            process = try KindProcess(command: ["/bin/sh", "-c", command], directory: directory, environment: environment)
+            process = try KindProcess(command: Self.guarded(command), directory: directory, environment: environment, lifeline: true)
         } catch {
             fail(result, "the --on-finish hook for \(result.key) could not start: \(error.description)")
             return
         }
-        let line = Array(result.jsonLine.utf8) + [0x0A]
+        let line = (given ?? Array(result.jsonLine.utf8)) + [0x0A]
         let key = result.key
         let report = self.report
         let timeout = self.timeout
@@ -131,6 +166,12 @@ public final class OnFinishHooks: RunObserver, Sendable {
         case .signalled(let signal):
             fail(result, "the --on-finish hook for \(key) was killed by signal \(signal)")
         }
+    }
+
+    /// `command` under `/bin/sh`, beside a guard that kills the hook's process group once the
+    /// runner's end of the lifeline (descriptor 3, closed for the command itself) closes.
+    static func guarded(_ command: String) -> [String] {
+        ["/bin/sh", "-c", #"{ read _ <&3; kill -KILL 0; } & exec 3<&-; exec /bin/sh -c "$1""#, "runner-hook", command]
     }
 
     private func fail(_ result: JobResult, _ message: String) {

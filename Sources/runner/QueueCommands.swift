@@ -333,8 +333,11 @@ enum QueueCommands {
         } catch {
             return fail(error)
         }
-        let observers = WatchCommand.observers(options, store: store, metrics: service.metrics, sync: configuration.durable, live: live?.observers ?? [])
+        let observers = WatchCommand.observers(
+            options, store: store, metrics: service.metrics, sync: configuration.durable, live: live?.observers ?? [], hooksOfChildrenOnly: true)
         defer { EngineCommandOptions.finish(observers.events) }
+        // A job is done in the queue only once its hooks ended; the feed runs them.
+        if let hooks = observers.hooks { configuration.hooks = { line in await hooks.run(record: line) } }
         let runner = configuration.runner
         let status: @Sendable (Int) -> String = { running in "STATUS=\(running) running; watching the queue \(queueStore.display) as \(runner)" }
         let feed: QueueFeed

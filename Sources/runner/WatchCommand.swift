@@ -104,10 +104,12 @@ enum WatchCommand {
     }
 
     /// The reporter, the metrics, the events, the hooks and the live page's observers.
-    static func observers(_ options: Options, store: OutputStore, metrics: Metrics, sync: Bool, live: [any RunObserver]) -> JobObservers {
+    static func observers(
+        _ options: Options, store: OutputStore, metrics: Metrics, sync: Bool, live: [any RunObserver], hooksOfChildrenOnly: Bool = false
+    ) -> JobObservers {
         JobObservers(
             reporter: WatchReporter(json: options.json), metrics: metrics, events: options.events, hook: options.hook, store: store,
-            sync: sync, live: live)
+            sync: sync, live: live, hooksOfChildrenOnly: hooksOfChildrenOnly)
     }
 
     /// What a watcher serves while it runs: the live page (`--listen`), and the signals that stop

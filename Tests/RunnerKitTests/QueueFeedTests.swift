@@ -166,6 +166,54 @@ struct QueueFeedTests {
         await secondRun.value
     }
 
+    /// With hooks, a job is done in the queue only once they ended; they get its record.
+    @Test func aJobIsDoneOnlyOnceItsHooksEnded() async throws {
+        w.http.script("http://queue.test/hooked", .ok("hooked"))
+        let heard = Watched<[String]>([])
+        let gate = Gate()
+        let feed = try w.feed {
+            $0.hooks = { line in
+                heard.update { $0.append(String(decoding: line, as: UTF8.self)) }
+                await gate.pass()
+            }
+        }
+        let run = w.start(feed)
+        w.submit(["hooked"])
+        #expect(await gate.waitForStarted(1))
+        #expect(heard.value.first?.contains(#""key":"hooked""#) == true && heard.value.first?.contains(#""status":"succeeded""#) == true)
+        let row = try #require(w.row("hooked"))
+        #expect(row.state == "running" && row.status == "succeeded", "its record is stored, its hooks run: \(row)")
+        #expect(try await w.store.keyRecord("hooked") != nil)
+        gate.open()
+        await w.waitDone(["hooked"])
+        feed.shutdown()
+        await run.value
+    }
+
+    /// A runner that died while a job's hooks ran leaves them to another, which runs them with
+    /// the job's own record and status, without running the job again.
+    @Test func hooksADeadRunnerLeftRunOnAnotherWithTheJobsOwnRecord() async throws {
+        w.submit(["left"])
+        let claim = try #require(try await w.store.claim(runner: "dead", limit: 1).first)
+        let record = #"{"key":"left","kind":"fetch","status":"notFound","error":"the server said 404"}"#
+        try await w.store.finish(
+            [JobQueue.Finish(id: claim.id, status: "notFound", error: "the server said 404", record: record, hooksPending: true)],
+            runner: "dead", unlocking: ["left"])
+        let heard = Watched<[String]>([])
+        let feed = try w.feed("b") { $0.hooks = { line in heard.update { $0.append(String(decoding: line, as: UTF8.self)) } } }
+        let run = w.start(feed)
+        #expect(await w.clock.waitForSleepers(2))
+        #expect(heard.value.isEmpty, "the dead runner's lease holds")
+        w.clock.advance(by: .seconds(31))
+        await w.waitDone(["left"])
+        #expect(heard.value == [record], "\(heard.value)")
+        #expect(w.row("left")?.status == "notFound" && w.row("left")?.runner == "b", "\(String(describing: w.row("left")))")
+        #expect(w.http.requests.isEmpty, "the job did not run again")
+        #expect(w.problems.contains("left: its --on-finish hooks, left by a runner that stopped, run here"), "\(w.problems)")
+        feed.shutdown()
+        await run.value
+    }
+
     @Test func aLeaseThatRunsOutLetsAnotherRunnerClaimTheJob() async throws {
         w.http.script("http://queue.test/orphan", .ok("orphan"))
         w.submit(["orphan"])

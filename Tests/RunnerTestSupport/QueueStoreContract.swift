@@ -74,6 +74,22 @@ public struct QueueStoreContract {
             runner: "two", unlocking: ["k2"])
         #expect(try await first.keyRecord("k2") == record, "a job this runner could not read leaves the key's record", sourceLocation: sourceLocation)
 
+        // A record stored with its hooks pending keeps the claim (the job is not done) and ends
+        // it when they ended; its key is let go of at once.
+        try await submit([JobQueue.Submission(key: "h1", kind: "hooked", job: #"{"job": {"kind": "hooked", "key": "h1"}}"#, file: "contract")])
+        let hooked = try await first.claim(runner: "one", limit: 5, kinds: ["hooked"])
+        #expect(hooked.map(\.key) == ["h1"] && hooked.first?.outcome == nil, sourceLocation: sourceLocation)
+        let h1 = #"{"key":"h1","status":"succeeded"}"#
+        try await first.finish(
+            [JobQueue.Finish(id: hooked[0].id, status: "succeeded", error: nil, record: h1, hooksPending: true)], runner: "one", unlocking: ["h1"])
+        #expect(try await second.keyRecord("h1") == h1, sourceLocation: sourceLocation)
+        #expect(try await second.lockKey("h1", runner: "two"), "the key is free while the hooks run", sourceLocation: sourceLocation)
+        try await second.unlockKeys(["h1"], runner: "two")
+        try await second.release(ids: [hooked[0].id], runner: "one")  // a job whose record is stored never goes back to the queue
+        #expect(try await second.claim(runner: "two", limit: 5, kinds: ["hooked"]).isEmpty, "its lease holds", sourceLocation: sourceLocation)
+        try await second.hooksEnded(ids: [hooked[0].id], runner: "two")  // not its claim: nothing
+        try await first.hooksEnded(ids: [hooked[0].id], runner: "one")
+
         // The queue has one id and, once a watcher stamped one, one output folder: the first to
         // record its folder's id wins, for every runner.
         let before = try await first.identity()

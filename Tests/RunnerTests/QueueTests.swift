@@ -702,6 +702,40 @@ struct QueueTests {
         #expect(await Self.stop(watcher, world) == 0)
     }
 
+    /// Hooks are part of the job: it is done only once they ended; a watcher killed while they
+    /// ran takes them with it, and another runs them with the job's own status, without
+    /// running the job again.
+    @Test func aWatcherKilledInAHookLeavesItToAnotherWithTheJobsOwnStatus() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let root = world.w.root
+        let first = try Self.startWatcher(world, db, "first", lease: 2, ["--on-finish", #"echo $$ > "\#(root)/hook.pid"; exec sleep 300"#])
+        defer { if first.isRunning { first.terminate() } }
+        let file = world.w.write("hooked.jsonl", Self.jobs(world, 1, prefix: "q:hooked", delay: 0))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        let pidFile = "\(root)/hook.pid"
+        #expect(await world.wait(upTo: .seconds(20)) { FileManager.default.fileExists(atPath: pidFile) }, "\(world.log("first"))")
+        let running = try await Self.status(world, db)
+        #expect(Self.count(running, "done") == 0 && running["running"]?.arrayValue?.count == 1, "not done while its hook runs: \(running)")
+
+        kill(first.processIdentifier, SIGKILL)
+        _ = await world.exit(of: first, upTo: .seconds(5))
+        let pid = try #require(pid_t((try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
+        let died = await world.wait(upTo: .seconds(5)) { !ExecutableKindTests.alive(pid) }
+        #expect(died, "the hook died with its watcher")
+        if !died { kill(pid, SIGKILL) }
+
+        let second = try Self.startWatcher(world, db, "second", lease: 2, ["--on-finish", #"echo "$RUNNER_KEY $RUNNER_STATUS" >> "\#(root)/ran.log""#])
+        defer { if second.isRunning { second.terminate() } }
+        let ran = await world.wait(upTo: .seconds(30)) { (try? String(contentsOfFile: "\(root)/ran.log", encoding: .utf8)) == "q:hooked0 succeeded\n" }
+        #expect(ran, "\((try? String(contentsOfFile: "\(root)/ran.log", encoding: .utf8)) ?? "") \(world.log("second"))")
+        let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "done") == 1 }
+        #expect(Self.count(status, "done") == 1, "\(status)")
+        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 1, "the job ran once")
+        #expect(world.log("second").contains("q:hooked0: its --on-finish hooks, left by a runner that stopped, run here"), "\(world.log("second"))")
+        #expect(await Self.stop(second, world) == 0)
+    }
+
     /// One output for the fleet: the first watcher stamps its folder; a watcher given another
     /// folder refuses to start, naming the queue's, and one given a folder of another queue too.
     @Test func aWatcherWhoseOutIsNotTheQueuesOutputRefusesToStart() async throws {

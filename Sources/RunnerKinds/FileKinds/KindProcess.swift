@@ -44,6 +44,8 @@ final class KindProcess: Sendable {
     private let stdinFD: Int32
     private let stdoutFD: Int32
     private let stderrFD: Int32
+    /// The runner's end of the lifeline (-1: none), closed when the run is over.
+    private let lifelineFD: Int32
 
     // glibc functions the Glibc module does not show (they need _GNU_SOURCE), found at run time.
     private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -> Int32
@@ -74,7 +76,9 @@ final class KindProcess: Sendable {
     static let running = Mutex<Set<pid_t>>([])
 
     /// Starts `command` in `directory`, with the runner's environment and `environment` over it.
-    init(command: [String], directory: String, environment: [String: String] = [:]) throws(SpawnError) {
+    /// With `lifeline`, the program's descriptor 3 is the read end of a pipe whose other end
+    /// only this process holds: it reads end-of-file once the runner is gone, however it ended.
+    init(command: [String], directory: String, environment: [String: String] = [:], lifeline: Bool = false) throws(SpawnError) {
         _ = Self.ignoreBrokenPipes
         var pipes: [Int32] = []
         func pipePair() throws(SpawnError) -> (Int32, Int32) {
@@ -85,11 +89,13 @@ final class KindProcess: Sendable {
         }
         let closeAll = { for fd in pipes { close(fd) } }
         let input: (Int32, Int32), output: (Int32, Int32), errors: (Int32, Int32), wake: (Int32, Int32)
+        var line: (Int32, Int32)?
         do {
             input = try pipePair()
             output = try pipePair()
             errors = try pipePair()
             wake = try pipePair()
+            if lifeline { line = try pipePair() }
         } catch {
             closeAll()
             throw error
@@ -100,6 +106,7 @@ final class KindProcess: Sendable {
         posix_spawn_file_actions_adddup2(&actions, input.0, 0)
         posix_spawn_file_actions_adddup2(&actions, output.1, 1)
         posix_spawn_file_actions_adddup2(&actions, errors.1, 2)
+        if let line { posix_spawn_file_actions_adddup2(&actions, line.0, 3) }
         guard Self.addChdir(&actions, directory) == 0 else {
             closeAll()
             throw SpawnError(description: "cannot change to the folder \(directory)")
@@ -135,8 +142,9 @@ final class KindProcess: Sendable {
         close(input.0)
         close(output.1)
         close(errors.1)
+        if let line { close(line.0) }
         guard status == 0 else {
-            for fd in [input.1, output.0, errors.0, wake.0, wake.1] { close(fd) }
+            for fd in [input.1, output.0, errors.0, wake.0, wake.1, line?.1 ?? -1] where fd >= 0 { close(fd) }
             throw SpawnError(description: "cannot start \(command[0]): \(String(cString: strerror(status)))")
         }
         pid = child
@@ -146,6 +154,7 @@ final class KindProcess: Sendable {
         stderrFD = errors.0
         wakeRead = wake.0
         wakeWrite = wake.1
+        lifelineFD = line?.1 ?? -1
         for fd in [stdinFD, stdoutFD, stderrFD, wakeRead] {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         }
@@ -294,6 +303,7 @@ final class KindProcess: Sendable {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         Self.running.withLock { _ = $0.remove(pid) }
+        if lifelineFD >= 0 { close(lifelineFD) }
         wakeClosed.withLock { closed in
             close(wakeRead)
             close(wakeWrite)

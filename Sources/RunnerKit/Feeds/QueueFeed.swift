@@ -7,7 +7,9 @@ import Synchronization
 //             (under a lease) ─► decode it ─► the engine runs it
 //         ◄─ none: wait for a notice of new jobs, --rescan, or the end of a lease
 //   ended ─► its record (on disk already, made durable) stored in the row, the claim ended;
-//            retried while the store is away, given up --grace + 5 s after a shutdown
+//            retried while the store is away, given up --grace + 5 s after a shutdown;
+//            with hooks, the claim held until they ended (a runner that dies leaves them to
+//            another, which claims the row for its hooks alone and runs them with its record)
 //   shutdown ─► claims not started given back at once; after --grace, running jobs cancelled
 //   a listener: new jobs ring the bell; a cancel cancels the key's task; a pause another
 //               runner was asked for pauses the host here too
@@ -49,6 +51,12 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         public var heartbeatInterval: Duration?
         /// The output made durable before records are stored in the queue (off only for tests).
         public var durable = true
+        /// The job's `--on-finish` hooks, given its record as one line of JSON; returns once they
+        /// ended. With them, a job is done in the queue only once they ended: its record is
+        /// stored first with the hooks pending, and if this runner dies before they end, another
+        /// runner claims the job for its hooks alone and runs them with that record (at least
+        /// once, with the job's own status). Nil: no hooks.
+        public var hooks: (@Sendable ([UInt8]) async -> Void)?
 
         public init(engine: JobEngine.Configuration, url: String? = nil, store: (any QueueStore)? = nil) {
             self.engine = engine
@@ -125,6 +133,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         var cancels: [String: Duration] = [:]
         /// By submitted file: jobs claimed here and not ended, and how those that ended did.
         var files: [String: (open: Int, counts: [JobStatus: Int])] = [:]
+        /// Hooks another runner left, running here (claimed for them alone), by job id.
+        var leftHooks: [Int64: Task<Void, Never>] = [:]
     }
     private let state = Mutex(State())
 
@@ -179,6 +189,10 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                 }
             }
             _ = await engine.run(self)
+            while let (id, left) = state.withLock({ $0.leftHooks.first }) {
+                await left.value
+                _ = state.withLock { $0.leftHooks.removeValue(forKey: id) }
+            }
             group.cancelAll()
         }
         await writer.flush()
@@ -281,6 +295,12 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             return state.unreachable
         }
         if wasUnreachable { report("the queue is back") }
+        // Jobs that ended on a runner that died before their hooks did: their hooks alone run here.
+        claims.removeAll { claim in
+            guard let outcome = claim.outcome else { return false }
+            runLeftHooks(id: claim.id, key: claim.key, record: Array(outcome.utf8))
+            return true
+        }
         // One job of a key at a time, fleet-wide, and none ends `duplicate`: a claim whose key
         // another runner took first, and the later jobs of a key that came in this same claim,
         // go back at once. The claim passes over keys that are held, so they wait in the queue
@@ -372,17 +392,60 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         case .recorded(let result, let line):
             // The record is written; once durable, the store gets it with the others that ended
             // meanwhile (retried while the store is away, until a shutdown's grace is over).
-            let finish = JobQueue.Finish(id: id, status: result.status.rawValue, error: result.error, record: String(decoding: line, as: UTF8.self))
+            let hooks = configuration.hooks
+            let finish = JobQueue.Finish(
+                id: id, status: result.status.rawValue, error: result.error, record: String(decoding: line, as: UTF8.self),
+                hooksPending: hooks != nil)
             var delay = Duration.milliseconds(200)
             for attempt in 1... {
                 guard let failure = await writer.finish(finish) else {
                     if attempt > 1 { report("the queue is back: \(result.key)'s record is stored") }
+                    if let hooks {
+                        await hooks(line)
+                        await endHooks(id: id, key: result.key)
+                    }
                     return
                 }
                 if attempt == 1 { report("\(result.key): the record could not be stored in the queue (\(failure)); retrying") }
                 let left = state.withLock { $0.giveUpAt }.map { $0 - timeline.now }
                 if let left, left <= .zero {
                     return report("\(result.key): the record was not stored in the queue; it is on disk, and the job runs again once its lease ends")
+                }
+                try? await clock.sleep(for: min(delay, left ?? delay))
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    // MARK: - Hooks
+
+    /// Runs the hooks of a job another runner ended and left them (claimed here for them alone),
+    /// with its record; a runner without hooks only ends the job.
+    private func runLeftHooks(id: Int64, key: String, record: [UInt8]) {
+        let hooks = configuration.hooks
+        if hooks != nil { report("\(key): its --on-finish hooks, left by a runner that stopped, run here") }
+        let task = Task {
+            await hooks?(record)
+            await endHooks(id: id, key: key)
+            _ = state.withLock { $0.leftHooks.removeValue(forKey: id) }
+        }
+        state.withLock { $0.leftHooks[id] = task }
+    }
+
+    /// Ends a job whose hooks ran (retried while the store is away, until a shutdown's grace is
+    /// over: then its lease ends and another runner runs its hooks again).
+    private func endHooks(id: Int64, key: String) async {
+        var delay = Duration.milliseconds(200)
+        for attempt in 1... {
+            do {
+                try await store.hooksEnded(ids: [id], runner: runner)
+                if attempt > 1 { report("the queue is back: \(key) is done") }
+                return
+            } catch {
+                if attempt == 1 { report("\(key): its hooks ended, but the queue could not be told (\(error)); retrying") }
+                let left = state.withLock { $0.giveUpAt }.map { $0 - timeline.now }
+                if let left, left <= .zero {
+                    return report("\(key): the queue was not told that its hooks ended; they run again once its lease ends")
                 }
                 try? await clock.sleep(for: min(delay, left ?? delay))
                 delay = min(delay * 2, .seconds(5))

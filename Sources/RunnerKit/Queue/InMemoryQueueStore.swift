@@ -135,7 +135,8 @@ public final class InMemoryQueueStore: QueueStore {
         return try withState { state, now throws(QueueError) -> [JobQueue.Claim] in
             let picked = state.rows.values.filter { row in
                 (row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.claims < JobQueue.maxClaims))
-                    && (kinds?.contains(row.kind) ?? true) && !((state.keys[row.key]?.until).map { $0 >= now } ?? false)
+                    && (kinds?.contains(row.kind) ?? true)
+                    && (row.status != nil || !((state.keys[row.key]?.until).map { $0 >= now } ?? false))
             }.sorted { $0.id < $1.id }.prefix(max(0, limit))
             var claims: [JobQueue.Claim] = []
             let pauses = state.hosts.filter { $0.value.pausedUntil > now }.map { (host: $0.key, left: $0.value.pausedUntil - now) }
@@ -145,7 +146,9 @@ public final class InMemoryQueueStore: QueueStore {
                 state.rows[row.id]?.claims += 1
                 state.rows[row.id]?.leaseUntil = now + lease
                 var locked = false
-                if let held = state.keys[row.key], held.until >= now {
+                if row.status != nil {
+                    locked = false  // its hooks alone run: the key is not the claim's
+                } else if let held = state.keys[row.key], held.until >= now {
                     locked = false
                 } else {
                     state.keys[row.key] = (runner, now + lease)
@@ -153,6 +156,7 @@ public final class InMemoryQueueStore: QueueStore {
                 }
                 var claim = JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file, pauses: pauses)
                 claim.previous = state.results[row.key]
+                claim.outcome = row.status == nil ? nil : row.record
                 claims.append(claim)
             }
             return claims
@@ -167,6 +171,7 @@ public final class InMemoryQueueStore: QueueStore {
     }
 
     public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) {
+        let lease = lease
         do throws(Durability.Failure) {
             try durable?.synchronize()
         } catch {
@@ -178,13 +183,13 @@ public final class InMemoryQueueStore: QueueStore {
             }
             let waiting = Self.unlock(keys, of: runner, in: &state)
             for job in jobs {
-                guard let row = state.rows[job.id], row.runner == runner, row.state == "running" else { continue }
-                state.rows[job.id]?.state = "done"
+                guard let row = state.rows[job.id], row.runner == runner, row.state == "running", row.status == nil else { continue }
+                state.rows[job.id]?.state = job.hooksPending ? "running" : "done"
                 state.rows[job.id]?.status = job.status
                 state.rows[job.id]?.reason = job.error
                 state.rows[job.id]?.record = job.record
                 state.rows[job.id]?.finishedAt = now
-                state.rows[job.id]?.leaseUntil = nil
+                state.rows[job.id]?.leaseUntil = job.hooksPending ? now + lease : nil
                 if job.isKeyRecord && job.status != JobStatus.duplicate.rawValue { state.results[row.key] = job.record }
             }
             return waiting
@@ -205,7 +210,7 @@ public final class InMemoryQueueStore: QueueStore {
 
     public func release(ids: [Int64], runner: String) async throws(QueueError) {
         try withState { state, _ throws(QueueError) in
-            for id in ids where state.rows[id]?.runner == runner && state.rows[id]?.state == "running" {
+            for id in ids where state.rows[id]?.runner == runner && state.rows[id]?.state == "running" && state.rows[id]?.status == nil {
                 state.rows[id]?.state = "queued"
                 state.rows[id]?.runner = nil
                 state.rows[id]?.leaseUntil = nil
@@ -241,9 +246,11 @@ public final class InMemoryQueueStore: QueueStore {
             for (id, row) in state.rows
             where row.state == "running" && (row.leaseUntil ?? now) < now && row.claims >= JobQueue.maxClaims {
                 state.rows[id]?.state = "done"
-                state.rows[id]?.status = "failed"
-                state.rows[id]?.reason = "abandoned by \(row.claims) runners"
-                state.rows[id]?.finishedAt = now
+                if row.status == nil {  // one whose hooks were left keeps its own status
+                    state.rows[id]?.status = "failed"
+                    state.rows[id]?.reason = "abandoned by \(row.claims) runners"
+                    state.rows[id]?.finishedAt = now
+                }
                 state.rows[id]?.leaseUntil = nil
                 count += 1
             }
@@ -288,6 +295,15 @@ public final class InMemoryQueueStore: QueueStore {
             state.hosts[host] = (entry.nextAt, max(entry.pausedUntil, now + duration))
         }
         notify(.pause(host: host, milliseconds: max(1, duration.inMilliseconds), runner: runner))
+    }
+
+    public func hooksEnded(ids: [Int64], runner: String) async throws(QueueError) {
+        try withState { state, _ throws(QueueError) in
+            for id in ids where state.rows[id]?.runner == runner && state.rows[id]?.state == "running" && state.rows[id]?.status != nil {
+                state.rows[id]?.state = "done"
+                state.rows[id]?.leaseUntil = nil
+            }
+        }
     }
 
     public func identity() async throws(QueueError) -> QueueIdentity {

@@ -289,6 +289,9 @@ public final class JobQueue: Sendable {
         /// The key's last record, whichever runner wrote it (`results`): its validators and
         /// payload path, for a conditional request and the stale fallback.
         public var previous: String?
+        /// The job's own record, when it ran and only its `--on-finish` hooks are left (its
+        /// runner stopped before they ended): the claim is for the hooks alone.
+        public var outcome: String?
     }
 
     /// `host ms host ms …` as the claim statement sums up the pauses.
@@ -306,6 +309,9 @@ public final class JobQueue: Sendable {
     /// The keys of the jobs taken that no runner holds are locked for `runner` in the same
     /// statement (`Claim.keyLocked`), so starting them costs no statement more; so do the hosts
     /// the fleet holds back now (`Claim.pauses`).
+    /// A running job whose record is stored and whose hooks were left pending by a runner that
+    /// died is claimed as the others are, with its record (`Claim.outcome`): its key is neither
+    /// waited for nor locked, since only its hooks run.
     /// With `kinds`, only jobs of those kinds are taken (the kinds the runner has loaded). The
     /// test is written `array_position(…) IS NOT NULL`, not `kind = ANY(…)`: on a table whose
     /// statistics are not fresh, the planner takes `= ANY` to leave almost no row and sorts every
@@ -318,23 +324,23 @@ public final class JobQueue: Sendable {
                 SELECT id FROM runner.jobs
                 WHERE (state = 'queued' OR (state = 'running' AND lease_until < now() AND claims < $4))
                     \(kinds == nil ? "" : "AND array_position($5::text[], kind) IS NOT NULL")
-                    AND NOT EXISTS (SELECT 1 FROM runner.keys k WHERE k.key = runner.jobs.key AND k.lease_until >= now())
+                    AND (status IS NOT NULL OR NOT EXISTS (SELECT 1 FROM runner.keys k WHERE k.key = runner.jobs.key AND k.lease_until >= now()))
                 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED),
             claimed AS (
                 UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
                     lease_until = now() + $3::interval, started_at = now()
                 FROM picked WHERE j.id = picked.id
-                RETURNING j.id, j.key, j.kind, j.job, j.file),
+                RETURNING j.id, j.key, j.kind, j.job, j.file, CASE WHEN j.status IS NULL THEN NULL ELSE j.record END AS outcome),
             locked AS (
                 INSERT INTO runner.keys AS k (key, runner, lease_until)
-                SELECT DISTINCT key, $1, now() + $3::interval FROM claimed
+                SELECT DISTINCT key, $1, now() + $3::interval FROM claimed WHERE outcome IS NULL
                 ON CONFLICT (key) DO UPDATE SET runner = EXCLUDED.runner, lease_until = EXCLUDED.lease_until
                 WHERE k.lease_until < now()
                 RETURNING key)
             SELECT c.id, c.key, c.kind, c.job, c.key IN (SELECT key FROM locked), c.file,
                 (SELECT string_agg(h.host || ' ' || ceil(extract(epoch FROM h.paused_until - now()) * 1000)::bigint, ' ')
                  FROM runner.hosts h WHERE h.paused_until > now()),
-                r.record
+                r.record, c.outcome
             FROM claimed c LEFT JOIN runner.results r ON r.key = c.key
             """, [runner, String(limit), leaseText, String(Self.maxClaims)] + (kinds.map { [Self.array($0)] } ?? []))
         let pauses = Self.pauses(rows.first.flatMap { $0.count > 6 ? $0[6] : nil })
@@ -342,21 +348,24 @@ public final class JobQueue: Sendable {
             guard let id = row[0].flatMap({ Int64($0) }), let key = row[1], let kind = row[2], let job = row[3] else { return nil }
             var claim = Claim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t", file: row[5] ?? "", pauses: pauses)
             claim.previous = row.count > 7 ? row[7] : nil
+            claim.outcome = row.count > 8 ? row[8] : nil
             return claim
         }.sorted { $0.id < $1.id }
     }
 
     /// Ends `failed` the jobs claimed `maxClaims` times whose last runner died too (their lease
-    /// ran out): a job that crashes runners does not loop for ever. Returns how many.
+    /// ran out): a job that crashes runners does not loop for ever. One that had ended and whose
+    /// hooks were what its runners left keeps its own status. Returns how many.
     @discardableResult
     public func failAbandoned() throws(QueueError) -> Int {
         let rows = try connection.query(
             """
             WITH gone AS (
-                UPDATE runner.jobs SET state = 'done', status = 'failed', finished_at = now(), lease_until = NULL,
-                    reason = 'abandoned by ' || claims || ' runners',
-                    record = json_build_object('key', key, 'kind', kind, 'status', 'failed',
-                        'error', 'abandoned by ' || claims || ' runners (each stopped while running it)')::text
+                UPDATE runner.jobs SET state = 'done', lease_until = NULL,
+                    status = coalesce(status, 'failed'), finished_at = coalesce(finished_at, now()),
+                    reason = CASE WHEN status IS NULL THEN 'abandoned by ' || claims || ' runners' ELSE reason END,
+                    record = CASE WHEN status IS NULL THEN json_build_object('key', key, 'kind', kind, 'status', 'failed',
+                        'error', 'abandoned by ' || claims || ' runners (each stopped while running it)')::text ELSE record END
                 WHERE state = 'running' AND lease_until < now() AND claims >= $1
                 RETURNING 1)
             SELECT count(*) FROM gone
@@ -382,13 +391,18 @@ public final class JobQueue: Sendable {
         /// Whether the record is the key's last (`results`), as its `results/` file is: false
         /// for a job that never ran as the key (one this runner could not read).
         public var isKeyRecord = true
+        /// Its `--on-finish` hooks are still to run: the job stays `running` under the lease,
+        /// its record stored, until `hooksEnded` (or, if this runner dies, another runner claims
+        /// it for its hooks alone).
+        public var hooksPending = false
 
-        public init(id: Int64, status: String, error: String?, record: String, isKeyRecord: Bool = true) {
+        public init(id: Int64, status: String, error: String?, record: String, isKeyRecord: Bool = true, hooksPending: Bool = false) {
             self.id = id
             self.status = status
             self.error = error
             self.record = record
             self.isKeyRecord = isKeyRecord
+            self.hooksPending = hooksPending
         }
     }
 
@@ -401,10 +415,11 @@ public final class JobQueue: Sendable {
             """
             WITH unlocked AS (DELETE FROM runner.keys WHERE key = ANY($6::text[]) AND runner = $5 RETURNING key),
             done AS (
-                UPDATE runner.jobs j SET state = 'done', status = f.status, reason = f.reason, record = f.record,
-                    finished_at = now(), lease_until = NULL
-                FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $7::bool[]) AS f(id, status, reason, record, kept)
-                WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running'
+                UPDATE runner.jobs j SET status = f.status, reason = f.reason, record = f.record, finished_at = now(),
+                    state = CASE WHEN f.pending THEN 'running' ELSE 'done' END,
+                    lease_until = CASE WHEN f.pending THEN now() + $9::interval END
+                FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $7::bool[], $8::bool[]) AS f(id, status, reason, record, kept, pending)
+                WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running' AND j.status IS NULL
                 RETURNING j.key, f.record, f.kept, j.id),
             kept AS (
                 INSERT INTO runner.results AS r (key, record)
@@ -414,7 +429,22 @@ public final class JobQueue: Sendable {
             """,
             [Self.array(jobs.map(\.id)), Self.array(jobs.map(\.status)),
              Self.array(jobs.map(\.error)), Self.array(jobs.map(\.record)), runner, Self.array(keys),
-             "{" + jobs.map { $0.isKeyRecord && $0.status != JobStatus.duplicate.rawValue ? "t" : "f" }.joined(separator: ",") + "}"])
+             Self.flags(jobs.map { $0.isKeyRecord && $0.status != JobStatus.duplicate.rawValue }), Self.flags(jobs.map(\.hooksPending)),
+             leaseText])
+    }
+
+    /// A bool array literal.
+    static func flags(_ values: [Bool]) -> String { "{" + values.map { $0 ? "t" : "f" }.joined(separator: ",") + "}" }
+
+    /// Ends the jobs whose records `finish` stored with their hooks pending, once the hooks ran
+    /// (those `runner` still holds).
+    public func hooksEnded(ids: [Int64], runner: String) throws(QueueError) {
+        guard !ids.isEmpty else { return }
+        try connection.query(
+            """
+            UPDATE runner.jobs SET state = 'done', lease_until = NULL
+            WHERE id = ANY($1::bigint[]) AND runner = $2 AND state = 'running' AND status IS NOT NULL
+            """, [Self.array(ids), runner])
     }
 
     /// Gives claims back at once (a runner stopping before it started them).
@@ -423,7 +453,7 @@ public final class JobQueue: Sendable {
         try connection.query(
             """
             UPDATE runner.jobs SET state = 'queued', runner = NULL, lease_until = NULL, started_at = NULL, claims = greatest(0, claims - 1)
-            WHERE id = ANY($1::bigint[]) AND runner = $2 AND state = 'running'
+            WHERE id = ANY($1::bigint[]) AND runner = $2 AND state = 'running' AND status IS NULL
             """, [Self.array(ids), runner])
         try connection.query("SELECT pg_notify('runner_jobs', '')")
     }

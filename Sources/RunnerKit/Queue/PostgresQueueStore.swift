@@ -72,6 +72,11 @@ public final class PostgresQueueStore: QueueStore {
         }
     }
 
+    public func hooksEnded(ids: [Int64], runner: String) async throws(QueueError) {
+        let writer = writer
+        try await writerThread.run { () throws(QueueError) in try writer.hooksEnded(ids: ids, runner: runner) }
+    }
+
     public func release(ids: [Int64], runner: String) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.release(ids: ids, runner: runner) }

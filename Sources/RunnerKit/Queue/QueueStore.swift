@@ -24,6 +24,9 @@ public protocol QueueStore: Sendable {
     /// With `durable`, that output is made durable first (one `syncfs`, on the same thread as
     /// the statement): a record is in the queue only once it is on the runner's disk.
     func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError)
+    /// Ends the jobs whose records were stored with their hooks pending (`Finish.hooksPending`),
+    /// once their hooks ran.
+    func hooksEnded(ids: [Int64], runner: String) async throws(QueueError)
     /// Gives claims back at once (not started), for other runners.
     func release(ids: [Int64], runner: String) async throws(QueueError)
     /// Renews the leases of `runner`'s claims and keys, and says it is alive.
