@@ -17,7 +17,7 @@ import Synchronization
 /// holds open and kills the group when the runner is gone (even by SIGKILL).
 ///
 /// A queue's watcher runs the hooks of its jobs itself (`run(record:)`), so that a job is done
-/// only once they ended; as an observer it then hears children only (`childrenOnly`).
+/// only once they ended; it then hears nothing as an observer (`observing` false).
 public final class OnFinishHooks: RunObserver, Sendable {
     public static let defaultConcurrency = 2
     public static let defaultTimeout: Duration = .seconds(60)
@@ -31,8 +31,8 @@ public final class OnFinishHooks: RunObserver, Sendable {
     /// Hears of each hook that failed (the event stream, the metrics).
     private let observer: any RunObserver
     private let directory = FileManager.default.currentDirectoryPath
-    /// Hears only children's ends (their parents' hooks are run by `run(record:)`).
-    private let childrenOnly: Bool
+    /// Whether `jobFinished` runs hooks (false: only `run(record:)` does).
+    private let observing: Bool
 
     private struct State {
         var running: [UInt64: Task<Void, Never>] = [:]
@@ -48,11 +48,11 @@ public final class OnFinishHooks: RunObserver, Sendable {
 
     public init(
         command: String, store: OutputStore, concurrency: Int = defaultConcurrency, timeout: Duration = defaultTimeout,
-        sync: Bool = true, observer: any RunObserver = SilentObserver(), childrenOnly: Bool = false,
+        sync: Bool = true, observer: any RunObserver = SilentObserver(), observing: Bool = true,
         report: @escaping @Sendable (String) -> Void
     ) {
         self.observer = observer
-        self.childrenOnly = childrenOnly
+        self.observing = observing
         self.command = command
         self.store = store
         self.timeout = timeout
@@ -65,7 +65,7 @@ public final class OnFinishHooks: RunObserver, Sendable {
     public var failures: Int { state.withLock { $0.failed } }
 
     public func jobFinished(_ result: JobResult) {
-        if childrenOnly && result.parent == nil { return }
+        guard observing else { return }
         state.withLock { state in
             state.finished += 1
             let generation = state.finished

@@ -59,7 +59,9 @@ struct LiveSite: Sendable {
                     let job = mine[key]
                 else { return entry }
                 seen.insert(key)
-                fields += Self.details(job, now: now)
+                let details = Self.details(job, now: now)
+                fields.removeAll { field in details.contains { $0.key == field.key } }
+                fields += details
                 return .object(fields)
             }
             let others: [JSONValue] = snapshot.running.filter { !seen.contains($0.key) }.map { job in

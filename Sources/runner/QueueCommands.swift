@@ -205,7 +205,13 @@ enum QueueCommands {
         }
         lines.append("running:  \(status.running.count)")
         for job in status.running.prefix(20) {
-            lines.append("  \(Printable.escaped(job.key))  \(SpoolStatus.age(now.timeIntervalSince(job.startedAt)))  (runner \(job.runner))")
+            lines.append(
+                "  \(Printable.escaped(job.key))  \(SpoolStatus.age(now.timeIntervalSince(job.startedAt)))  (runner \(job.runner)"
+                    + (job.phase.map { ", \($0)" } ?? "") + ")")
+        }
+        if status.waiting > 0 {
+            lines.append("waiting:  \(status.waiting) parent\(status.waiting == 1 ? "" : "s") for \(status.waiting == 1 ? "its" : "their") children")
+            for parent in status.parents { lines.append("  \(Printable.escaped(parent.key))  \(parent.ended)/\(parent.total) children ended") }
         }
         lines.append("done:     \(status.done)")
         lines.append("failed:   \(status.failed)")
@@ -262,8 +268,12 @@ enum QueueCommands {
                 .object([
                     ("key", .string(job.key)), ("runner", .string(job.runner)), ("startedAt", .string(Timestamp.iso8601(job.startedAt))),
                     ("ageMs", JSONValue(max(0, Int(now.timeIntervalSince(job.startedAt) * 1000)))),
-                ])
+                ] + (job.phase.map { [("phase", .string($0))] } ?? []))
             })),
+            ("waiting", .object([
+                ("count", JSONValue(status.waiting)),
+                ("parents", .array(status.parents.map { .object([("key", .string($0.key)), ("ended", JSONValue($0.ended)), ("total", JSONValue($0.total))]) })),
+            ])),
             ("done", .object([("count", JSONValue(status.done))])),
             ("failed", .object([
                 ("count", JSONValue(status.failed)), ("latest", latest),
@@ -334,7 +344,7 @@ enum QueueCommands {
             return fail(error)
         }
         let observers = WatchCommand.observers(
-            options, store: store, metrics: service.metrics, sync: configuration.durable, live: live?.observers ?? [], hooksOfChildrenOnly: true)
+            options, store: store, metrics: service.metrics, sync: configuration.durable, live: live?.observers ?? [], hooksRunByFeed: true)
         defer { EngineCommandOptions.finish(observers.events) }
         // A job is done in the queue only once its hooks ended; the feed runs them.
         if let hooks = observers.hooks { configuration.hooks = { line in await hooks.run(record: line) } }

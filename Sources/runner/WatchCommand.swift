@@ -105,11 +105,11 @@ enum WatchCommand {
 
     /// The reporter, the metrics, the events, the hooks and the live page's observers.
     static func observers(
-        _ options: Options, store: OutputStore, metrics: Metrics, sync: Bool, live: [any RunObserver], hooksOfChildrenOnly: Bool = false
+        _ options: Options, store: OutputStore, metrics: Metrics, sync: Bool, live: [any RunObserver], hooksRunByFeed: Bool = false
     ) -> JobObservers {
         JobObservers(
             reporter: WatchReporter(json: options.json), metrics: metrics, events: options.events, hook: options.hook, store: store,
-            sync: sync, live: live, hooksOfChildrenOnly: hooksOfChildrenOnly)
+            sync: sync, live: live, hooksRunByFeed: hooksRunByFeed)
     }
 
     /// What a watcher serves while it runs: the live page (`--listen`), and the signals that stop

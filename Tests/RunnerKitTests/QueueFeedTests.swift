@@ -31,6 +31,7 @@ private final class QueueWorld: Sendable {
         var registry = KindRegistry()
         try registry.register(PlainFetchKind.self)
         try registry.register(GatedKind.self)
+        try registry.register(ListKind.self)
         var configuration = QueueFeed.Configuration(
             engine: .init(registry: registry, store: try OutputStore(root: folder.path + "/out"), http: http).with { $0.clock = clock },
             store: store.connection())
@@ -95,6 +96,30 @@ private struct GatedKind: JobKind {
     }
 }
 
+
+/// A list of URLs, one a line, each a child job of the `fetch` kind (`gated` for a line that
+/// starts `gated `) keyed by its last path part; a line starting `invalid` cannot be made into one.
+private struct ListKind: JobKind {
+    static let name = "list"
+    static let summary = "Fetches a list of URLs, each a child job (for tests)."
+    static let parameters: [KindParameter] = []
+
+    init(fields: inout JobFields) throws(JobSpecError) {}
+
+    func run(in context: JobContext) async throws -> KindOutcome {
+        let fetch = try await context.fetch(folder: "lists")
+        guard case .fetched(let response) = fetch else { return .fetched(fetch, folder: "lists", fileExtension: "txt") }
+        let lines = String(decoding: try response.payload.bytes(), as: UTF8.self).split(separator: "\n").map(String.init)
+        let children = ChildJobs(count: lines.count) { index in
+            let line = lines[index]
+            if line.hasPrefix("invalid") { return .failure(ChildJobs.Invalid("not a URL: \(line)")) }
+            let gated = line.hasPrefix("gated ")
+            let url = gated ? String(line.dropFirst(6)) : line
+            return .success(ChildJob(kind: gated ? "gated" : "fetch", url: url, key: "child:" + (url.split(separator: "/").last.map(String.init) ?? "")))
+        }
+        return .fetched(fetch, folder: "lists", fileExtension: "txt", children: children)
+    }
+}
 
 // MARK: - Tests
 
@@ -210,6 +235,111 @@ struct QueueFeedTests {
         #expect(w.row("left")?.status == "notFound" && w.row("left")?.runner == "b", "\(String(describing: w.row("left")))")
         #expect(w.http.requests.isEmpty, "the job did not run again")
         #expect(w.problems.contains("left: its --on-finish hooks, left by a runner that stopped, run here"), "\(w.problems)")
+        feed.shutdown()
+        await run.value
+    }
+
+    /// A parent's children are queue jobs that any runner takes; the runner that ends the last
+    /// completes the parent's record with their counts, in the queue and on disk.
+    @Test func childrenGoThroughTheQueueAndTheLastCompletesTheParent() async throws {
+        // The first child waits at the gate on whichever runner takes it: the other runs the rest.
+        let list = ["gated http://queue.test/c1"] + (2...6).map { "http://queue.test/c\($0)" } + ["invalid line"]
+        w.http.script("http://queue.test/parent", .ok(list.joined(separator: "\n")))
+        for index in 1...6 { w.http.script("http://queue.test/c\(index)", index == 4 ? .status(404) : .ok("c\(index)")) }
+        let heard = Watched<[String]>([])
+        let setUp: (inout QueueFeed.Configuration) -> Void = {
+            $0.engine.concurrency = 1
+            $0.hooks = { line in heard.update { $0.append(String(decoding: line, as: UTF8.self)) } }
+        }
+        let a = try w.feed("a", setUp)
+        let b = try w.feed("b", setUp)
+        let (runA, runB) = (w.start(a), w.start(b))
+        w.store.submit([JobQueue.Submission(
+            key: "parent", kind: "list", job: #"{"job": {"kind": "list", "key": "parent", "url": "http://queue.test/parent", "timeout": 60}, "defaults": {}}"#,
+            file: "lists.jsonl")])
+        #expect(await w.gate.waitForStarted(1))
+        // The runner held at the gate has claimed one more child ahead (it waits for its slot);
+        // the other runner runs the other four.
+        let gated = try #require(w.row("child:c1")?.runner)
+        await eventually("the other runner ran four") { w.store.rows.filter { $0.parentID != nil && $0.state == "done" }.count == 4 }
+        #expect(w.store.rows.filter { $0.parentID != nil && $0.state == "done" }.allSatisfy { $0.runner != gated })
+        #expect(w.row("parent")?.state == "waiting", "the parent waits for its last children")
+        w.gate.open()
+        await w.waitDone(["parent"])
+        let children = w.store.rows.filter { $0.parentID != nil }
+        #expect(children.count == 6 && children.allSatisfy { $0.state == "done" }, "\(children.map { ($0.key, $0.state) })")
+        #expect(w.http.requests.count == 7, "the list and each child once")
+        let record = try JSONParser.parse(Array(try #require(w.row("parent")?.record).utf8))
+        #expect(record["status"]?.stringValue == "succeeded")
+        #expect(record["details"]?["children"] == .object([("succeeded", JSONValue(5)), ("notFound", JSONValue(1)), ("invalid", JSONValue(1))]), "\(record)")
+        #expect(record["details"]?["invalidChild"]?.stringValue?.contains("child 7: not a URL") == true, "\(record)")
+        let onDisk = try JSONParser.parse(Array(try #require(FileManager.default.contents(
+            atPath: "\(w.folder.path)/out/results/\(OutputStore.fileName(forKey: "parent")).json"))))
+        #expect(onDisk["details"]?["children"] == record["details"]?["children"], "the parent's record on disk is the completed one")
+        // Each child's hooks ran once, and the parent's once, with its completed record.
+        #expect(heard.value.filter { $0.contains(#""key":"parent""#) } == [String(decoding: JSONWriter.string(record).utf8, as: UTF8.self)])
+        #expect(heard.value.count == 7, "\(heard.value.count)")
+        a.shutdown()
+        b.shutdown()
+        await runA.value
+        await runB.value
+    }
+
+    /// A runner killed among a parent's children loses nothing and runs no ended child again.
+    @Test func aRunnerThatDiesAmongTheChildrenLeavesTheRestToAnother() async throws {
+        let list = (1...4).map { "http://queue.test/d\($0)" }
+        w.http.script("http://queue.test/list", .ok(list.joined(separator: "\n")))
+        for index in 1...4 { w.http.script("http://queue.test/d\(index)", .ok("d\(index)")) }
+        let first = try w.feed("a") { $0.engine.concurrency = 1 }
+        let run = w.start(first)
+        w.store.submit([JobQueue.Submission(
+            key: "list", kind: "list", job: #"{"job": {"kind": "list", "key": "list", "url": "http://queue.test/list", "timeout": 60}, "defaults": {}}"#,
+            file: "lists.jsonl")])
+        await eventually("the children queued") { w.store.rows.filter { $0.parentID != nil }.count == 4 }
+        first.shutdown()
+        await run.value
+        // Another runner claimed two and died with them.
+        let taken = try await w.store.claim(runner: "dead", limit: 2)
+        let done = w.store.rows.filter { $0.parentID != nil && $0.state == "done" }.map(\.key)
+        let second = try w.feed("b")
+        let secondRun = w.start(second)
+        let left = w.store.rows.filter { $0.parentID != nil && !taken.map(\.id).contains($0.id) }.map(\.key)
+        await w.waitDone(left)
+        #expect(await w.clock.waitForSleepers(2))
+        w.clock.advance(by: .seconds(31))
+        await w.waitDone(["list"])
+        for key in done { #expect(w.http.requests(to: "http://queue.test/\(key.dropFirst(6))").count == 1, "\(key) ran again") }
+        #expect(taken.allSatisfy { w.row($0.key)?.runner == "b" && w.row($0.key)?.claims == 2 })
+        let record = try JSONParser.parse(Array(try #require(w.row("list")?.record).utf8))
+        #expect(record["details"]?["children"] == .object([("succeeded", JSONValue(4))]), "\(record)")
+        second.shutdown()
+        await secondRun.value
+    }
+
+    /// Cancelling a parent cancels its queued children; the parent completes with them counted.
+    @Test func cancellingAParentCancelsItsQueuedChildren() async throws {
+        // A parent whose own fetch ended on another runner, its three children queued.
+        let parentJob = #"{"job": {"kind": "list", "key": "big", "url": "http://queue.test/big", "timeout": 60}, "defaults": {}}"#
+        w.store.submit([JobQueue.Submission(key: "big", kind: "list", job: parentJob, file: "lists.jsonl")])
+        let parent = try #require(try await w.store.claim(runner: "other", limit: 1).first)
+        var finish = JobQueue.Finish(id: parent.id, status: "succeeded", error: nil, record: #"{"key":"big","kind":"list","status":"succeeded","details":{}}"#)
+        finish.children.jobs = (1...3).map { index in
+            ("child:e\(index)", "fetch", #"{"child": {"kind": "fetch", "url": "http://queue.test/e\#(index)", "key": "child:e\#(index)"}, "of": \#(parentJob)}"#)
+        }
+        try await w.store.finish([finish], runner: "other", unlocking: ["big"])
+        #expect(w.row("big")?.state == "waiting" && w.store.rows.filter { $0.parentID == parent.id }.count == 3)
+
+        // When it is cancelled, then a runner comes.
+        w.store.cancel(key: "big")
+        let feed = try w.feed("b")
+        let run = w.start(feed)
+        await w.waitDone(["big"])
+
+        // Then no child ran, and the parent's record counts them cancelled.
+        let record = try JSONParser.parse(Array(try #require(w.row("big")?.record).utf8))
+        #expect(record["details"]?["children"] == .object([("cancelled", JSONValue(3))]), "\(record)")
+        #expect(w.http.requests.isEmpty, "no child ran")
+        #expect(w.row("big")?.runner == "b" && w.row("big")?.status == "succeeded")
         feed.shutdown()
         await run.value
     }

@@ -650,7 +650,7 @@ struct QueueTests {
 
         let calls = Trace.parse(world.text(tracePath))
         let record = try #require(calls.lastIndex { $0.name.hasPrefix("rename") && $0.text.contains(OutputStore.fileName(forKey: "q:durable0")) })
-        let stored = try #require(calls.firstIndex { $0.name == "sendto" && $0.text.contains("UPDATE runner.jobs j SET state = 'done'") })
+        let stored = try #require(calls.firstIndex { $0.name == "sendto" && $0.text.contains("UPDATE runner.jobs j SET status = f.status") })
         let syncfs = try #require(calls[record...].firstIndex { $0.name == "syncfs" }, "a syncfs after the record is written")
         #expect(record < syncfs && syncfs < stored, "the record is written, made durable, and only then stored in the queue")
     }
@@ -700,6 +700,43 @@ struct QueueTests {
         #expect(await world.wait(upTo: .seconds(10)) { Self.records(world)["q:gone0"] == "cancelled" })
         #expect(try await RawHTTP.exchange(port: live, "DELETE /api/jobs/q:nothing HTTP/1.1", headers: auth).status == 404)
         #expect(await Self.stop(watcher, world) == 0)
+    }
+
+    /// A list's children are queue jobs: both watchers run them, `status` shows the parent's
+    /// progress, a watcher killed among them loses nothing and no ended child runs again, and
+    /// the parent's record is completed with their counts in the shared output.
+    @Test func aListsChildrenRunOnEveryWatcherAndAKilledOneLosesNone() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let first = try Self.startWatcher(world, db, "first", lease: 2, ["--concurrency", "2"])
+        defer { if first.isRunning { first.terminate() } }
+        let second = try Self.startWatcher(world, db, "second", lease: 2, ["--concurrency", "2"])
+        defer { if second.isRunning { second.terminate() } }
+        #expect(await world.wait(upTo: .seconds(20)) { ["first", "second"].allSatisfy { world.log($0).contains("watching the queue") } })
+        let file = world.w.write(
+            "catalog.jsonl", #"{"kind": "image-list", "key": "q:catalog", "url": "\#(world.base)/list/16?image=delay%3D300", "timeout": 20}"# + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+
+        // Some children ended: the parent waits, and says how far it got.
+        let progress = try await Self.status(world, db, upTo: .seconds(30)) { Self.count($0, "done") >= 4 }
+        let parents = progress["waiting"]?["parents"]?.arrayValue ?? []
+        #expect(parents.first?["key"] == .string("q:catalog") && parents.first?["total"] == JSONValue(16), "\(progress)")
+        let text = try await world.w.run(["status", "--queue", db.url])
+        #expect(text.stdout.contains("waiting:  1 parent for its children") && text.stdout.contains("/16 children ended"), "\(text.stdout)")
+        kill(first.processIdentifier, SIGKILL)
+        _ = await world.exit(of: first, upTo: .seconds(5))
+
+        let done = try await Self.status(world, db, upTo: .seconds(60)) { Self.count($0, "done") == 17 }
+        #expect(Self.count(done, "done") == 17 && done["waiting"]?["count"] == JSONValue(0), "\(done)")
+        let record = try JSONParser.parse(Array(try #require(FileManager.default.contents(
+            atPath: "\(world.w.root)/out/results/\(OutputStore.fileName(forKey: "q:catalog")).json"))))
+        #expect(record["details"]?["children"]?["succeeded"] == JSONValue(16), "\(record)")
+        // Each child fetched once, but those that ran on the killed watcher (two slots).
+        let fetched = world.w.server.arrivals(pathPrefix: "/images/").count
+        #expect((16...18).contains(fetched), "only the killed watcher's running children ran again: \(fetched) fetches")
+        let ranBy = try await Self.ranBy(db)
+        #expect(Self.name(first, in: ranBy).map { ranBy[$0] ?? 0 } ?? 0 > 0, "the killed watcher had ended some: \(ranBy)")
+        #expect(await Self.stop(second, world) == 0)
     }
 
     /// Hooks are part of the job: it is done only once they ended; a watcher killed while they

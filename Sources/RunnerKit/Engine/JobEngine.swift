@@ -115,7 +115,8 @@ public final class JobEngine: Sendable {
                 }
                 group.addTask {
                     let end = await self.execute(
-                        entry.job, slot: slot, start: entry.start, lastRecord: entry.lastRecord, awaitRecord: entry.ended != nil)
+                        entry.job, slot: slot, start: entry.start, lastRecord: entry.lastRecord, takesChildren: entry.takesChildren,
+                        awaitRecord: entry.ended != nil)
                     if case .recorded(let result, _) = end { summary.withLock { $0.add(result) } }
                     await entry.ended?(end)
                 }
@@ -140,7 +141,8 @@ public final class JobEngine: Sendable {
             await records.write(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
             return result
         }
-        guard case .recorded(let result, _) = await execute(job, slot: slot, start: nil, lastRecord: nil, awaitRecord: awaitRecord) else {
+        guard case .recorded(let result, _) = await execute(job, slot: slot, start: nil, lastRecord: nil, takesChildren: nil, awaitRecord: awaitRecord)
+        else {
             preconditionFailure("a job without a feed is never skipped")
         }
         return result
@@ -151,7 +153,8 @@ public final class JobEngine: Sendable {
     /// the record is written (and with the record's line), else once it is queued. `lastRecord`:
     /// the key's last record as a shared feed knows it (`FeedJob.lastRecord`).
     private func execute(
-        _ job: JobDescriptor, slot: Slot, start: (@Sendable () -> FeedJob.Start)?, lastRecord: JSONValue?, awaitRecord: Bool
+        _ job: JobDescriptor, slot: Slot, start: (@Sendable () -> FeedJob.Start)?, lastRecord: JSONValue?,
+        takesChildren: (@Sendable (ChildJobs) -> Void)?, awaitRecord: Bool
     ) async -> FeedJob.End {
         let startedAt = Date()
         // Before the key: the feed may leave the job (shutdown). Once the key is held, only a
@@ -166,7 +169,8 @@ public final class JobEngine: Sendable {
                 let result = JobResult.ended(job, .cancelled, error: reason, startedAt: startedAt)
                 return await self.record(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
             }
-            return await self.perform(job, slot: slot, startedAt: startedAt, lastRecord: lastRecord, awaitRecord: awaitRecord)
+            return await self.perform(
+                job, slot: slot, startedAt: startedAt, lastRecord: lastRecord, takesChildren: takesChildren, awaitRecord: awaitRecord)
         }
         // The slot is released only now that the TaskManager has let go of the key (and the
         // record is queued): a next job of the same key, which may be waiting for this very slot
@@ -193,7 +197,10 @@ public final class JobEngine: Sendable {
         .recorded(result, line: await records.write(result, file: file, wait: wait) ?? [])
     }
 
-    private func perform(_ job: JobDescriptor, slot: Slot, startedAt: Date, lastRecord: JSONValue?, awaitRecord: Bool) async -> FeedJob.End {
+    private func perform(
+        _ job: JobDescriptor, slot: Slot, startedAt: Date, lastRecord: JSONValue?, takesChildren: (@Sendable (ChildJobs) -> Void)?,
+        awaitRecord: Bool
+    ) async -> FeedJob.End {
         observer.jobStarted(job)
         let started = ContinuousClock.now
         let recordFile = OutputStore.recordFileName(forKey: job.key)
@@ -207,7 +214,9 @@ public final class JobEngine: Sendable {
             makeContext: { JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests) },
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)
-        if let children = report.committed?.children, !children.isEmpty {
+        if let children = report.committed?.children, !children.isEmpty, let takesChildren {
+            takesChildren(children)
+        } else if let children = report.committed?.children, !children.isEmpty {
             slot.release()  // the children need slots of their own
             let counts = await runChildren(children, of: job)
             ResultAssembly.addChildren(counts, total: children.count, cancelled: Task.isCancelled, to: &result)

@@ -45,15 +45,20 @@ public struct FeedJob: Sendable {
     /// when it may be newer than this runner's `results/` file: the job revalidates with its
     /// validators and falls back to its payload. Nil: the record in `results/`.
     public var lastRecord: JSONValue?
+    /// Takes the job's children instead of the engine running them (a queue queues them, for
+    /// any runner): called before its record is written, which is then its own fetch's. Nil:
+    /// the engine runs them, and counts them into the record.
+    public var takesChildren: (@Sendable (ChildJobs) -> Void)?
 
     public init(
         _ job: JobDescriptor, start: (@Sendable () -> Start)? = nil, ended: (@Sendable (End) async -> Void)? = nil,
-        lastRecord: JSONValue? = nil
+        lastRecord: JSONValue? = nil, takesChildren: (@Sendable (ChildJobs) -> Void)? = nil
     ) {
         self.job = job
         self.start = start
         self.ended = ended
         self.lastRecord = lastRecord
+        self.takesChildren = takesChildren
     }
 }
 

@@ -77,6 +77,35 @@ enum ResultAssembly {
     }
 }
 
+extension ResultAssembly {
+    /// A parent's record as its own fetch left it, completed with how its children ended (by
+    /// status name), as `addChildren` completes one the engine ran: the counts under
+    /// `details.children`, the first element that could not be made under
+    /// `details.invalidChild`, and `failed` when none of `total` elements could be made.
+    static func completed(_ record: JSONValue, counts: [String: Int], invalid: Int, firstInvalid: String?, total: Int) -> JSONValue {
+        guard case .object(var members) = record else { return record }
+        var children: [(key: String, value: JSONValue)] = JobStatus.allCases.compactMap { status in
+            counts[status.rawValue].map { (status.rawValue, JSONValue($0)) }
+        }
+        if invalid > 0 { children.append(("invalid", JSONValue(invalid))) }
+        func set(_ name: String, _ value: JSONValue) {
+            if let index = members.firstIndex(where: { $0.key == name }) { members[index].value = value } else { members.append((name, value)) }
+        }
+        var details = record["details"]?.objectValue ?? []
+        details.removeAll { $0.key == "children" || $0.key == "invalidChild" }
+        details.append(("children", .object(children)))
+        if let firstInvalid { details.append(("invalidChild", .string(firstInvalid))) }
+        set("details", .object(details))
+        set("finishedAt", .string(Timestamp.iso8601(Date())))
+        let succeeded = record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))?.isSuccess == true
+        if succeeded, total > 0, invalid == total {
+            set("status", .string(JobStatus.failed.rawValue))
+            set("error", .string(JobResult.capped("none of its \(total) children could be made into jobs; the first: \(firstInvalid ?? "?")")))
+        }
+        return .object(members)
+    }
+}
+
 /// The statuses of one parent's children.
 struct ChildCounts: Sendable {
     var byStatus: [JobStatus: Int] = [:]

@@ -11,6 +11,8 @@ import Synchronization
 //            with hooks, the claim held until they ended (a runner that dies leaves them to
 //            another, which claims the row for its hooks alone and runs them with its record)
 //   shutdown ─► claims not started given back at once; after --grace, running jobs cancelled
+//   children ─► queued with the parent's own record, run by any runner; the runner whose
+//            record ends the last of them completes the parent's record with their counts
 //   a listener: new jobs ring the bell; a cancel cancels the key's task; a pause another
 //               runner was asked for pauses the host here too
 //   a renewer: every third of the lease, this runner's claims and keys renewed and jobs
@@ -127,14 +129,18 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         var buffer: [(claim: JobQueue.Claim, at: Duration)] = []
         /// Claimed and not started (buffered, or handed out and waiting for a slot), by id.
         var unstarted: Set<Int64> = []
+        /// Claimed here and not ended (started or not), by id.
+        var held: Set<Int64> = []
         /// Given back by a shutdown before they started: they must not start here.
         var givenBack: Set<Int64> = []
         /// Keys a cancel was asked for, and when: a job of the key claimed before then does not run.
         var cancels: [String: Duration] = [:]
         /// By submitted file: jobs claimed here and not ended, and how those that ended did.
         var files: [String: (open: Int, counts: [JobStatus: Int])] = [:]
-        /// Hooks another runner left, running here (claimed for them alone), by job id.
+        /// Hooks another runner left, and parents to complete, running here, by job id.
         var leftHooks: [Int64: Task<Void, Never>] = [:]
+        /// Children of jobs running here, from their kinds, until the jobs' records are stored.
+        var children: [Int64: ChildJobs] = [:]
     }
     private let state = Mutex(State())
 
@@ -158,6 +164,9 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         self.clock = configuration.engine.clock
         self.timeline = makeTimeline(configuration.engine.clock)
         self.onEvent = onEvent
+        writer.onParentsReady { [weak self] ids in
+            for id in ids { self?.completeParent(id) }
+        }
     }
 
     /// `host-pid`: unique in a fleet, and says where to look.
@@ -246,8 +255,11 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     public func next() async -> FeedJob? {
         while !stopping {
             guard let (claim, claimedAt) = await nextClaim() else { continue }
-            guard let job = await decode(claim) else {
-                state.withLock { _ = $0.unstarted.remove(claim.id) }
+            guard let (job, stored) = await decode(claim) else {
+                state.withLock { state in
+                    state.unstarted.remove(claim.id)
+                    state.held.remove(claim.id)
+                }
                 tally(claim.file, .failed)
                 writer.releasePreLocked(claim.key)
                 continue
@@ -265,10 +277,11 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                     }
                 },
                 ended: { [self] end in
-                    await ended(id: id, key: key, end)
+                    await ended(id: id, key: key, job: job, stored: stored, end)
                     if case .recorded(let result, _) = end { tally(file, result.status) } else { tally(file, nil) }
                 },
-                lastRecord: claim.previous.flatMap { try? JSONParser.parse(Array($0.utf8)) })
+                lastRecord: claim.previous.flatMap { try? JSONParser.parse(Array($0.utf8)) },
+                takesChildren: { [self] children in state.withLock { $0.children[id] = children } })
         }
         // Stopping: nothing more; what was handed out and not started goes back through `ended`.
         return nil
@@ -295,10 +308,19 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             return state.unreachable
         }
         if wasUnreachable { report("the queue is back") }
-        // Jobs that ended on a runner that died before their hooks did: their hooks alone run here.
+        // A job of this runner's whose lease ran out while it ran here (the renewals failed, or
+        // came late) may come back in a claim: it runs here already.
+        let held = state.withLock { $0.held }
+        claims.removeAll { held.contains($0.id) }
+        // Jobs that ended on a runner that died before their hooks did: their hooks alone run
+        // here; and parents whose children all ended, left to complete by a runner that died.
         claims.removeAll { claim in
             guard let outcome = claim.outcome else { return false }
-            runLeftHooks(id: claim.id, key: claim.key, record: Array(outcome.utf8))
+            if claim.completesParent {
+                completeParent(claim.id)
+            } else {
+                runLeftHooks(id: claim.id, key: claim.key, record: Array(outcome.utf8))
+            }
             return true
         }
         // One job of a key at a time, fleet-wide, and none ends `duplicate`: a claim whose key
@@ -324,6 +346,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         let kept = state.withLock { state -> Bool in
             guard !state.stopping else { return false }
             state.unstarted.formUnion(claims.map(\.id))
+            state.held.formUnion(claims.map(\.id))
             for claim in claims { state.files[claim.file, default: (0, [:])].open += 1 }
             state.buffer.append(contentsOf: claims.dropFirst().map { ($0, claimedAt) })
             return true
@@ -342,15 +365,12 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         return (first, claimedAt)
     }
 
-    /// The claim's job, decoded as this runner's registry and limits allow; nil (and the job
-    /// ended failed, saying why) when it cannot be.
-    private func decode(_ claim: JobQueue.Claim) async -> JobDescriptor? {
+    /// The claim's job, decoded as this runner's registry and limits allow, and as stored; nil
+    /// (and the job ended failed, saying why) when it cannot be.
+    private func decode(_ claim: JobQueue.Claim) async -> (JobDescriptor, JSONValue)? {
         do {
             let stored = try JSONParser.parse(Array(claim.job.utf8))
-            guard let object = stored["job"]?.objectValue else { throw JobSpecError(field: nil, "the stored job is not an object") }
-            return try JobDescriptor.decode(
-                object, defaults: stored["defaults"]?.objectValue ?? [], registry: configuration.engine.registry,
-                limits: configuration.engine.limits)
+            return (try decodeStored(stored), stored)
         } catch {
             let reason = JobResult.capped("not a job this runner can run: \(error)")
             let record = JSONWriter.string(.object([
@@ -359,6 +379,47 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             _ = await writer.finish(JobQueue.Finish(id: claim.id, status: "failed", error: reason, record: record, isKeyRecord: false))
             return nil
         }
+    }
+
+    /// A job as the queue stores it: `{"job", "defaults"}` as submitted, or a child, `{"child",
+    /// "of"}`, made as the engine makes a parent's children (inheriting from its parent, with
+    /// the parent's headers).
+    private func decodeStored(_ stored: JSONValue) throws -> JobDescriptor {
+        let registry = configuration.engine.registry
+        let limits = configuration.engine.limits
+        if let child = stored["child"]?.objectValue, let of = stored["of"] {
+            let parent = try decodeStored(of)
+            var job = try JobDescriptor.decode(child, registry: registry, parent: parent, limits: limits)
+            job.headers = parent.headers
+            return job
+        }
+        guard let object = stored["job"]?.objectValue else { throw JobSpecError(field: nil, "the stored job is not an object") }
+        return try JobDescriptor.decode(object, defaults: stored["defaults"]?.objectValue ?? [], registry: registry, limits: limits)
+    }
+
+    /// A parent's children as the queue stores them (`{"child", "of"}`), each checked as the
+    /// engine would make it; the elements that cannot be made counted, with the first reason.
+    private func queueable(_ children: ChildJobs, of parent: JobDescriptor, stored: JSONValue) -> JobQueue.Children {
+        let registry = configuration.engine.registry
+        let limits = configuration.engine.limits
+        var made = JobQueue.Children()
+        made.jobs.reserveCapacity(children.count)
+        for index in 0..<children.count {
+            switch children.child(at: index) {
+            case .success(let child):
+                do {
+                    let job = try JobDescriptor.decode(child.fields, registry: registry, parent: parent, limits: limits)
+                    made.jobs.append((job.key, job.kindName, JSONWriter.string(.object([("child", .object(child.fields)), ("of", stored)]))))
+                } catch {
+                    made.invalid += 1
+                    if made.firstInvalid == nil { made.firstInvalid = "child \(index + 1): \(error)" }
+                }
+            case .failure(let invalid):
+                made.invalid += 1
+                if made.firstInvalid == nil { made.firstInvalid = "child \(index + 1): \(invalid)" }
+            }
+        }
+        return made
     }
 
     /// One job of `file` ended here (`status` nil: given back); the last says how they all did.
@@ -377,10 +438,11 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         if let ended, !ended.isEmpty { onEvent(.fileEnded(name: file, counts: ended)) }
     }
 
-    private func ended(id: Int64, key: String, _ end: FeedJob.End) async {
-        let givenBack = state.withLock { state in
+    private func ended(id: Int64, key: String, job: JobDescriptor, stored: JSONValue, _ end: FeedJob.End) async {
+        let (givenBack, children) = state.withLock { state in
             state.unstarted.remove(id)
-            return state.givenBack.remove(id) != nil
+            state.held.remove(id)
+            return (state.givenBack.remove(id) != nil, state.children.removeValue(forKey: id))
         }
         switch end {
         case .notStarted:
@@ -389,18 +451,32 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             guard !givenBack else { return }
             await writer.flush()  // the key first, as above
             do { try await store.release(ids: [id], runner: runner) } catch { report("a claim could not be given back (its lease will end): \(error)") }
-        case .recorded(let result, let line):
+        case .recorded(let result, var line):
             // The record is written; once durable, the store gets it with the others that ended
             // meanwhile (retried while the store is away, until a shutdown's grace is over).
             let hooks = configuration.hooks
-            let finish = JobQueue.Finish(
+            var finish = JobQueue.Finish(
                 id: id, status: result.status.rawValue, error: result.error, record: String(decoding: line, as: UTF8.self),
                 hooksPending: hooks != nil)
+            if let children {
+                // Its children go to the queue with its record, and it waits for them; when
+                // none can be made, its record is complete now.
+                finish.children = queueable(children, of: job, stored: stored)
+                if finish.children.jobs.isEmpty {
+                    line = await rewriteCompleted(
+                        key: result.key, record: line, counts: [:], invalid: finish.children.invalid,
+                        firstInvalid: finish.children.firstInvalid, total: finish.children.invalid, into: &finish)
+                    finish.children = JobQueue.Children()
+                } else {
+                    finish.hooksPending = false  // they run once its record is complete
+                }
+            }
+            let waitsForChildren = !finish.children.jobs.isEmpty
             var delay = Duration.milliseconds(200)
             for attempt in 1... {
                 guard let failure = await writer.finish(finish) else {
                     if attempt > 1 { report("the queue is back: \(result.key)'s record is stored") }
-                    if let hooks {
+                    if let hooks, !waitsForChildren {
                         await hooks(line)
                         await endHooks(id: id, key: result.key)
                     }
@@ -414,6 +490,69 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                 try? await clock.sleep(for: min(delay, left ?? delay))
                 delay = min(delay * 2, .seconds(5))
             }
+        }
+    }
+
+    // MARK: - Parents
+
+    /// Completes a parent whose children all ended (its claim this runner's): its record with
+    /// their counts, written to the output and stored, then its hooks. If this runner stops
+    /// first, the parent's lease ends and another completes it.
+    private func completeParent(_ id: Int64) {
+        let task = Task {
+            do {
+                guard let parent = try await store.parentToComplete(id: id, runner: runner) else { return }
+                var finish = JobQueue.Finish(id: id, status: "", error: nil, record: "", hooksPending: configuration.hooks != nil)
+                let line = await rewriteCompleted(
+                    key: parent.key, record: Array(parent.record.utf8), counts: parent.counts, invalid: parent.invalid,
+                    firstInvalid: parent.firstInvalid, total: parent.total, into: &finish)
+                if configuration.durable {
+                    let output = engine.store
+                    if let problem = await Self.offThePool({ () -> String? in
+                        do { try output.synchronize() } catch { return "\(error)" }
+                        return nil
+                    }) {
+                        return report("\(parent.key): its completed record is not durable (\(problem)); it is completed again once its lease ends")
+                    }
+                }
+                let next = try await store.completeParent(finish, runner: runner)
+                if let hooks = configuration.hooks {
+                    await hooks(line)
+                    await endHooks(id: id, key: parent.key)
+                }
+                for parent in next { completeParent(parent) }
+            } catch {
+                report("a parent's record could not be completed (\(error)); it is completed again once its lease ends")
+            }
+            _ = state.withLock { $0.leftHooks.removeValue(forKey: id) }
+        }
+        state.withLock { $0.leftHooks[id] = task }
+    }
+
+    /// The record `record` completed with its children's counts (as the engine completes a
+    /// parent's), written to the output in place of the key's, and set in `finish`.
+    private func rewriteCompleted(
+        key: String, record: [UInt8], counts: [String: Int], invalid: Int, firstInvalid: String?, total: Int,
+        into finish: inout JobQueue.Finish
+    ) async -> [UInt8] {
+        let parsed = (try? JSONParser.parse(record)) ?? .object([])
+        let completed = ResultAssembly.completed(parsed, counts: counts, invalid: invalid, firstInvalid: firstInvalid, total: total)
+        let line = Array(JSONWriter.string(completed).utf8)
+        do {
+            try engine.store.writeRecord(completed, key: key)
+        } catch {
+            report("\(key): the completed record could not be written (\(error)); the queue holds it")
+        }
+        finish.status = completed["status"]?.stringValue ?? "failed"
+        finish.error = completed["error"]?.stringValue
+        finish.record = String(decoding: line, as: UTF8.self)
+        return line
+    }
+
+    /// Runs `body` on a thread of its own (a blocking call kept off the concurrency pool).
+    static func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: body()) }
         }
     }
 

@@ -27,6 +27,9 @@ final class QueueWriter: Sendable {
     private let output = Mutex<OutputStore?>(nil)
     /// Keys a claim locked for this runner, not yet taken by a job of the key.
     private let preLocked = Mutex<Set<String>>([])
+    /// Hears the parents whose last child ended with records this writer stored (this
+    /// runner's now, to complete).
+    private let parentsReady = Mutex<(@Sendable ([Int64]) -> Void)?>(nil)
 
     init(store: any QueueStore, runner: String) {
         self.store = store
@@ -34,6 +37,14 @@ final class QueueWriter: Sendable {
     }
 
     func synchronizing(_ store: OutputStore) { output.withLock { $0 = store } }
+
+    /// `ready` hears the parents whose last child ended with the records stored here.
+    func onParentsReady(_ ready: @escaping @Sendable ([Int64]) -> Void) { parentsReady.withLock { $0 = ready } }
+
+    private func tellParentsReady(_ ids: [Int64]) {
+        guard !ids.isEmpty, let ready = parentsReady.withLock({ $0 }) else { return }
+        ready(ids)
+    }
 
     /// Makes a finished job's record durable and stores it, with the others waiting; nil once
     /// stored, else why not.
@@ -134,14 +145,15 @@ final class QueueWriter: Sendable {
         var failures: [String?] = Array(repeating: nil, count: jobs.count)
         do {
             // The sync and the statement on one thread of the store's: one hop for the batch.
-            try await store.finish(jobs.map(\.0), runner: runner, unlocking: keys, durable: jobs.isEmpty ? nil : output.withLock { $0 })
+            tellParentsReady(
+                try await store.finish(jobs.map(\.0), runner: runner, unlocking: keys, durable: jobs.isEmpty ? nil : output.withLock { $0 }))
         } catch {
             failures = Array(repeating: "\(error)", count: jobs.count)
             lane.withLock { $0.stuckUnlocks.append(contentsOf: keys) }
             if jobs.count > 1, !error.isNotDurable {
                 for (index, (job, _)) in jobs.enumerated() {
                     do {
-                        try await store.finish([job], runner: runner, unlocking: [])
+                        tellParentsReady(try await store.finish([job], runner: runner, unlocking: []))
                         failures[index] = nil
                     } catch {
                         failures[index] = "\(error)"

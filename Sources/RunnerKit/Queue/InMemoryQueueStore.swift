@@ -20,6 +20,13 @@ public final class InMemoryQueueStore: QueueStore {
         public var reason: String?
         public var record: String?
         public var finishedAt: Duration?
+        /// A child's parent; a parent's phase (`children`, `complete`) and its children's tally.
+        public var parentID: Int64?
+        public var phase: String?
+        public var childrenLeft = 0
+        public var childrenTotal = 0
+        public var childrenInvalid = 0
+        public var firstInvalid: String?
     }
 
     private struct State {
@@ -107,13 +114,37 @@ public final class InMemoryQueueStore: QueueStore {
 
     /// `runner cancel KEY --queue`: queued jobs of the key end cancelled, runners are told.
     public func cancel(key: String) {
-        root.state.withLock { state in
+        let now = timeline.now
+        let (running, completable) = root.state.withLock { state -> ([String], Bool) in
             for (id, row) in state.rows where row.key == key && row.state == "queued" {
                 state.rows[id]?.state = "done"
                 state.rows[id]?.status = "cancelled"
             }
+            // A waiting parent's queued children are cancelled and counted off; its running
+            // ones are asked to stop.
+            let parents = Set(state.rows.values.filter { $0.key == key && $0.state == "waiting" }.map(\.id))
+            var running: [String] = []
+            var completable = false
+            for (id, row) in state.rows.sorted(by: { $0.key < $1.key }) where row.parentID.map(parents.contains) ?? false {
+                if row.state == "running" && row.status == nil { running.append(row.key) }
+                guard row.state == "queued" else { continue }
+                state.rows[id]?.state = "done"
+                state.rows[id]?.status = "cancelled"
+                if let parentID = row.parentID {
+                    state.rows[parentID]?.childrenLeft -= 1
+                    if state.rows[parentID]?.childrenLeft == 0 {
+                        state.rows[parentID]?.state = "running"
+                        state.rows[parentID]?.phase = "complete"
+                        state.rows[parentID]?.leaseUntil = now - .milliseconds(1)  // claimable at once
+                        completable = true
+                    }
+                }
+            }
+            return (running, completable)
         }
         notify(.cancel(key: key))
+        for child in running { notify(.cancel(key: child)) }
+        if completable { notify(.jobs) }
     }
 
     /// Every row now, by id.
@@ -157,6 +188,7 @@ public final class InMemoryQueueStore: QueueStore {
                 var claim = JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file, pauses: pauses)
                 claim.previous = state.results[row.key]
                 claim.outcome = row.status == nil ? nil : row.record
+                claim.completesParent = row.phase == "complete"
                 claims.append(claim)
             }
             return claims
@@ -170,31 +202,94 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) {
+    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
         let lease = lease
         do throws(Durability.Failure) {
             try durable?.synchronize()
         } catch {
             throw .notDurable(error)
         }
-        let waiting = try withState { state, now throws(QueueError) -> Bool in
+        let (waiting, complete, queued) = try withState { state, now throws(QueueError) -> (Bool, [Int64], Bool) in
             if let refused = jobs.first(where: { state.rows[$0.id].map { state.refusedRecords.contains($0.key) } ?? false }) {
                 throw QueueError("malformed record (in memory, refused for job \(refused.id))")
             }
             let waiting = Self.unlock(keys, of: runner, in: &state)
+            var complete: [Int64] = []
+            var queued = false
             for job in jobs {
                 guard let row = state.rows[job.id], row.runner == runner, row.state == "running", row.status == nil else { continue }
-                state.rows[job.id]?.state = job.hooksPending ? "running" : "done"
                 state.rows[job.id]?.status = job.status
                 state.rows[job.id]?.reason = job.error
                 state.rows[job.id]?.record = job.record
                 state.rows[job.id]?.finishedAt = now
+                if !job.children.jobs.isEmpty {
+                    state.rows[job.id]?.state = "waiting"
+                    state.rows[job.id]?.runner = nil
+                    state.rows[job.id]?.leaseUntil = nil
+                    state.rows[job.id]?.phase = "children"
+                    state.rows[job.id]?.childrenLeft = job.children.jobs.count
+                    state.rows[job.id]?.childrenTotal = job.children.jobs.count + job.children.invalid
+                    state.rows[job.id]?.childrenInvalid = job.children.invalid
+                    state.rows[job.id]?.firstInvalid = job.children.firstInvalid
+                    for child in job.children.jobs {
+                        var added = Row(id: state.nextID, key: child.key, kind: child.kind, job: child.job, file: row.file)
+                        added.parentID = job.id
+                        state.rows[state.nextID] = added
+                        state.nextID += 1
+                    }
+                    queued = true
+                    continue
+                }
+                state.rows[job.id]?.state = job.hooksPending ? "running" : "done"
                 state.rows[job.id]?.leaseUntil = job.hooksPending ? now + lease : nil
                 if job.isKeyRecord && job.status != JobStatus.duplicate.rawValue { state.results[row.key] = job.record }
+                complete += Self.countOff(row, runner: runner, until: now + lease, in: &state)
             }
-            return waiting
+            return (waiting, complete, queued)
         }
-        if waiting { notify(.jobs) }
+        if waiting || queued { notify(.jobs) }
+        return complete
+    }
+
+    /// Counts an ended job off its parent; the parent whose last child it was is `runner`'s,
+    /// under a lease until `until`, to complete.
+    private static func countOff(_ row: Row, runner: String, until: Duration, in state: inout State) -> [Int64] {
+        guard let parentID = row.parentID, state.rows[parentID]?.state == "waiting" else { return [] }
+        state.rows[parentID]?.childrenLeft -= 1
+        guard state.rows[parentID]?.childrenLeft == 0 else { return [] }
+        state.rows[parentID]?.state = "running"
+        state.rows[parentID]?.phase = "complete"
+        state.rows[parentID]?.runner = runner
+        state.rows[parentID]?.leaseUntil = until
+        return [parentID]
+    }
+
+    public func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete? {
+        try withState { state, _ throws(QueueError) -> JobQueue.ParentToComplete? in
+            guard let row = state.rows[id], row.runner == runner, row.state == "running", row.phase == "complete", let record = row.record
+            else { return nil }
+            var counts: [String: Int] = [:]
+            for child in state.rows.values where child.parentID == id { counts[child.status ?? "failed", default: 0] += 1 }
+            return JobQueue.ParentToComplete(
+                id: id, key: row.key, record: record, counts: counts, invalid: row.childrenInvalid, firstInvalid: row.firstInvalid,
+                total: row.childrenTotal)
+        }
+    }
+
+    public func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
+        let lease = lease
+        return try withState { state, now throws(QueueError) -> [Int64] in
+            guard let row = state.rows[finish.id], row.runner == runner, row.state == "running", row.phase == "complete" else { return [] }
+            state.rows[finish.id]?.status = finish.status
+            state.rows[finish.id]?.reason = finish.error
+            state.rows[finish.id]?.record = finish.record
+            state.rows[finish.id]?.finishedAt = now
+            state.rows[finish.id]?.phase = nil
+            state.rows[finish.id]?.state = finish.hooksPending ? "running" : "done"
+            state.rows[finish.id]?.leaseUntil = finish.hooksPending ? now + lease : nil
+            state.results[row.key] = finish.record
+            return Self.countOff(row, runner: runner, until: now + lease, in: &state)
+        }
     }
 
     /// Lets go of `runner`'s `keys`; whether a queued job waits for one of them (the runners

@@ -103,8 +103,17 @@ public final class JobQueue: Sendable {
             """
             SELECT to_regclass('runner.watchers') IS NOT NULL,
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'batch' AND NOT attisdropped),
-                to_regclass('runner.results') IS NOT NULL, to_regclass('runner.identity') IS NOT NULL
+                to_regclass('runner.results') IS NOT NULL, to_regclass('runner.identity') IS NOT NULL,
+                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'parent_id' AND NOT attisdropped)
             """).first ?? []
+        if present.count > 4 && present[4] != "t" {
+            // A parent's children are queue jobs: the parent waits for them (`phase`).
+            try db.query("""
+                ALTER TABLE runner.jobs ADD COLUMN parent_id bigint, ADD COLUMN phase text, ADD COLUMN children_left integer,
+                    ADD COLUMN children_total integer, ADD COLUMN children_invalid integer, ADD COLUMN first_invalid text
+                """)
+            try db.query("CREATE INDEX jobs_parent ON runner.jobs (parent_id) WHERE parent_id IS NOT NULL")
+        }
         if present.count > 2 && present[2] != "t" {
             try db.query("CREATE TABLE runner.results (key text PRIMARY KEY, record text NOT NULL, finished_at timestamptz NOT NULL DEFAULT now())")
         }
@@ -238,7 +247,7 @@ public final class JobQueue: Sendable {
             let count = Int(row[2] ?? "0") ?? 0
             switch row[0] {
             case "queued": status.queued += count
-            case "running": status.running += count
+            case "running", "waiting": status.running += count
             default: status.ended[row[1] ?? "", default: 0] += count
             }
         }
@@ -292,6 +301,9 @@ public final class JobQueue: Sendable {
         /// The job's own record, when it ran and only its `--on-finish` hooks are left (its
         /// runner stopped before they ended): the claim is for the hooks alone.
         public var outcome: String?
+        /// With `outcome`: the job is a parent whose children all ended, and its record is to be
+        /// completed with their counts (then its hooks run).
+        public var completesParent = false
     }
 
     /// `host ms host ms …` as the claim statement sums up the pauses.
@@ -330,7 +342,7 @@ public final class JobQueue: Sendable {
                 UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
                     lease_until = now() + $3::interval, started_at = now()
                 FROM picked WHERE j.id = picked.id
-                RETURNING j.id, j.key, j.kind, j.job, j.file, CASE WHEN j.status IS NULL THEN NULL ELSE j.record END AS outcome),
+                RETURNING j.id, j.key, j.kind, j.job, j.file, CASE WHEN j.status IS NULL THEN NULL ELSE j.record END AS outcome, j.phase),
             locked AS (
                 INSERT INTO runner.keys AS k (key, runner, lease_until)
                 SELECT DISTINCT key, $1, now() + $3::interval FROM claimed WHERE outcome IS NULL
@@ -340,7 +352,7 @@ public final class JobQueue: Sendable {
             SELECT c.id, c.key, c.kind, c.job, c.key IN (SELECT key FROM locked), c.file,
                 (SELECT string_agg(h.host || ' ' || ceil(extract(epoch FROM h.paused_until - now()) * 1000)::bigint, ' ')
                  FROM runner.hosts h WHERE h.paused_until > now()),
-                r.record, c.outcome
+                r.record, c.outcome, c.phase
             FROM claimed c LEFT JOIN runner.results r ON r.key = c.key
             """, [runner, String(limit), leaseText, String(Self.maxClaims)] + (kinds.map { [Self.array($0)] } ?? []))
         let pauses = Self.pauses(rows.first.flatMap { $0.count > 6 ? $0[6] : nil })
@@ -349,6 +361,7 @@ public final class JobQueue: Sendable {
             var claim = Claim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t", file: row[5] ?? "", pauses: pauses)
             claim.previous = row.count > 7 ? row[7] : nil
             claim.outcome = row.count > 8 ? row[8] : nil
+            claim.completesParent = row.count > 9 && row[9] == "complete"
             return claim
         }.sorted { $0.id < $1.id }
     }
@@ -395,6 +408,9 @@ public final class JobQueue: Sendable {
         /// its record stored, until `hooksEnded` (or, if this runner dies, another runner claims
         /// it for its hooks alone).
         public var hooksPending = false
+        /// The job's children, queued with its record: it waits for them (its record is its own
+        /// fetch's until the last of them ended; then it is completed with their counts).
+        public var children = Children()
 
         public init(id: Int64, status: String, error: String?, record: String, isKeyRecord: Bool = true, hooksPending: Bool = false) {
             self.id = id
@@ -406,32 +422,96 @@ public final class JobQueue: Sendable {
         }
     }
 
+    /// A parent's children as the queue takes them: those that could be made into jobs, and
+    /// how many elements could not (with the first reason).
+    public struct Children: Sendable {
+        public var jobs: [(key: String, kind: String, job: String)] = []
+        public var invalid = 0
+        public var firstInvalid: String?
+        public init() {}
+    }
+
     /// Stores the records of finished jobs and ends their claims (those `runner` still holds),
     /// and lets go of `keys` of `runner`, in one statement; when a queued job waits for one of
     /// those keys, the runners are told as of new jobs.
-    public func finish(_ jobs: [Finish], runner: String, unlocking keys: [String] = []) throws(QueueError) {
-        guard !jobs.isEmpty else { return try unlockKeys(keys, runner: runner) }
-        try connection.query(
+    /// Returns the parents whose last child ended with these: each is now this runner's to
+    /// complete (`completeParent`). A job with children waits for them; its children are
+    /// queued in the same statement (and the runners told).
+    @discardableResult
+    public func finish(_ jobs: [Finish], runner: String, unlocking keys: [String] = []) throws(QueueError) -> [Int64] {
+        guard !jobs.isEmpty else {
+            try unlockKeys(keys, runner: runner)
+            return []
+        }
+        var children: [(key: String, kind: String, job: String, parent: Int64)] = []
+        for job in jobs { children += job.children.jobs.map { ($0.key, $0.kind, $0.job, job.id) } }
+        let rows = try connection.query(
             """
             WITH unlocked AS (DELETE FROM runner.keys WHERE key = ANY($6::text[]) AND runner = $5 RETURNING key),
             done AS (
                 UPDATE runner.jobs j SET status = f.status, reason = f.reason, record = f.record, finished_at = now(),
-                    state = CASE WHEN f.pending THEN 'running' ELSE 'done' END,
-                    lease_until = CASE WHEN f.pending THEN now() + $9::interval END
-                FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $7::bool[], $8::bool[]) AS f(id, status, reason, record, kept, pending)
+                    state = CASE WHEN f.waits > 0 THEN 'waiting' WHEN f.pending THEN 'running' ELSE 'done' END,
+                    lease_until = CASE WHEN f.pending AND f.waits = 0 THEN now() + $9::interval END,
+                    runner = CASE WHEN f.waits > 0 THEN NULL ELSE j.runner END,
+                    phase = CASE WHEN f.waits > 0 THEN 'children' END,
+                    children_left = CASE WHEN f.waits > 0 THEN f.waits END, children_total = CASE WHEN f.waits > 0 THEN f.waits + f.invalid END,
+                    children_invalid = CASE WHEN f.waits > 0 THEN f.invalid END, first_invalid = CASE WHEN f.waits > 0 THEN f.first_invalid END
+                FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $7::bool[], $8::bool[], $10::int[], $11::int[], $12::text[])
+                    AS f(id, status, reason, record, kept, pending, waits, invalid, first_invalid)
                 WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running' AND j.status IS NULL
-                RETURNING j.key, f.record, f.kept, j.id),
+                RETURNING j.key, f.record, f.kept AND f.waits = 0 AS kept, j.id, j.parent_id, j.file, j.batch, f.waits),
             kept AS (
                 INSERT INTO runner.results AS r (key, record)
                 SELECT DISTINCT ON (key) key, record FROM done WHERE kept ORDER BY key, id DESC
-                ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, finished_at = now())
-            \(Self.wakeWaiting)
+                ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, finished_at = now()),
+            children AS (
+                INSERT INTO runner.jobs (key, kind, job, file, batch, parent_id)
+                SELECT c.key, c.kind, c.job, d.file, d.batch, c.parent
+                FROM unnest($13::text[], $14::text[], $15::text[], $16::bigint[]) AS c(key, kind, job, parent)
+                JOIN done d ON d.id = c.parent
+                RETURNING 1),
+            \(Self.parentsOfDone(runner: "$5", lease: "$9"))
+            SELECT (SELECT count(*) FROM woken), (SELECT count(*) FROM children),
+                (SELECT string_agg(id::text, ' ') FROM parents WHERE children_left = 0)
             """,
             [Self.array(jobs.map(\.id)), Self.array(jobs.map(\.status)),
              Self.array(jobs.map(\.error)), Self.array(jobs.map(\.record)), runner, Self.array(keys),
              Self.flags(jobs.map { $0.isKeyRecord && $0.status != JobStatus.duplicate.rawValue }), Self.flags(jobs.map(\.hooksPending)),
-             leaseText])
+             leaseText, Self.numbers(jobs.map(\.children.jobs.count)), Self.numbers(jobs.map(\.children.invalid)),
+             Self.array(jobs.map(\.children.firstInvalid)),
+             Self.array(children.map(\.key)), Self.array(children.map(\.kind)), Self.array(children.map(\.job)), Self.array(children.map(\.parent))])
+        return Self.ids(rows.first.flatMap { $0.count > 2 ? $0[2] : nil })
     }
+
+    /// The end of a statement whose `done` ended jobs (`parent_id` among what it returns) and
+    /// whose `unlocked` let go of keys: each parent counts its children that ended; one whose
+    /// last child ended is claimed by `runner` under the lease (parameters) to complete its record
+    /// (`phase` `complete`); `woken` tells the runners when a queued job waits for a key let go of.
+    static func parentsOfDone(runner: String, lease: String) -> String {
+        """
+        parents AS (
+            UPDATE runner.jobs p SET children_left = p.children_left - d.n,
+                state = CASE WHEN p.children_left = d.n THEN 'running' ELSE p.state END,
+                phase = CASE WHEN p.children_left = d.n THEN 'complete' ELSE p.phase END,
+                runner = CASE WHEN p.children_left = d.n THEN \(runner) ELSE p.runner END,
+                lease_until = CASE WHEN p.children_left = d.n THEN now() + \(lease)::interval ELSE p.lease_until END
+            FROM (SELECT parent_id, count(*) AS n FROM done WHERE parent_id IS NOT NULL AND waits = 0 GROUP BY parent_id) d
+            WHERE p.id = d.parent_id AND p.state = 'waiting'
+            RETURNING p.id, p.children_left),
+        woken AS (
+            SELECT pg_notify('runner_jobs', '')
+            WHERE EXISTS (SELECT 1 FROM runner.jobs q WHERE q.key IN (SELECT key FROM unlocked) AND q.state = 'queued')
+                OR EXISTS (SELECT 1 FROM done WHERE waits > 0))
+        """
+    }
+
+    /// Ids from `id id …` (nil: none).
+    static func ids(_ text: String?) -> [Int64] {
+        (text ?? "").split(separator: " ").compactMap { Int64($0) }
+    }
+
+    /// An int array literal.
+    static func numbers(_ values: [Int]) -> String { "{" + values.map(String.init).joined(separator: ",") + "}" }
 
     /// A bool array literal.
     static func flags(_ values: [Bool]) -> String { "{" + values.map { $0 ? "t" : "f" }.joined(separator: ",") + "}" }
@@ -597,7 +677,33 @@ public final class JobQueue: Sendable {
             let running = try db.query("SELECT DISTINCT runner FROM runner.jobs WHERE key = $1 AND state = 'running'", [key])
                 .compactMap { $0[0] }
             try db.query("SELECT pg_notify('runner_cancel', $1)", [key])
-            return (queued, running)
+            // A parent waiting for its children: the queued ones are cancelled (counted off, so
+            // the parent completes once the running ones ended), the running ones asked to stop.
+            let children = try db.query(
+                """
+                WITH parents AS (SELECT id FROM runner.jobs WHERE key = $1 AND state = 'waiting'),
+                gone AS (
+                    UPDATE runner.jobs c SET state = 'done', status = 'cancelled', reason = 'cancelled with its parent (runner cancel)',
+                        finished_at = now(),
+                        record = json_build_object('key', key, 'kind', kind, 'status', 'cancelled', 'error', 'cancelled with its parent (runner cancel)')::text
+                    WHERE c.parent_id IN (SELECT id FROM parents) AND c.state = 'queued'
+                    RETURNING c.parent_id),
+                counted AS (
+                    UPDATE runner.jobs p SET children_left = p.children_left - g.n,
+                        state = CASE WHEN p.children_left = g.n THEN 'running' ELSE p.state END,
+                        phase = CASE WHEN p.children_left = g.n THEN 'complete' ELSE p.phase END,
+                        lease_until = CASE WHEN p.children_left = g.n THEN now() ELSE p.lease_until END
+                    FROM (SELECT parent_id, count(*) AS n FROM gone GROUP BY parent_id) g
+                    WHERE p.id = g.parent_id
+                    RETURNING p.children_left),
+                asked AS (
+                    SELECT pg_notify('runner_cancel', c.key) FROM runner.jobs c
+                    WHERE c.parent_id IN (SELECT id FROM parents) AND c.state = 'running' AND c.status IS NULL)
+                SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM asked), (SELECT count(*) FROM counted WHERE children_left = 0)
+                """, [key]).first ?? []
+            if children.count > 2, children[2] != "0" { try db.query("SELECT pg_notify('runner_jobs', '')") }
+            let childrenCancelled = children.first.flatMap { $0.flatMap { Int($0) } } ?? 0
+            return (queued + childrenCancelled, running)
         }
     }
 
@@ -608,6 +714,9 @@ public final class JobQueue: Sendable {
             public var key: String
             public var runner: String
             public var startedAt: Date
+            /// Past its own run: `hooks` (its `--on-finish` hooks run), `completing` (a parent
+            /// whose children ended, its record being completed); nil while it runs.
+            public var phase: String?
         }
         public struct Failed: Sendable {
             public var key: String
@@ -626,6 +735,10 @@ public final class JobQueue: Sendable {
         public var watchers: [Watcher] = []
         /// Queued jobs of kinds no live watcher has loaded, by kind: they wait for one.
         public var unclaimable: [(kind: String, count: Int)] = []
+        /// Parents waiting for their children (how many of them ended, of how many), the
+        /// oldest 20, and how many wait in all.
+        public var parents: [(key: String, ended: Int, total: Int)] = []
+        public var waiting = 0
     }
 
     /// Counts fleet-wide; up to 100 running jobs and 10 recent failures.
@@ -641,10 +754,14 @@ public final class JobQueue: Sendable {
         func number(_ index: Int) -> Int { counts.count > index ? Int(counts[index] ?? "0") ?? 0 : 0 }
         let running = try connection.query(
             """
-            SELECT key, runner, extract(epoch FROM started_at)::float8 FROM runner.jobs
+            SELECT key, runner, extract(epoch FROM started_at)::float8,
+                CASE WHEN phase = 'complete' THEN 'completing' WHEN status IS NOT NULL THEN 'hooks' END
+            FROM runner.jobs
             WHERE state = 'running' AND lease_until >= now() ORDER BY started_at LIMIT 100
             """).map { row in
-                Status.Running(key: row[0] ?? "", runner: row[1] ?? "", startedAt: Date(timeIntervalSince1970: Double(row[2] ?? "0") ?? 0))
+                Status.Running(
+                    key: row[0] ?? "", runner: row[1] ?? "", startedAt: Date(timeIntervalSince1970: Double(row[2] ?? "0") ?? 0),
+                    phase: row.count > 3 ? row[3] : nil)
             }
         let failed = try connection.query(
             """
@@ -670,6 +787,8 @@ public final class JobQueue: Sendable {
                 watcher.running = Int(row[7] ?? "0") ?? 0
                 return watcher
             }
+        status.parents = try parentsWaiting()
+        status.waiting = Self.value(try connection.query("SELECT count(*) FROM runner.jobs WHERE state = 'waiting'")).flatMap { Int($0) } ?? 0
         let liveKinds = Set(status.watchers.filter(\.isLive).flatMap(\.kinds))
         status.unclaimable = try connection.query(
             "SELECT kind, count(*) FROM runner.jobs WHERE state = 'queued' GROUP BY kind ORDER BY kind"

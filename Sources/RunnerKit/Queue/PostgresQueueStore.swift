@@ -60,16 +60,26 @@ public final class PostgresQueueStore: QueueStore {
         return try await mainThread.run { () throws(QueueError) -> Duration? in try main.nextLeaseEnd() }
     }
 
-    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) {
+    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
         let writer = writer
-        try await writerThread.run { () throws(QueueError) in
+        return try await writerThread.run { () throws(QueueError) -> [Int64] in
             do throws(Durability.Failure) {
                 try durable?.synchronize()
             } catch {
                 throw .notDurable(error)
             }
-            try writer.finish(jobs, runner: runner, unlocking: keys)
+            return try writer.finish(jobs, runner: runner, unlocking: keys)
         }
+    }
+
+    public func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete? {
+        let writer = writer
+        return try await writerThread.run { () throws(QueueError) -> JobQueue.ParentToComplete? in try writer.parentToComplete(id: id, runner: runner) }
+    }
+
+    public func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
+        let writer = writer
+        return try await writerThread.run { () throws(QueueError) -> [Int64] in try writer.completeParent(finish, runner: runner) }
     }
 
     public func hooksEnded(ids: [Int64], runner: String) async throws(QueueError) {

@@ -22,8 +22,16 @@ public protocol QueueStore: Sendable {
     func nextLeaseEnd() async throws(QueueError) -> Duration?
     /// Stores the records of jobs `runner` finished and ends their claims; lets go of `keys`.
     /// With `durable`, that output is made durable first (one `syncfs`, on the same thread as
-    /// the statement): a record is in the queue only once it is on the runner's disk.
-    func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError)
+    /// the statement): a record is in the queue only once it is on the runner's disk. A job
+    /// with children waits for them, its children queued with it. Returns the parents whose
+    /// last child ended with these: `runner`'s now, to complete.
+    @discardableResult
+    func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64]
+    /// The parent `id` whose children all ended, if `runner` is to complete it.
+    func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete?
+    /// Stores a parent's completed record (`finish.id` the parent's); returns the parents whose
+    /// last child that was.
+    func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64]
     /// Ends the jobs whose records were stored with their hooks pending (`Finish.hooksPending`),
     /// once their hooks ran.
     func hooksEnded(ids: [Int64], runner: String) async throws(QueueError)
@@ -62,7 +70,8 @@ extension QueueStore {
         try await claim(runner: runner, limit: limit, kinds: nil)
     }
 
-    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) {
+    @discardableResult
+    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) -> [Int64] {
         try await finish(jobs, runner: runner, unlocking: keys, durable: nil)
     }
 }

@@ -1,0 +1,79 @@
+import Foundation
+
+/// A parent's children in the queue: queued with the parent's own record (`Finish.children`),
+/// run by any runner, counted off as they end; the runner that ends the last one (or, if it
+/// dies, the next to claim the parent) completes the parent's record with their counts.
+extension JobQueue {
+    /// A parent whose children all ended, as its record is completed.
+    public struct ParentToComplete: Sendable {
+        public var id: Int64
+        public var key: String
+        /// Its record as its own fetch left it.
+        public var record: String
+        /// Its children by how they ended.
+        public var counts: [String: Int]
+        /// Elements that could not be made into jobs, and the first reason.
+        public var invalid: Int
+        public var firstInvalid: String?
+        /// Every element: children queued and invalid ones.
+        public var total: Int
+    }
+
+    /// The parent `id` that `runner` is to complete (nil: not, or no longer, its to complete).
+    public func parentToComplete(id: Int64, runner: String) throws(QueueError) -> ParentToComplete? {
+        let rows = try connection.query(
+            """
+            SELECT p.key, p.record, coalesce(p.children_total, 0), coalesce(p.children_invalid, 0), p.first_invalid,
+                (SELECT string_agg(s.status || ' ' || s.n, ' ')
+                 FROM (SELECT coalesce(c.status, 'failed') AS status, count(*) AS n FROM runner.jobs c WHERE c.parent_id = p.id GROUP BY 1) s)
+            FROM runner.jobs p WHERE p.id = $1 AND p.runner = $2 AND p.state = 'running' AND p.phase = 'complete'
+            """, [String(id), runner])
+        guard let row = rows.first, row.count > 5, let key = row[0], let record = row[1] else { return nil }
+        var counts: [String: Int] = [:]
+        let words = (row[5] ?? "").split(separator: " ")
+        for index in stride(from: 0, to: words.count - 1, by: 2) { counts[String(words[index])] = Int(words[index + 1]) }
+        return ParentToComplete(
+            id: id, key: key, record: record, counts: counts, invalid: Int(row[3] ?? "0") ?? 0, firstInvalid: row[4],
+            total: Int(row[2] ?? "0") ?? 0)
+    }
+
+    /// Stores a parent's completed record (its claim ended, or held for its hooks) and counts it
+    /// off its own parent; returns the parents whose last child that was (now `runner`'s to
+    /// complete).
+    public func completeParent(_ finish: Finish, runner: String) throws(QueueError) -> [Int64] {
+        let rows = try connection.query(
+            """
+            WITH done AS (
+                UPDATE runner.jobs j SET status = $2, reason = $3, record = $4, finished_at = now(), phase = NULL,
+                    state = CASE WHEN $6::bool THEN 'running' ELSE 'done' END,
+                    lease_until = CASE WHEN $6::bool THEN now() + $7::interval END
+                WHERE j.id = $1 AND j.runner = $5 AND j.state = 'running' AND j.phase = 'complete'
+                RETURNING j.key, j.record, j.id, j.parent_id, 0 AS waits),
+            kept AS (
+                INSERT INTO runner.results AS r (key, record) SELECT key, record FROM done
+                ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, finished_at = now()),
+            unlocked AS (SELECT NULL::text AS key WHERE false),
+            \(Self.parentsOfDone(runner: "$5", lease: "$7"))
+            SELECT (SELECT count(*) FROM woken), (SELECT string_agg(id::text, ' ') FROM parents WHERE children_left = 0)
+            """,
+            [String(finish.id), finish.status, finish.error, finish.record, runner, finish.hooksPending ? "t" : "f", leaseLiteral])
+        return Self.ids(rows.first.flatMap { $0.count > 1 ? $0[1] : nil })
+    }
+
+    /// The lease as an interval literal.
+    var leaseLiteral: String { "\(max(1, lease.inMilliseconds)) milliseconds" }
+
+    /// Parents waiting for their children: key, children ended, children in all (elements that
+    /// could not be made into jobs counted as ended), oldest first.
+    public func parentsWaiting(limit: Int = 20) throws(QueueError) -> [(key: String, ended: Int, total: Int)] {
+        try connection.query(
+            """
+            SELECT key, children_total - children_left, children_total FROM runner.jobs
+            WHERE state = 'waiting' ORDER BY id LIMIT $1
+            """, [String(limit)]
+        ).compactMap { row in
+            guard let key = row[0], let ended = row[1].flatMap({ Int($0) }), let total = row[2].flatMap({ Int($0) }) else { return nil }
+            return (key, ended, total)
+        }
+    }
+}
