@@ -78,6 +78,22 @@ public final class OnFinishHooks: RunObserver, Sendable {
         }
     }
 
+    /// Runs the hook for a job whose record `line` a runner that died had written (its file runs
+    /// again, the job not): as for a job that finished now, with that record.
+    public func replay(record line: [UInt8]) {
+        guard let result = JobResult(record: line) else { return }
+        state.withLock { state in
+            state.finished += 1
+            let generation = state.finished
+            let id = state.nextID
+            state.nextID += 1
+            state.running[id] = Task {
+                await self.run(result, generation: generation, line: line)
+                _ = self.state.withLock { $0.running.removeValue(forKey: id) }
+            }
+        }
+    }
+
     /// Waits for every hook to end, those that start meanwhile included.
     public func finish() async {
         while let task = state.withLock({ $0.running.values.first }) {
@@ -96,23 +112,13 @@ public final class OnFinishHooks: RunObserver, Sendable {
     /// returns once it ended; the record is durable already. Whether it succeeded.
     @discardableResult
     public func run(record line: [UInt8]) async -> Bool {
-        guard let result = Self.result(ofRecord: line) else {
+        guard let result = JobResult(record: line) else {
             report("runner: an --on-finish hook did not run: its record is not one: \(Printable.escaped(String(decoding: line.prefix(200), as: UTF8.self)))")
             return false
         }
         let failedBefore = failures
         await run(result, generation: nil, line: line)
         return failures == failedBefore
-    }
-
-    /// What a hook is told of a job, from its record.
-    static func result(ofRecord line: [UInt8]) -> JobResult? {
-        guard let record = try? JSONParser.parse(line), let key = record["key"]?.stringValue, let kind = record["kind"]?.stringValue,
-            let status = record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))
-        else { return nil }
-        return JobResult(
-            key: key, kind: kind, url: record["url"]?.stringValue, status: status, output: record["output"]?.stringValue,
-            error: record["error"]?.stringValue, startedAt: Date(), finishedAt: Date(), parent: record["parent"]?.stringValue)
     }
 
     /// `generation`: the record's place among those finished, made durable first (nil: it is).

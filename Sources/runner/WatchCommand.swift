@@ -208,7 +208,10 @@ enum WatchCommand {
         let observers = Self.observers(options, store: store, metrics: service.metrics, sync: configuration.durable, live: live?.observers ?? [])
         defer { EngineCommandOptions.finish(observers.events) }
         // Hooks: a file moves on only once the hooks of its jobs ended.
-        if let hooks = observers.hooks { configuration.beforeMove = { await hooks.settle() } }
+        if let hooks = observers.hooks {
+            configuration.beforeMove = { await hooks.settle() }
+            configuration.replayed = { hooks.replay(record: $0) }
+        }
         let feed: SpoolFeed
         do {
             feed = try SpoolFeed(

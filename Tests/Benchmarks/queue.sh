@@ -9,8 +9,14 @@
 # (nginx's files, the outputs, the database) is on a tmpfs when there is one (/dev/shm), so that
 # the feeds are measured rather than the disk.
 #
-# Usage: bash Tests/Benchmarks/queue.sh [--jobs N] [--watchers "1 2 4"] [--runs R] [--concurrency C] [--no-build | --runner PATH]
+# With --children, the N entries are the children of one tree job instead (a tree of N leaves,
+# one entry per leaf): through the spool they run on the watcher that took the file; through
+# the queue they are queue jobs that every watcher takes, and the tree's record is completed by
+# the watcher that ends the last of them. The counts and CPU per job then include the tree.
+#
+# Usage: bash Tests/Benchmarks/queue.sh [--jobs N] [--children] [--watchers "1 2 4"] [--runs R] [--concurrency C] [--no-build | --runner PATH]
 #   --jobs N         entry jobs per drain (default 20000, env BENCH_JOBS)
+#   --children       the entries as the children of one tree job
 #   --watchers LIST  watcher counts to try (default "1 2 4", env BENCH_WATCHERS)
 #   --runs R         drains of each kind, the median shown (default 3, env BENCH_RUNS)
 #   --concurrency C  --concurrency and --per-host of each watcher (default 32)
@@ -28,9 +34,11 @@ watcher_counts=${BENCH_WATCHERS:-"1 2 4"}
 runs=${BENCH_RUNS:-3}
 concurrency=32
 build=1
+children=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --jobs) jobs=$2; shift 2 ;;
+        --children) children=1; shift ;;
         --watchers) watcher_counts=$2; shift 2 ;;
         --runs) runs=$2; shift 2 ;;
         --concurrency) concurrency=$2; shift 2 ;;
@@ -131,6 +139,14 @@ awk -v n="$jobs" -v dir="$work/files" -v base="http://127.0.0.1:$port" 'BEGIN {
         printf "{\"kind\": \"entry\", \"id\": \"e%d\", \"url\": \"%s/entries/{id}.json\"}\n", i, base >> f
     }
 }'
+if [ "$children" -eq 1 ]; then
+    # One tree of N leaves; each leaf's entry a child of the one job.
+    rm -f "$work/files"/*
+    awk -v n="$jobs" 'BEGIN { printf "["; for (i = 1; i <= n; i++) printf "%s{\"label\": \"e%d\", \"id\": \"e%d\"}", (i > 1 ? "," : ""), i, i; print "]" }' >"$work/root/tree.json"
+    printf '{"kind": "tree", "key": "catalog", "url": "http://127.0.0.1:%s/tree.json", "entries": "http://127.0.0.1:%s/entries/{id}.json", "timeout": 60}\n' "$port" "$port" >"$work/files/jobs-000.jsonl"
+fi
+# Every job of a drain: the entries, and the tree above them.
+total=$((jobs + children))
 files=$(ls "$work/files" | wc -l)
 
 # CPU seconds (user + system) of processes, from /proc/PID/stat.
@@ -169,7 +185,7 @@ drain() {
     if [ "$mode" = queue ]; then
         "$runner" submit --queue "$queue" "$work/files"/*.jsonl >/dev/null
         # The runner made its tables at the first watcher's start.
-        until [ "$(ask "SELECT count(*) FROM runner.jobs WHERE state = 'done';")" -ge "$jobs" ]; do sleep 0.1; done
+        until [ "$(ask "SELECT count(*) FROM runner.jobs WHERE state = 'done';")" -ge "$total" ]; do sleep 0.1; done
     else
         for f in "$run/stage"/*; do mv "$f" "$run/spool/inbox/"; done
         until [ "$(ls "$run/spool/done" "$run/spool/failed" 2>/dev/null | grep -c '^jobs-[0-9]*\.jsonl$')" -ge "$files" ]; do sleep 0.1; done
@@ -181,7 +197,7 @@ drain() {
     watcher_pids=()
     local records
     records=$(count_records "${outs[@]}")
-    [ "$records" -eq "$jobs" ] || { tail -5 "$run"/watch*.log >&2; fail "$mode with $w watchers: $records records for $jobs jobs"; }
+    [ "$records" -eq "$total" ] || { tail -5 "$run"/watch*.log >&2; fail "$mode with $w watchers: $records records for $total jobs"; }
     if ls "$run/spool/failed" 2>/dev/null | grep -q .; then tail -5 "$run"/watch*.log >&2; fail "$mode with $w watchers: some jobs failed"; fi
     if [ "$mode" = queue ] && [ "$(ask "SELECT count(*) FROM runner.jobs WHERE status <> 'succeeded';")" -ne 0 ]; then
         "$runner" status --queue "$queue" >&2; fail "queue with $w watchers: some jobs failed"
@@ -213,12 +229,12 @@ for w in $watcher_counts; do
 done
 
 echo
-echo "Draining $jobs small entry jobs from nginx on loopback ($(nproc) cores), watchers of --concurrency $concurrency, on $(stat -f -c %T "$work"); median of $runs runs"
+echo "Draining $jobs small entry jobs$([ "$children" -eq 1 ] && echo ", the children of one tree,") from nginx on loopback ($(nproc) cores), watchers of --concurrency $concurrency, on $(stat -f -c %T "$work"); median of $runs runs"
 echo
 printf '| %-6s | %8s | %8s | %8s | %22s | %20s |\n' feed watchers "wall s" "jobs/s" "watchers' CPU ms/job" "database CPU ms/job"
 echo '| --- | ---: | ---: | ---: | ---: | ---: |'
 while read -r mode w wall cpu db; do
-    awk -v m="$mode" -v w="$w" -v t="$wall" -v c="$cpu" -v d="$db" -v n="$jobs" \
+    awk -v m="$mode" -v w="$w" -v t="$wall" -v c="$cpu" -v d="$db" -v n="$total" \
         'BEGIN { printf "| %-6s | %8d | %8.2f | %8.0f | %22.3f | %20s |\n", m, w, t, n / t, c * 1000 / n, (m == "queue" ? sprintf("%.3f", d * 1000 / n) : "-") }'
 done <"$results"
 echo

@@ -105,6 +105,8 @@ struct OnFinishTests {
         #expect(await s.exit(of: watcher, upTo: .seconds(20)) == 0)
     }
 
+    /// A watcher killed while a job's hook ran: the hook dies with it; after a restart the file
+    /// runs again, but the job that had ended does not: its hook runs with its own record.
     @Test func aHookAWatcherKilledBeforeItRanRunsAfterRestart() async throws {
         let s = try SpoolWorld()
         // The first watcher's hook never ends (it notes its pid); the watcher is killed meanwhile.
@@ -129,7 +131,10 @@ struct OnFinishTests {
         defer { if second.isRunning { second.terminate() } }
         #expect(await s.wait(upTo: .seconds(20)) { s.names(s.spool.done).contains("a.jsonl") }, "\(s.log("second"))")
         let ran = (try? String(contentsOfFile: "\(s.w.root)/ran.log", encoding: .utf8)) ?? ""
-        #expect(ran.hasPrefix("image:a "), "the hook ran after the restart: \(ran)")
+        #expect(ran == "image:a succeeded\n", "the hook ran after the restart, with the job's own status: \(ran)")
+        #expect(s.w.server.arrivals(pathPrefix: "/images/").count == 1, "the job that had ended did not run again")
+        let results = (try? String(contentsOfFile: "\(s.spool.done)/a.jsonl\(Spool.resultsSuffix)", encoding: .utf8)) ?? ""
+        #expect(results.contains(#""key":"image:a""#) && results.contains(#""status":"succeeded""#), "its record beside the file: \(results)")
         kill(second.processIdentifier, SIGTERM)
         #expect(await s.exit(of: second, upTo: .seconds(20)) == 0)
     }

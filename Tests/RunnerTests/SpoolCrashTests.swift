@@ -47,6 +47,34 @@ struct SpoolCrashTests {
         print("kill -9 at \(kills) ms after each start; \(leftBehind) file(s) left in active/ were put back; \(s.w.server.totalRequests) fetches for \(count) jobs")
     }
 
+    /// A file whose watcher was killed runs again, but not the jobs of it that had ended: their
+    /// records stand, with their own status (not the `notModified` of a second fetch).
+    @Test func aFileRunAgainAfterKillNineRunsOnlyTheJobsThatHadNotEnded() async throws {
+        let s = try SpoolWorld()
+        let jobs = [
+            #"{"kind": "entry", "key": "entry:fast", "id": "imgly.A.1", "url": "\#(s.base)/entries/{id}.json"}"#,
+            #"{"kind": "entry", "key": "entry:slow", "id": "imgly.A.2", "url": "\#(s.base)/entries/{id}.json?delay=2500", "timeout": 30}"#,
+        ]
+        try s.drop("mixed.jsonl", jobs.joined(separator: "\n") + "\n")
+        let first = try s.startWatcher(["--concurrency", "2"], name: "first")
+        let fastRecord = "\(s.w.out)/results/\(OutputStore.fileName(forKey: "entry:fast")).json"
+        #expect(await s.wait(upTo: .seconds(20)) { FileManager.default.fileExists(atPath: fastRecord) }, "\(s.log("first"))")
+        try await Task.sleep(for: .milliseconds(300))  // its line beside the file follows the record
+        kill(first.processIdentifier, SIGKILL)
+        _ = await s.exit(of: first, upTo: .seconds(5))
+
+        let second = try s.startWatcher(["--concurrency", "2"], name: "second")
+        defer { if second.isRunning { second.terminate() } }
+        #expect(await s.wait(upTo: .seconds(20)) { s.jobFiles(s.spool.done) == ["mixed.jsonl"] }, "\(s.log("second"))")
+        let records = s.records(s.spool.done, "mixed.jsonl")
+        let statuses = Dictionary(records.compactMap { record in record["key"]?.stringValue.map { ($0, record["status"]?.stringValue ?? "") } }) { a, _ in a }
+        #expect(statuses == ["entry:fast": "succeeded", "entry:slow": "succeeded"], "\(records)")
+        #expect(s.w.server.requestCount(path: "/entries/imgly.A.1.json") == 1, "the job that had ended did not run again")
+        #expect(s.w.server.requestCount(path: "/entries/imgly.A.2.json") == 2, "the one that had not ran again")
+        second.terminate()
+        #expect(await s.exit(of: second, upTo: .seconds(15)) == 0)
+    }
+
     @Test func twoWatchersOnOneSpoolFetchEachFileExactlyOnce() async throws {
         let s = try SpoolWorld()
         try s.spool.makeFolders()

@@ -10,12 +10,16 @@ final class SpoolFile: Sendable {
     let path: String
     /// Its records, one line per top-level job, under a dot-name until the file is through.
     let resultsPath: String
+    /// The records of its jobs that ended under a watcher that died (`Spool.replaySuffix`).
+    let replayPath: String
     /// Its status change in inbox/: the rename that put it there.
     let arrived: timespec
     /// Its last write: cancel requests made after it apply to its jobs.
     let written: timespec
     private let jobs = Mutex<AnyIterator<JobDescriptor>?>(nil)
     private let tally = Mutex(Tally())
+    /// Records from `replayPath` not yet given to a job, by key, oldest first.
+    private let replay = Mutex<[String: [[UInt8]]]>([:])
 
     struct Tally {
         var feed: BatchFeed?
@@ -38,6 +42,7 @@ final class SpoolFile: Sendable {
         self.name = name
         self.path = "\(folder)/\(name)"
         self.resultsPath = "\(folder)/.\(name)\(Spool.resultsSuffix)"
+        self.replayPath = "\(folder)/.\(name)\(Spool.replaySuffix)"
         self.arrived = arrived
         self.written = written
     }
@@ -55,6 +60,31 @@ final class SpoolFile: Sendable {
         _ = fchmod(fd, mode)
         tally.withLock { $0.results = fd }
         return nil
+    }
+
+    /// Reads the records a watcher that died left for this file; how many.
+    func loadReplay() -> Int {
+        guard let bytes = OutputStore.readFile(in: AT_FDCWD, replayPath) else { return 0 }
+        var found: [String: [[UInt8]]] = [:]
+        var count = 0
+        for line in bytes.split(separator: 0x0A) where !line.isEmpty {
+            guard let key = (try? JSONParser.parse(Array(line)))?["key"]?.stringValue else { continue }
+            found[key, default: []].append(Array(line))
+            count += 1
+        }
+        replay.withLock { $0 = found }
+        return count
+    }
+
+    /// The record a job of `key` had when its file ran under a watcher that died (taken: the
+    /// next job of the key gets the next one); nil when it had none.
+    func replayed(key: String) -> [UInt8]? {
+        replay.withLock { replay in
+            guard var lines = replay[key], !lines.isEmpty else { return nil }
+            let line = lines.removeFirst()
+            replay[key] = lines.isEmpty ? nil : lines
+            return line
+        }
     }
 
     /// The next job to run, counted as running; nil when none is left.
@@ -203,6 +233,7 @@ extension SpoolFeed {
         _ file: SpoolFile, outcome: FileReport.Outcome, counts: [JobStatus: Int], reason: String?, results: String?
     ) async {
         let report = move(file, results: results, outcome: outcome, counts: counts, reason: reason)
+        unlink(file.replayPath)
         fileEnded(file, outcome: report.outcome)
         onEvent(.finished(report))
     }

@@ -55,6 +55,9 @@ public final class SpoolFeed: JobFeed {
         /// done/ or failed/ (`--on-finish`: the hooks of every job finished so far), so a crash
         /// before then runs the file, and its hooks, again.
         public var beforeMove: (@Sendable () async -> Void)?
+        /// Hears the record of each job that had ended under a watcher that died before its file
+        /// was through (the file runs again, that job not): `--on-finish` runs its hooks with it.
+        public var replayed: (@Sendable ([UInt8]) -> Void)?
 
         public init(spool: Spool, engine: JobEngine.Configuration) {
             self.spool = spool
@@ -349,6 +352,8 @@ public final class SpoolFeed: JobFeed {
             // A file that did not arrive by rename is taken only once it is complete.
             if !state.withLock({ $0.renamed.contains(name) }), !isComplete(name: name, path: source) { continue }
             guard rename(source, "\(lease.folder)/\(name)") == 0 else { continue }
+            // The records of its jobs that ended under a watcher that died come with it.
+            _ = rename("\(inbox)/.\(name)\(Spool.replaySuffix)", "\(lease.folder)/.\(name)\(Spool.replaySuffix)")
             state.withLock { state in
                 state.claimed.insert(name)
                 state.renamed.remove(name)
@@ -394,6 +399,7 @@ public final class SpoolFeed: JobFeed {
             await finish(file, outcome: .failed, reason: reason)
             return
         }
+        _ = file.loadReplay()
         if let problem = file.openResults(mode: configuration.spool.fileMode) {
             await finish(file, outcome: .returned, reason: problem)
             return
@@ -477,6 +483,14 @@ public final class SpoolFeed: JobFeed {
             case .take(let file):
                 guard let job = file.takeJob() else {
                     if file.exhaust() { await finish(file) }
+                    continue
+                }
+                if let line = file.replayed(key: job.key), let result = JobResult(record: line) {
+                    // It ended under a watcher that died: its record stands (and its hooks run
+                    // with it), it does not run again.
+                    configuration.replayed?(line)
+                    state.withLock { state in if !state.draining { state.ready.append(file) } }
+                    if file.jobEnded(.recorded(result, line: line)) { await finish(file) }
                     continue
                 }
                 let draining = state.withLock { state in

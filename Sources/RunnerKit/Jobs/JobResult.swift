@@ -80,6 +80,17 @@ public struct JobResult: Sendable {
         self.parent = parent
     }
 
+    /// What a record says of its job (key, kind, URL, status, output, error, parent), from the
+    /// record as one line of JSON; nil when it is not one.
+    public init?(record line: [UInt8]) {
+        guard let record = try? JSONParser.parse(line), let key = record["key"]?.stringValue, let kind = record["kind"]?.stringValue,
+            let status = record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))
+        else { return nil }
+        self.init(
+            key: key, kind: kind, url: record["url"]?.stringValue, status: status, output: record["output"]?.stringValue,
+            error: record["error"]?.stringValue, startedAt: Date(), finishedAt: Date(), parent: record["parent"]?.stringValue)
+    }
+
     /// The longest error text kept, in bytes of UTF-8.
     public static let maxErrorBytes = 2048
 

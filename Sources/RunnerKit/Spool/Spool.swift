@@ -35,6 +35,9 @@ public struct Spool: Sendable {
 
     /// Beside a file in done/ or failed/: its result records, one per top-level job.
     public static let resultsSuffix = ".results.jsonl"
+    /// Beside a file put back in inbox/ by a watcher that died (hidden, `.<name>.replay.jsonl`):
+    /// the records of its jobs that had ended, which do not run again.
+    public static let replaySuffix = ".replay.jsonl"
     /// Beside a file in failed/: why.
     public static let errorSuffix = ".error.txt"
 

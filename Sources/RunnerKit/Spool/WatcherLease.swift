@@ -64,14 +64,18 @@ final class WatcherLease: Sendable {
             guard fd >= 0 else { continue }
             defer { close(fd) }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }  // its watcher lives
-            for file in FileSystem.names(in: path) {
-                let filePath = "\(path)/\(file)"
-                if file.hasPrefix(".") {
-                    unlink(filePath)  // partial results of a file that will run again
-                } else if let back = try? FileSystem.moveKeepingBoth(filePath, into: spool.inbox, name: file) {
-                    returned.append(back)
+            let names = FileSystem.names(in: path)
+            for file in names where !file.hasPrefix(".") {
+                guard let back = try? FileSystem.moveKeepingBoth("\(path)/\(file)", into: spool.inbox, name: file) else { continue }
+                returned.append(back)
+                // The records of its jobs that ended go with it: they do not run again.
+                var replay: [UInt8] = []
+                for part in [".\(file)\(Spool.resultsSuffix)", ".\(file)\(Spool.replaySuffix)"] {
+                    replay += OutputStore.readFile(in: AT_FDCWD, "\(path)/\(part)") ?? []
                 }
+                if !replay.isEmpty { try? FileSystem.writeAtomically(replay, to: "\(spool.inbox)/.\(back)\(Spool.replaySuffix)", mode: spool.fileMode) }
             }
+            for file in FileSystem.names(in: path) { unlink("\(path)/\(file)") }
             rmdir(path)
         }
         // Back in line for good: the names in inbox/ survive a power loss.
