@@ -131,6 +131,17 @@ enum QueueCommands {
         return summary
     }
 
+    /// `84/200 ended (80 succeeded, 4 failed), 6 running, 110 queued`.
+    static func batchLine(_ status: JobQueue.BatchStatus) -> String {
+        let ended = status.ended.sorted { $0.key < $1.key }
+        let endedCount = ended.reduce(0) { $0 + $1.value }
+        var line = "\(endedCount)/\(status.total) ended"
+        if !ended.isEmpty { line += " (" + ended.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + ")" }
+        if status.running > 0 { line += ", \(status.running) running" }
+        if status.queued > 0 { line += ", \(status.queued) queued" }
+        return line
+    }
+
     /// The jobs of a valid job file as rows of the queue (nil: it is not valid any more).
     static func submissions(of file: String, name: String, registry: KindRegistry) -> [JobQueue.Submission]? {
         let reader = JobFileReader(path: file, registry: registry, limits: .producer, checkingSecrets: false)
@@ -219,6 +230,15 @@ enum QueueCommands {
             lines.append(Printable.escaped("  \(failed.key)  \(failed.status)" + (failed.reason.map { ": \($0)" } ?? "")))
         }
         if status.cancelled > 0 { lines.append("cancelled: \(status.cancelled)") }
+        if status.abandoned > 0 { lines.append("abandoned: \(status.abandoned) (their watcher stopped; other watchers take them)") }
+        if status.reclaimed > 0 { lines.append("reclaimed: \(status.reclaimed) (running or queued again after their watcher stopped)") }
+        for paused in status.pausedHosts {
+            lines.append("paused:   \(Printable.escaped(paused.host)) for \(Int((paused.left / .seconds(1)).rounded(.up))) s more (Retry-After)")
+        }
+        if !status.batches.isEmpty { lines.append("batches:") }
+        for batch in status.batches {
+            lines.append("  \(batch.id)  " + batchLine(batch.counts))
+        }
         Console.out(lines.joined(separator: "\n"))
         return 0
     }
@@ -282,6 +302,16 @@ enum QueueCommands {
                 })),
             ])),
             ("cancelled", .object([("count", JSONValue(status.cancelled))])),
+            ("abandoned", JSONValue(status.abandoned)), ("reclaimed", JSONValue(status.reclaimed)),
+            ("pausedHosts", .array(status.pausedHosts.map { .object([("host", .string($0.host)), ("leftMs", JSONValue($0.left.inMilliseconds))]) })),
+            ("batches", .array(status.batches.map { batch in
+                .object([
+                    ("id", .string(batch.id)), ("submittedAt", .string(Timestamp.iso8601(batch.submittedAt))),
+                    ("queued", JSONValue(batch.counts.queued)), ("running", JSONValue(batch.counts.running)),
+                    ("ended", .object(batch.counts.ended.sorted { $0.key < $1.key }.map { ($0.key, JSONValue($0.value)) })),
+                    ("total", JSONValue(batch.counts.total)),
+                ])
+            })),
         ]
     }
 

@@ -259,8 +259,13 @@ struct QueueTests {
         #expect(running)
         kill(first.processIdentifier, SIGKILL)
         _ = await world.exit(of: first, upTo: .seconds(5))
+        // Once their lease ended, status says their watcher left them.
+        let left = try await Self.status(world, db, upTo: .seconds(10)) { $0["abandoned"]?.intValue == 4 }
+        #expect(left["abandoned"]?.intValue == 4, "\(left)")
         let second = try Self.startWatcher(world, db, "second", lease: 2)
         defer { if second.isRunning { second.terminate() } }
+        let taken = try await Self.status(world, db, upTo: .seconds(20)) { $0["reclaimed"]?.intValue == 4 }
+        #expect(taken["reclaimed"]?.intValue == 4 && taken["abandoned"]?.intValue == 0, "running again on the second: \(taken)")
         let recovered = await world.wait(upTo: .seconds(40)) { Self.records(world).count == 4 }
         #expect(recovered, "\(Self.records(world)) \(world.log("second"))")
         #expect(Self.records(world).values.allSatisfy { $0 == "succeeded" })
@@ -389,6 +394,8 @@ struct QueueTests {
         // Its record is written after the pause was taken and told to the fleet.
         #expect(await world.wait(upTo: .seconds(20)) { Self.records(world)["q:limited"] != nil })
         let limitedAt = try #require(world.w.server.arrivals(pathPrefix: "/entries/").first)
+        let paused = try await Self.status(world, db)["pausedHosts"]?.arrayValue?.first
+        #expect(paused?["host"]?.stringValue == "127.0.0.1" && (paused?["leftMs"]?.intValue ?? 0) > 0, "the fleet holds the host back: \(String(describing: paused))")
         let file = world.w.write("others.jsonl", Self.jobs(world, 8, prefix: "q:other", delay: 0))
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
         let done = await world.wait(upTo: .seconds(30)) { Self.records(world).count >= 9 }
@@ -459,6 +466,12 @@ struct QueueTests {
         let counted = try JSONParser.parse(try await world.w.run(["status", "--queue", db.url, "--batch", String(batch), "--json"]).stdout)
         #expect(counted["total"]?.intValue == 2 && counted["over"] == .bool(true), "\(counted)")
         #expect(counted["ended"]?["succeeded"]?.intValue == 1 && counted["ended"]?["notFound"]?.intValue == 1, "\(counted)")
+        // The fleet's status lists the batches, each counted apart.
+        let listed = try await Self.status(world, db)["batches"]?.arrayValue ?? []
+        #expect(listed.first?["id"]?.stringValue == String(batch) && listed.first?["total"]?.intValue == 2, "\(listed)")
+        #expect(listed.first?["ended"]?["notFound"]?.intValue == 1, "\(listed)")
+        let text = try await world.w.run(["status", "--queue", db.url])
+        #expect(text.stdout.contains("  \(batch)  2/2 ended (1 notFound, 1 succeeded)"), "\(text.stdout)")
         let allowed = try await world.w.run(["submit", "--queue", db.url, "--wait", "--max-failed", "50%", mixed])
         #expect(allowed.status == 0, "\(allowed.stdout)")
         let gone = world.w.write("gone.jsonl", entry("q:gone2", "?status=404") + "\n")

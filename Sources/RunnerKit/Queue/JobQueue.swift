@@ -739,6 +739,14 @@ public final class JobQueue: Sendable {
         /// oldest 20, and how many wait in all.
         public var parents: [(key: String, ended: Int, total: Int)] = []
         public var waiting = 0
+        /// The last 10 batches submitted, newest first.
+        public var batches: [(id: String, submittedAt: Date, counts: BatchStatus)] = []
+        /// Running jobs whose watcher stopped renewing their lease (claimable again), and jobs
+        /// running or waiting again after one did (claimed more than once).
+        public var abandoned = 0
+        public var reclaimed = 0
+        /// Hosts the fleet holds back after a `Retry-After`, and for how long still.
+        public var pausedHosts: [(host: String, left: Duration)] = []
     }
 
     /// Counts fleet-wide; up to 100 running jobs and 10 recent failures.
@@ -788,6 +796,30 @@ public final class JobQueue: Sendable {
                 return watcher
             }
         status.parents = try parentsWaiting()
+        let lost = try connection.query(
+            """
+            SELECT count(*) FILTER (WHERE state = 'running' AND lease_until < now()),
+                   count(*) FILTER (WHERE claims > 1 AND state <> 'done')
+            FROM runner.jobs WHERE state IN ('running', 'waiting', 'queued')
+            """).first ?? []
+        status.abandoned = lost.first.flatMap { $0.flatMap { Int($0) } } ?? 0
+        status.reclaimed = lost.count > 1 ? lost[1].flatMap { Int($0) } ?? 0 : 0
+        status.pausedHosts = try connection.query(
+            "SELECT host, (extract(epoch FROM paused_until - now()) * 1000)::bigint FROM runner.hosts WHERE paused_until > now() ORDER BY host"
+        ).compactMap { row in
+            guard let host = row[0], let left = row[1].flatMap({ Int($0) }) else { return nil }
+            return (host, .milliseconds(left))
+        }
+        status.batches = try connection.query(
+            """
+            SELECT batch, extract(epoch FROM min(submitted_at))::float8
+            FROM runner.jobs WHERE batch IS NOT NULL GROUP BY batch ORDER BY min(submitted_at) DESC LIMIT 10
+            """
+        ).compactMap { row -> (String, Date, BatchStatus)? in
+            guard let id = row[0] else { return nil }
+            return (id, Date(timeIntervalSince1970: Double(row[1] ?? "0") ?? 0), BatchStatus())
+        }
+        for index in status.batches.indices { status.batches[index].counts = try batchStatus(status.batches[index].id) }
         status.waiting = Self.value(try connection.query("SELECT count(*) FROM runner.jobs WHERE state = 'waiting'")).flatMap { Int($0) } ?? 0
         let liveKinds = Set(status.watchers.filter(\.isLive).flatMap(\.kinds))
         status.unclaimable = try connection.query(
