@@ -10,7 +10,7 @@ enum LivePage {
         "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
     /// `counts`: what the feed counts (the spool's files, or the queue's jobs), label by label.
-    static func page(_ snapshot: LiveBoard.Snapshot, counts: [(String, Int)], hosts: [JobEngine.HostActivity]) -> String {
+    static func page(_ snapshot: LiveBoard.Snapshot, overview: LiveOverview, hosts: [JobEngine.HostActivity]) -> String {
         """
         <!DOCTYPE html>
         <html lang="en"><head><meta charset="utf-8">
@@ -20,7 +20,7 @@ enum LivePage {
         <style>\(style)</style>
         </head><body>
         <header><h1>runner watch</h1><span id="live">snapshot</span></header>
-        <main id="main">\(main(snapshot, counts: counts, hosts: hosts))</main>
+        <main id="main">\(main(snapshot, overview: overview, hosts: hosts))</main>
         <script>\(script)</script>
         </body></html>
 
@@ -28,7 +28,8 @@ enum LivePage {
     }
 
     /// The part the script fetches again (`/?part=main`).
-    static func main(_ snapshot: LiveBoard.Snapshot, counts: [(String, Int)], hosts: [JobEngine.HostActivity]) -> String {
+    static func main(_ snapshot: LiveBoard.Snapshot, overview: LiveOverview, hosts: [JobEngine.HostActivity]) -> String {
+        let counts = overview.counts
         let now = Date()
         var html = "<p class=\"since\">watching since \(escape(Timestamp.iso8601(snapshot.since))); shown at \(escape(Timestamp.iso8601(now)))</p>"
 
@@ -54,6 +55,19 @@ enum LivePage {
             if snapshot.running.count > 200 { html += "<p>… and \(snapshot.running.count - 200) more</p>" }
         }
         html += "</section>"
+
+        // The fleet's other jobs (a queue's other watchers).
+        if !overview.elsewhere.isEmpty {
+            html += "<section><h2>Running elsewhere in the fleet</h2>"
+            html += "<table id=\"fleet\"><tr><th>key</th><th>watcher</th><th>phase</th><th>age</th></tr>"
+            for job in overview.elsewhere.prefix(200) {
+                html += "<tr data-key=\"\(escape(job.key))\"><td>\(escape(job.key))</td><td>\(escape(job.runner))</td>"
+                html += "<td class=\"phase\">\(escape(job.phase ?? "running"))</td><td>\(SpoolStatus.age(now.timeIntervalSince(job.startedAt)))</td></tr>"
+            }
+            html += "</table>"
+            if overview.elsewhere.count > 200 { html += "<p>… and \(overview.elsewhere.count - 200) more</p>" }
+            html += "</section>"
+        }
 
         // Hosts.
         html += "<section><h2>Hosts</h2>"

@@ -23,9 +23,9 @@ struct LiveSite: Sendable {
         switch (request.method, path) {
         case ("GET", "/"), ("HEAD", "/"):
             let snapshot = board.snapshot
-            let counts = source.counts(runningHere: snapshot.running.count)
+            let overview = source.overview(runningHere: snapshot.running.count)
             let body = request.query == "part=main"
-                ? LivePage.main(snapshot, counts: counts, hosts: hosts()) : LivePage.page(snapshot, counts: counts, hosts: hosts())
+                ? LivePage.main(snapshot, overview: overview, hosts: hosts()) : LivePage.page(snapshot, overview: overview, hosts: hosts())
             return .response(LiveServer.Response(
                 status: 200, contentType: "text/html; charset=utf-8", body: Array(body.utf8),
                 headers: [("Content-Security-Policy", LivePage.contentSecurityPolicy)]))
@@ -181,9 +181,18 @@ extension LiveSite {
 }
 
 /// Where a watcher's jobs come from, as its page and API show and feed it.
+/// What the page shows of the whole feed, beside this watcher's own jobs.
+struct LiveOverview {
+    /// The feed's counts, label by label.
+    var counts: [(String, Int)]
+    /// Jobs the other watchers of a queue run now: key, watcher, since when, and past its run
+    /// (`hooks`, `completing`) the phase.
+    var elsewhere: [(key: String, runner: String, startedAt: Date, phase: String?)] = []
+}
+
 protocol LiveSource: Sendable {
-    /// The page's counts, label by label; `runningHere`: jobs this watcher runs now.
-    func counts(runningHere: Int) -> [(String, Int)]
+    /// The page's counts and the fleet's other jobs; `runningHere`: jobs this watcher runs now.
+    func overview(runningHere: Int) -> LiveOverview
     /// `runner status --json`'s members (its `running` array is merged with this watcher's jobs).
     func status() -> [(key: String, value: JSONValue)]
     /// Queues the valid job file at `path` as `name`; returns what it was queued as.
@@ -197,13 +206,13 @@ struct SpoolLiveSource: LiveSource {
     let spool: Spool
     let registry: KindRegistry
 
-    func counts(runningHere: Int) -> [(String, Int)] {
+    func overview(runningHere: Int) -> LiveOverview {
         let status = SpoolStatus.read(spool)
-        return [
+        return LiveOverview(counts: [
             ("files queued", status.queued.count), ("files held", status.claimed.map(\.files.count).reduce(0, +)),
             ("jobs running", max(status.running.count, runningHere)),
             ("files done", status.doneCount), ("files failed", status.failedCount),
-        ]
+        ])
     }
 
     func status() -> [(key: String, value: JSONValue)] {

@@ -367,7 +367,8 @@ enum QueueCommands {
         do {
             live = try await options.live.asyncMap { settings throws(QueueError) in
                 LiveSite.make(
-                    settings, source: QueueLiveSource(queue: try await JobQueue.connect(url: url), registry: configuration.engine.registry),
+                    settings, source: QueueLiveSource(
+                        queue: try await JobQueue.connect(url: url), registry: configuration.engine.registry, runner: configuration.runner),
                     registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] })
             }
         } catch {
@@ -435,13 +436,19 @@ extension Optional {
 struct QueueLiveSource: LiveSource {
     let queue: JobQueue
     let registry: KindRegistry
+    /// This watcher's name in the queue.
+    let runner: String
 
-    func counts(runningHere: Int) -> [(String, Int)] {
-        guard let status = try? queue.status() else { return [("jobs running here", runningHere)] }
-        return [
+    func overview(runningHere: Int) -> LiveOverview {
+        guard let status = try? queue.status() else { return LiveOverview(counts: [("jobs running here", runningHere)]) }
+        var counts = [
             ("jobs queued", status.queued), ("jobs running", max(status.running.count, runningHere)), ("running here", runningHere),
-            ("jobs done", status.done), ("jobs failed", status.failed),
+            ("jobs done", status.done), ("jobs failed", status.failed), ("watchers", status.watchers.filter(\.isLive).count),
         ]
+        if status.waiting > 0 { counts.append(("parents waiting", status.waiting)) }
+        return LiveOverview(
+            counts: counts,
+            elsewhere: status.running.filter { $0.runner != runner || $0.phase != nil }.map { ($0.key, $0.runner, $0.startedAt, $0.phase) })
     }
 
     func status() -> [(key: String, value: JSONValue)] {

@@ -152,7 +152,7 @@ import Testing
         let (shown, more) = LiveSite.busiest(hosts)
         #expect(shown.count == 50 && more == 29_950)
         #expect(Array(shown.prefix(3).map(\.host)) == ["h29999.example", "h7.example", "h12.example"], "busiest first, then paused")
-        let page = LivePage.main(LiveBoard().snapshot, counts: [], hosts: hosts)
+        let page = LivePage.main(LiveBoard().snapshot, overview: LiveOverview(counts: []), hosts: hosts)
         #expect(page.contains("29950 more hosts"), "\(page.suffix(300))")
         #expect(page.utf8.count < 20_000, "\(page.utf8.count) bytes")
     }

@@ -712,6 +712,22 @@ struct QueueTests {
         #expect(try await RawHTTP.exchange(port: live, "DELETE /api/jobs/q:gone0 HTTP/1.1", headers: auth).status == 202)
         #expect(await world.wait(upTo: .seconds(10)) { Self.records(world)["q:gone0"] == "cancelled" })
         #expect(try await RawHTTP.exchange(port: live, "DELETE /api/jobs/q:nothing HTTP/1.1", headers: auth).status == 404)
+
+        // A job another watcher runs (of a kind only it has) is a row of the page's fleet table.
+        let kinds = "\(FileKindTests.jobs)/kinds"
+        let declaring = try Self.startWatcher(world, db, "declaring", ["--kinds", kinds])
+        defer { if declaring.isRunning { declaring.terminate() } }
+        let declared = world.w.write(
+            "declared.jsonl", #"{"kind": "json-entry", "key": "q:elsewhere", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?delay=4000"}"# + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, "--kinds", kinds, declared]).status == 0)
+        var fleetPage = ""
+        _ = await world.wait(upTo: .seconds(15)) {
+            fleetPage = (try? await RawHTTP.exchange(port: live, "GET /?part=main HTTP/1.1", headers: auth).body) ?? ""
+            return fleetPage.contains("<td>q:elsewhere</td>")
+        }
+        #expect(fleetPage.contains("Running elsewhere in the fleet") && fleetPage.contains("<td>q:elsewhere</td>"), "\(fleetPage)")
+        #expect(fleetPage.contains("<span>watchers</span>"), "\(fleetPage)")
+        #expect(await Self.stop(declaring, world) == 0)
         #expect(await Self.stop(watcher, world) == 0)
     }
 
