@@ -348,6 +348,7 @@ enum QueueCommands {
         configuration.grace = options.grace
         configuration.rescanInterval = options.rescan
         configuration.keep = .seconds(keepDays * 86_400)
+        configuration.followsFleetEvents = options.live != nil
         guard WatchCommand.prepareOutput(&configuration.engine) else { return 2 }
         let store = configuration.engine.store!
         // Operating as a service: systemd's notify protocol and Prometheus metrics.
@@ -395,6 +396,11 @@ enum QueueCommands {
                         if cancelledRunning { Console.errLine("runner: cancel \(key): the running task is cancelled") }
                     case .problem(let message):
                         Console.errLine("runner: \(message)")
+                    case .fleetFinished(let key, let kind, let status, let runner):
+                        // The page's event stream carries the fleet's ends, each naming its watcher.
+                        live?.server.take(EventLines.line("finished", [
+                            ("key", .string(key)), ("kind", .string(kind)), ("status", .string(status)), ("runner", .string(runner)),
+                        ]))
                     case .fileEnded(let name, let counts):
                         let tally = JobStatus.allCases.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
                         Console.errLine("runner: \(name): the jobs it claimed here ended; " + tally.joined(separator: ", "))

@@ -344,6 +344,30 @@ struct QueueFeedTests {
         await run.value
     }
 
+    /// A runner that follows the fleet's events hears the jobs the others end.
+    @Test func aFeedThatFollowsTheFleetHearsTheJobsOthersEnd() async throws {
+        w.http.script("http://queue.test/theirs", .ok("theirs"))
+        let follower = try w.feed("page") {
+            $0.followsFleetEvents = true
+            $0.engine.registry = KindRegistry()  // claims nothing: no kind loaded
+        }
+        let worker = try w.feed("worker")
+        let (runFollower, runWorker) = (w.start(follower), w.start(worker))
+        await eventually("both listed") { w.store.watchers.count == 2 }
+        w.submit(["theirs"])
+        await eventually("the end heard") {
+            w.events.read { $0.contains { entry in
+                if case .fleetFinished(let key, _, let status, let runner) = entry.event { return entry.runner == "page" && key == "theirs" && status == "succeeded" && runner == "worker" }
+                return false
+            } }
+        }
+        #expect(!w.events.read { $0.contains { if case .fleetFinished = $0.event { $0.runner == "worker" } else { false } } }, "a runner that does not follow hears none")
+        follower.shutdown()
+        worker.shutdown()
+        await runFollower.value
+        await runWorker.value
+    }
+
     @Test func aLeaseThatRunsOutLetsAnotherRunnerClaimTheJob() async throws {
         w.http.script("http://queue.test/orphan", .ok("orphan"))
         w.submit(["orphan"])

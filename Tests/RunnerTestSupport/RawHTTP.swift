@@ -68,18 +68,22 @@ public enum RawHTTP {
     }
 
     /// Reads until `marker` has arrived (or the peer closed, or the read timed out).
-    public static func read(_ fd: Int32, until marker: String, into bytes: inout [UInt8]) async -> Bool {
+    /// Reads until `marker` came, the peer closed, a read timed out, or `limit` passed (a
+    /// stream that keeps sending, as an event stream's keep-alives, never times a read out).
+    public static func read(_ fd: Int32, until marker: String, into bytes: inout [UInt8], upTo limit: Duration = .seconds(30)) async -> Bool {
         let (found, read) = await offThePool { [bytes] in
             var copy = bytes
-            return (blockingRead(fd, until: marker, into: &copy), copy)
+            return (blockingRead(fd, until: marker, into: &copy, upTo: limit), copy)
         }
         bytes = read
         return found
     }
 
-    private static func blockingRead(_ fd: Int32, until marker: String, into bytes: inout [UInt8]) -> Bool {
+    private static func blockingRead(_ fd: Int32, until marker: String, into bytes: inout [UInt8], upTo limit: Duration) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 65536)
+        let end = ContinuousClock.now + limit
         while !String(decoding: bytes, as: UTF8.self).contains(marker) {
+            guard ContinuousClock.now < end else { return false }
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else { return false }

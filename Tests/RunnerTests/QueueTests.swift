@@ -82,7 +82,7 @@ final class PostgresServer: @unchecked Sendable {
 
 /// `--queue` through the binary against a real PostgreSQL: several watcher processes sharing one
 /// queue and its one output folder.
-@Suite(.measuresRealTime, .serialized, .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
 struct QueueTests {
     static func jobs(_ world: SpoolWorld, _ count: Int, prefix: String, delay: Int, keys: Int? = nil) -> String {
         (0..<count).map { index in
@@ -713,12 +713,19 @@ struct QueueTests {
         #expect(await world.wait(upTo: .seconds(10)) { Self.records(world)["q:gone0"] == "cancelled" })
         #expect(try await RawHTTP.exchange(port: live, "DELETE /api/jobs/q:nothing HTTP/1.1", headers: auth).status == 404)
 
-        // A job another watcher runs (of a kind only it has) is a row of the page's fleet table.
+        // A job another watcher runs (of a kind only it has) is a row of the page's fleet table,
+        // and its end is in this watcher's event stream.
+        let reader = try RawHTTP.connect(port: live, timeout: .seconds(30))
+        defer { close(reader) }
+        RawHTTP.send(reader, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(LiveTests.token)\r\n\r\n")
+        var stream: [UInt8] = []
+        #expect(await RawHTTP.read(reader, until: "retry: 2000", into: &stream))
         let kinds = "\(FileKindTests.jobs)/kinds"
         let declaring = try Self.startWatcher(world, db, "declaring", ["--kinds", kinds])
         defer { if declaring.isRunning { declaring.terminate() } }
         let declared = world.w.write(
-            "declared.jsonl", #"{"kind": "json-entry", "key": "q:elsewhere", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?delay=4000"}"# + "\n")
+            "declared.jsonl",
+            #"{"kind": "json-entry", "key": "q:elsewhere", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json?delay=3000", "timeout": 20}"# + "\n")
         #expect(try await world.w.run(["submit", "--queue", db.url, "--kinds", kinds, declared]).status == 0)
         var fleetPage = ""
         _ = await world.wait(upTo: .seconds(15)) {
@@ -727,6 +734,8 @@ struct QueueTests {
         }
         #expect(fleetPage.contains("Running elsewhere in the fleet") && fleetPage.contains("<td>q:elsewhere</td>"), "\(fleetPage)")
         #expect(fleetPage.contains("<span>watchers</span>"), "\(fleetPage)")
+        #expect(await RawHTTP.read(reader, until: #""key":"q:elsewhere","kind":"json-entry","status":"succeeded","runner":""#, into: &stream),
+            "\(String(decoding: stream, as: UTF8.self).suffix(600))")
         #expect(await Self.stop(declaring, world) == 0)
         #expect(await Self.stop(watcher, world) == 0)
     }

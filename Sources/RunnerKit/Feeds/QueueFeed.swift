@@ -53,6 +53,9 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         public var heartbeatInterval: Duration?
         /// The output made durable before records are stored in the queue (off only for tests).
         public var durable = true
+        /// Hear every job the fleet's other runners end (`Event.fleetFinished`), for a live
+        /// page's event stream; the runners tell them only while such a watcher is alive.
+        public var followsFleetEvents = false
         /// The job's `--on-finish` hooks, given its record as one line of JSON; returns once they
         /// ended. With them, a job is done in the queue only once they ended: its record is
         /// stored first with the hooks pending, and if this runner dies before they end, another
@@ -105,6 +108,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         case problem(String)
         /// Every job this runner claimed of a submitted file ended: how they ended here.
         case fileEnded(name: String, counts: [JobStatus: Int])
+        /// Another runner of the fleet ended a job (with `followsFleetEvents`).
+        case fleetFinished(key: String, kind: String, status: String, runner: String)
     }
 
     public let configuration: Configuration
@@ -186,7 +191,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     /// Runs the engine on this feed until `shutdown` and every job handed out has ended (its
     /// record stored, or given up on).
     public func run() async {
-        let watcher = JobQueue.Watcher(name: runner, host: Self.hostName(), version: RunnerVersion.current, kinds: kinds, lease: store.lease)
+        var watcher = JobQueue.Watcher(name: runner, host: Self.hostName(), version: RunnerVersion.current, kinds: kinds, lease: store.lease)
+        watcher.followsEvents = configuration.followsFleetEvents
         do { try await store.register(watcher) } catch { report("this watcher could not be listed in the queue: \(error)") }
         onEvent(.started(runner: runner))
         await withDiscardingTaskGroup { group in
@@ -639,6 +645,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             onEvent(.cancelRequested(key: key, cancelledRunning: engine.taskManager.cancel(key: key)))
         case .pause(let host, let milliseconds, let from):
             if from != runner { engine.pacer.pause(host: host, for: .milliseconds(milliseconds), fromFleet: true) }
+        case .finished(let key, let kind, let status, let from):
+            if configuration.followsFleetEvents && from != runner { onEvent(.fleetFinished(key: key, kind: kind, status: status, runner: from)) }
         }
     }
 

@@ -248,7 +248,19 @@ public final class InMemoryQueueStore: QueueStore {
             return (waiting, complete, queued)
         }
         if waiting || queued { notify(.jobs) }
+        tellTheFleet(jobs.filter { $0.children.jobs.isEmpty }.map(\.id), runner: runner)
         return complete
+    }
+
+    /// `runner_events`: each ended job, while a watcher that follows them is listed.
+    private func tellTheFleet(_ ids: [Int64], runner: String) {
+        let ended = root.state.withLock { state -> [QueueNotice] in
+            guard state.watchers.values.contains(where: \.followsEvents) else { return [] }
+            return ids.compactMap { id in
+                state.rows[id].map { .finished(key: $0.key, kind: $0.kind, status: $0.status ?? "", runner: runner) }
+            }
+        }
+        for notice in ended { notify(notice) }
     }
 
     /// Counts an ended job off its parent; the parent whose last child it was is `runner`'s,
@@ -278,6 +290,7 @@ public final class InMemoryQueueStore: QueueStore {
 
     public func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
         let lease = lease
+        defer { tellTheFleet([finish.id], runner: runner) }
         return try withState { state, now throws(QueueError) -> [Int64] in
             guard let row = state.rows[finish.id], row.runner == runner, row.state == "running", row.phase == "complete" else { return [] }
             state.rows[finish.id]?.status = finish.status

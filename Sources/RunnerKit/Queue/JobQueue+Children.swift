@@ -48,13 +48,15 @@ extension JobQueue {
                     state = CASE WHEN $6::bool THEN 'running' ELSE 'done' END,
                     lease_until = CASE WHEN $6::bool THEN now() + $7::interval END
                 WHERE j.id = $1 AND j.runner = $5 AND j.state = 'running' AND j.phase = 'complete'
-                RETURNING j.key, j.record, j.id, j.parent_id, 0 AS waits),
+                RETURNING j.key, j.record, j.id, j.parent_id, 0 AS waits, j.kind, j.status),
             kept AS (
                 INSERT INTO runner.results AS r (key, record) SELECT key, record FROM done
                 ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, finished_at = now()),
             unlocked AS (SELECT NULL::text AS key WHERE false),
-            \(Self.parentsOfDone(runner: "$5", lease: "$7"))
-            SELECT (SELECT count(*) FROM woken), (SELECT string_agg(id::text, ' ') FROM parents WHERE children_left = 0)
+            \(Self.parentsOfDone(runner: "$5", lease: "$7")),
+            \(Self.toldTheFleet(runner: "$5"))
+            SELECT (SELECT count(*) FROM woken) + (SELECT count(*) FROM told),
+                (SELECT string_agg(id::text, ' ') FROM parents WHERE children_left = 0)
             """,
             [String(finish.id), finish.status, finish.error, finish.record, runner, finish.hooksPending ? "t" : "f", leaseLiteral])
         return Self.ids(rows.first.flatMap { $0.count > 1 ? $0[1] : nil })

@@ -104,8 +104,13 @@ public final class JobQueue: Sendable {
             SELECT to_regclass('runner.watchers') IS NOT NULL,
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'batch' AND NOT attisdropped),
                 to_regclass('runner.results') IS NOT NULL, to_regclass('runner.identity') IS NOT NULL,
-                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'parent_id' AND NOT attisdropped)
+                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'parent_id' AND NOT attisdropped),
+                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('runner.watchers') AND attname = 'events' AND NOT attisdropped)
             """).first ?? []
+        if present.count > 5 && present.first == "t" && present[5] != "t" {
+            // Watchers that serve a live page follow the fleet's events (`runner_events`).
+            try db.query("ALTER TABLE runner.watchers ADD COLUMN events boolean NOT NULL DEFAULT false")
+        }
         if present.count > 4 && present[4] != "t" {
             // A parent's children are queue jobs: the parent waits for them (`phase`).
             try db.query("""
@@ -137,7 +142,8 @@ public final class JobQueue: Sendable {
                     kinds text[] NOT NULL,
                     lease_ms bigint NOT NULL,
                     started_at timestamptz NOT NULL DEFAULT now(),
-                    heartbeat_at timestamptz NOT NULL DEFAULT now())
+                    heartbeat_at timestamptz NOT NULL DEFAULT now(),
+                    events boolean NOT NULL DEFAULT false)
                 """)
         }
     }
@@ -459,7 +465,7 @@ public final class JobQueue: Sendable {
                 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $7::bool[], $8::bool[], $10::int[], $11::int[], $12::text[])
                     AS f(id, status, reason, record, kept, pending, waits, invalid, first_invalid)
                 WHERE j.id = f.id AND j.runner = $5 AND j.state = 'running' AND j.status IS NULL
-                RETURNING j.key, f.record, f.kept AND f.waits = 0 AS kept, j.id, j.parent_id, j.file, j.batch, f.waits),
+                RETURNING j.key, f.record, f.kept AND f.waits = 0 AS kept, j.id, j.parent_id, j.file, j.batch, f.waits, j.kind, j.status),
             kept AS (
                 INSERT INTO runner.results AS r (key, record)
                 SELECT DISTINCT ON (key) key, record FROM done WHERE kept ORDER BY key, id DESC
@@ -470,8 +476,9 @@ public final class JobQueue: Sendable {
                 FROM unnest($13::text[], $14::text[], $15::text[], $16::bigint[]) AS c(key, kind, job, parent)
                 JOIN done d ON d.id = c.parent
                 RETURNING 1),
-            \(Self.parentsOfDone(runner: "$5", lease: "$9"))
-            SELECT (SELECT count(*) FROM woken), (SELECT count(*) FROM children),
+            \(Self.parentsOfDone(runner: "$5", lease: "$9")),
+            \(Self.toldTheFleet(runner: "$5"))
+            SELECT (SELECT count(*) FROM woken) + (SELECT count(*) FROM told), (SELECT count(*) FROM children),
                 (SELECT string_agg(id::text, ' ') FROM parents WHERE children_left = 0)
             """,
             [Self.array(jobs.map(\.id)), Self.array(jobs.map(\.status)),
@@ -502,6 +509,19 @@ public final class JobQueue: Sendable {
             SELECT pg_notify('runner_jobs', '')
             WHERE EXISTS (SELECT 1 FROM runner.jobs q WHERE q.key IN (SELECT key FROM unlocked) AND q.state = 'queued')
                 OR EXISTS (SELECT 1 FROM done WHERE waits > 0))
+        """
+    }
+
+    /// The end of a statement whose `done` ended jobs (`key`, `kind`, `status`): each is told
+    /// on `runner_events` (what a live page's event stream shows of the fleet), when a watcher
+    /// that follows them is alive.
+    static func toldTheFleet(runner: String) -> String {
+        """
+        told AS (
+            SELECT pg_notify('runner_events', json_build_object(
+                'event', 'finished', 'key', d.key, 'kind', d.kind, 'status', d.status, 'runner', \(runner))::text)
+            FROM done d
+            WHERE EXISTS (SELECT 1 FROM runner.watchers w WHERE w.events AND w.heartbeat_at > now() - make_interval(secs => w.lease_ms / 1000.0)))
         """
     }
 
@@ -561,6 +581,8 @@ public final class JobQueue: Sendable {
         public var silentFor: Duration = .zero
         /// Jobs it runs now.
         public var running = 0
+        /// It serves a live page: the fleet tells it every job that ends.
+        public var followsEvents = false
 
         public init(name: String, host: String, version: String, kinds: [String], lease: Duration) {
             self.name = name
@@ -580,10 +602,11 @@ public final class JobQueue: Sendable {
         try connection.query("DELETE FROM runner.watchers WHERE heartbeat_at < now() - interval '1 day'")
         try connection.query(
             """
-            INSERT INTO runner.watchers (name, host, version, kinds, lease_ms) VALUES ($1, $2, $3, $4::text[], $5)
+            INSERT INTO runner.watchers (name, host, version, kinds, lease_ms, events) VALUES ($1, $2, $3, $4::text[], $5, $6)
             ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, version = EXCLUDED.version, kinds = EXCLUDED.kinds,
-                lease_ms = EXCLUDED.lease_ms, started_at = now(), heartbeat_at = now()
-            """, [watcher.name, watcher.host, watcher.version, Self.array(watcher.kinds), String(watcher.lease.inMilliseconds)])
+                lease_ms = EXCLUDED.lease_ms, events = EXCLUDED.events, started_at = now(), heartbeat_at = now()
+            """, [watcher.name, watcher.host, watcher.version, Self.array(watcher.kinds), String(watcher.lease.inMilliseconds),
+                  watcher.followsEvents ? "t" : "f"])
     }
 
     /// Takes `runner` off the list (it stopped).

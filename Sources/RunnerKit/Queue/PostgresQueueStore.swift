@@ -18,7 +18,7 @@ public final class PostgresQueueStore: QueueStore {
     public var display: String { main.connection.display }
 
     /// The channels every watcher listens on.
-    static let channels = ["runner_jobs", "runner_cancel", "runner_pause"]
+    static let channels = ["runner_jobs", "runner_cancel", "runner_pause", "runner_events"]
 
     /// Connects (three times) and makes or checks the schema; blocks: see `connect`.
     public init(url: String, lease: Duration = .seconds(30)) throws(QueueError) {
