@@ -66,6 +66,8 @@ enum KindsCommand {
                     ("headers", "object of strings: request headers, to the job's origin only; {env:NAME} and {file:PATH} expand when sent (under run only)"),
                     ("keepStale", "true: after a 404 or 410 the last payload stays, its record pointing at it as stale (default: false)"),
                     ("unique", "true: submit --queue leaves the job out while a job of its key is queued or running (default: false)"),
+                    ("stall", "seconds: an attempt whose body moved less than lowSpeed bytes a second this long fails, timedOut (default: \(JobDescriptor.defaultStall.secondsText))"),
+                    ("lowSpeed", "int: bytes a second a body must move to not stall (default: \(JobDescriptor.defaultLowSpeed))"),
                 ]
                 for (name, help) in common { text += CommandSpec.row(name, help) }
                 for kind in kinds { text += "\n" + describe(kind) }

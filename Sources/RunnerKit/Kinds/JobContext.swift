@@ -18,12 +18,15 @@ public final class JobContext: Sendable {
     /// What the attempt waits for now, as a deadline's message names it (nil: the fetch).
     private let waitingFor = Mutex<String?>(nil)
     private let received = Mutex<Validators?>(nil)
+    /// The engine's clock: what a stall is timed on.
+    private let clock: any Clock<Duration>
 
     init(
         job: JobDescriptor, store: OutputStore, http: any HTTPFetching, previous: PreviousResult?, accept: String?,
-        requests: RequestConfig = RequestConfig()
+        requests: RequestConfig = RequestConfig(), clock: any Clock<Duration> = ContinuousClock()
     ) {
         self.job = job
+        self.clock = clock
         self.store = store
         self.http = http
         self.requests = requests
@@ -133,7 +136,9 @@ public final class JobContext: Sendable {
         payloads.withLock { $0.append(payload) }
         let head: HTTPResponseHead
         do {
-            head = try await http.fetch(HTTPRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes), into: payload)
+            let request = HTTPRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes)
+            let http = self.http
+            head = try await watchingForStalls(payload) { try await http.fetch(request, into: payload) }
         } catch {
             payload.discard()
             throw JobFailure(classifying: error)
@@ -146,6 +151,42 @@ public final class JobContext: Sendable {
             throw failure
         }
         return (head, payload)
+    }
+
+    /// Runs `fetch`, failing it as `timedOut` ("stalled") once `payload` moved less than the
+    /// job's `lowSpeed` bytes a second over its last `stall` (as curl's `--speed-limit` and
+    /// `--speed-time` do). Only an attempt whose deadline is longer than `stall` is watched.
+    private func watchingForStalls<T: Sendable>(_ payload: Payload, _ fetch: @escaping @Sendable () async throws -> T) async throws -> T {
+        let (stall, lowSpeed, clock) = (job.stall, job.lowSpeed, clock)
+        guard job.timeout > stall, lowSpeed > 0 else { return try await fetch() }
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await fetch() }
+            group.addTask {
+                let step = min(Duration.seconds(1), stall / 4)
+                var elapsed = Duration.zero
+                // Bytes received at each step of the last `stall`, oldest first.
+                var window: [(at: Duration, count: Int)] = [(.zero, 0)]
+                while true {
+                    try await clock.sleep(for: step)
+                    elapsed += step
+                    let count = payload.count
+                    window.append((elapsed, count))
+                    window.removeAll { elapsed - $0.at > stall }
+                    guard elapsed >= stall, let oldest = window.first else { continue }
+                    let moved = count - oldest.count
+                    if Double(moved) < Double(lowSpeed) * stall.inSeconds {
+                        throw JobFailure(.timedOut, "stalled: \(moved) bytes in the last \(stall.secondsText) s", isTransient: true)
+                    }
+                }
+            }
+            while let result = try await group.next() {
+                if let value = result {
+                    group.cancelAll()
+                    return value
+                }
+            }
+            throw CancellationError()
+        }
     }
 
     /// The bytes of the key's last good payload, for a kind that must re-read it after a 304.

@@ -36,14 +36,22 @@ public struct JobDescriptor: Sendable {
     /// Through a queue: not queued while a job of its key is queued or running (`unique`). A
     /// run or a spool watcher has nothing to compare it with, and runs the job.
     public var unique = false
+    /// An attempt whose body moved less than `lowSpeed` bytes a second for this long fails
+    /// (`timedOut`, "stalled"), and the next attempt may begin; a body that keeps moving is never
+    /// cut by it. Only an attempt whose `timeout` is longer can stall.
+    public var stall: Duration = defaultStall
+    public var lowSpeed = defaultLowSpeed
 
     public static let defaultTimeout: Duration = .seconds(2)
+    public static let defaultStall: Duration = .seconds(30)
+    public static let defaultLowSpeed = 1
     public static let defaultNoticeAfter: Duration = .milliseconds(500)
     public static let defaultMaxBytes = 64 * 1024 * 1024
 
     /// The fields every kind shares.
     public static let commonFields = [
         "kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum", "headers", "keepStale", "unique",
+        "stall", "lowSpeed",
     ]
 
     public init(
@@ -131,6 +139,9 @@ public struct JobDescriptor: Sendable {
         let headers = try decodeHeaders(fields.value("headers") != nil, object, defaults)
         let keepStale = try fields.bool("keepStale") ?? parent?.keepStale ?? false
         let unique = try fields.bool("unique") ?? false
+        let stall = try seconds(&fields, "stall", allowZero: false) ?? parent?.stall ?? defaultStall
+        let lowSpeed = try fields.int("lowSpeed") ?? parent?.lowSpeed ?? defaultLowSpeed
+        guard lowSpeed >= 0 else { throw JobSpecError(field: "lowSpeed", "must be 0 or more bytes a second") }
         if let headers, !limits.allowsSecretReferences, let header = headers.first(where: { !$0.references.isEmpty }) {
             throw JobSpecError(
                 field: "headers",
@@ -153,6 +164,8 @@ public struct JobDescriptor: Sendable {
         job.checksum = checksum
         job.keepStale = keepStale
         job.unique = unique
+        job.stall = stall
+        job.lowSpeed = lowSpeed
         if let headers { job.headers = OriginHeaders(origin: Origin(url), headers: headers) }
         return job
     }
