@@ -66,22 +66,19 @@ public final class OnFinishHooks: RunObserver, Sendable {
 
     public func jobFinished(_ result: JobResult) {
         guard observing else { return }
-        state.withLock { state in
-            state.finished += 1
-            let generation = state.finished
-            let id = state.nextID
-            state.nextID += 1
-            state.running[id] = Task {
-                await self.run(result, generation: generation)
-                _ = self.state.withLock { $0.running.removeValue(forKey: id) }
-            }
-        }
+        schedule(result, line: nil)
     }
 
     /// Runs the hook for a job whose record `line` a runner that died had written (its file runs
     /// again, the job not): as for a job that finished now, with that record.
     public func replay(record line: [UInt8]) {
         guard let result = JobResult(record: line) else { return }
+        schedule(result, line: line)
+    }
+
+    /// The hook of a finished job, in a task of its own that waits for a slot (`line`: its
+    /// record as written, else made from `result`).
+    private func schedule(_ result: JobResult, line: [UInt8]?) {
         state.withLock { state in
             state.finished += 1
             let generation = state.finished

@@ -20,6 +20,14 @@ struct RecordWriterTests {
         JobResult(key: key, kind: "entry", status: .failed, error: "no space left", startedAt: Date(), finishedAt: Date())
     }
 
+    /// A record writer whose output is on a tmpfs of 2 MiB (unmount it when done).
+    static func writerOnASmallDisk() throws -> (SmallDisk, OutputStore, Problems, RecordWriter) {
+        let disk = try SmallDisk(at: FileManager.default.temporaryDirectory.path + "/runner-records-\(UUID().uuidString)")
+        let store = try OutputStore(root: disk.path + "/out")
+        let problems = Problems()
+        return (disk, store, problems, RecordWriter(store: store, runLog: nil, observer: problems))
+    }
+
     /// Fills the disk with one file, returning its path.
     static func fill(_ disk: SmallDisk) -> String {
         let path = disk.path + "/filler"
@@ -32,12 +40,8 @@ struct RecordWriterTests {
 
     @Test(.enabled(if: SmallDisk.available, "needs root and permission to mount a tmpfs: skipped"))
     func aRecordThatMetAFullDiskIsWrittenOnceThereIsRoom() async throws {
-        let root = FileManager.default.temporaryDirectory.path + "/runner-records-\(UUID().uuidString)"
-        let disk = try SmallDisk(at: root)
+        let (disk, store, problems, writer) = try Self.writerOnASmallDisk()
         defer { disk.unmount() }
-        let store = try OutputStore(root: disk.path + "/out")
-        let problems = Problems()
-        let writer = RecordWriter(store: store, runLog: nil, observer: problems)
 
         // Given a disk filled by another job's payload when a record is written.
         let filler = Self.fill(disk)
@@ -56,12 +60,8 @@ struct RecordWriterTests {
 
     @Test(.enabled(if: SmallDisk.available, "needs root and permission to mount a tmpfs: skipped"))
     func aRecordStillWithoutRoomAtTheEndIsReportedOnce() async throws {
-        let root = FileManager.default.temporaryDirectory.path + "/runner-records-\(UUID().uuidString)"
-        let disk = try SmallDisk(at: root)
+        let (disk, _, problems, writer) = try Self.writerOnASmallDisk()
         defer { disk.unmount() }
-        let store = try OutputStore(root: disk.path + "/out")
-        let problems = Problems()
-        let writer = RecordWriter(store: store, runLog: nil, observer: problems)
 
         // Given a disk that stays full.
         _ = Self.fill(disk)
@@ -79,11 +79,8 @@ struct RecordWriterTests {
 
     @Test(.enabled(if: SmallDisk.available, "needs root and permission to mount a tmpfs: skipped"))
     func anOlderRecordHeldBackNeverReplacesANewerOne() async throws {
-        let root = FileManager.default.temporaryDirectory.path + "/runner-records-\(UUID().uuidString)"
-        let disk = try SmallDisk(at: root)
+        let (disk, store, _, writer) = try Self.writerOnASmallDisk()
         defer { disk.unmount() }
-        let store = try OutputStore(root: disk.path + "/out")
-        let writer = RecordWriter(store: store, runLog: nil, observer: SilentObserver())
 
         // Given a key's record held back by a full disk.
         let filler = Self.fill(disk)

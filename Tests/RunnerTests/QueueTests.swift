@@ -777,6 +777,29 @@ struct QueueTests {
         #expect(await Self.stop(second, world) == 0)
     }
 
+    /// `cancel PARENT` cancels its queued children and stops its running one; the parent
+    /// completes with them counted.
+    @Test func cancellingAParentCancelsItsChildren() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let watcher = try Self.startWatcher(world, db, "out", ["--concurrency", "1"])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        let file = world.w.write(
+            "catalog.jsonl", #"{"kind": "image-list", "key": "q:parent", "url": "\#(world.base)/list/5?image=delay%3D20000", "timeout": 30}"# + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/images/").count == 1 }, "a child runs")
+        let cancel = try await world.w.run(["cancel", "q:parent", "--queue", db.url])
+        // The watcher claimed one more child ahead (--concurrency 1): that one is asked to stop too.
+        #expect(cancel.status == 0 && cancel.stdout.contains(" queued jobs cancelled"), "\(cancel.stdout)\(cancel.stderr)")
+        let done = try await Self.status(world, db, upTo: .seconds(20)) { $0["waiting"]?["count"] == JSONValue(0) && $0["running"]?.arrayValue?.isEmpty == true }
+        #expect(done["waiting"]?["count"] == JSONValue(0), "\(done)")
+        let record = try JSONParser.parse(Array(try #require(FileManager.default.contents(
+            atPath: "\(world.w.root)/out/results/\(OutputStore.fileName(forKey: "q:parent")).json"))))
+        #expect(record["details"]?["children"]?["cancelled"] == JSONValue(5), "the running one stopped, the queued ones never ran: \(record)")
+        #expect(world.w.server.arrivals(pathPrefix: "/images/").count == 1)
+        #expect(await Self.stop(watcher, world) == 0)
+    }
+
     /// Hooks are part of the job: it is done only once they ended; a watcher killed while they
     /// ran takes them with it, and another runs them with the job's own status, without
     /// running the job again.

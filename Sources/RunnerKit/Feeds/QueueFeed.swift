@@ -142,8 +142,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         var cancels: [String: Duration] = [:]
         /// By submitted file: jobs claimed here and not ended, and how those that ended did.
         var files: [String: (open: Int, counts: [JobStatus: Int])] = [:]
-        /// Hooks another runner left, and parents to complete, running here, by job id.
-        var leftHooks: [Int64: Task<Void, Never>] = [:]
+        /// Work beside the engine's, by job id: hooks another runner left, parents to complete.
+        var sideWork: [Int64: Task<Void, Never>] = [:]
         /// Children of jobs running here, from their kinds, until the jobs' records are stored.
         var children: [Int64: ChildJobs] = [:]
     }
@@ -204,9 +204,9 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                 }
             }
             _ = await engine.run(self)
-            while let (id, left) = state.withLock({ $0.leftHooks.first }) {
+            while let (id, left) = state.withLock({ $0.sideWork.first }) {
                 await left.value
-                _ = state.withLock { $0.leftHooks.removeValue(forKey: id) }
+                _ = state.withLock { $0.sideWork.removeValue(forKey: id) }
             }
             group.cancelAll()
         }
@@ -477,26 +477,40 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                     finish.hooksPending = false  // they run once its record is complete
                 }
             }
-            let waitsForChildren = !finish.children.jobs.isEmpty
-            var delay = Duration.milliseconds(200)
-            for attempt in 1... {
-                guard let failure = await writer.finish(finish) else {
-                    if attempt > 1 { report("the queue is back: \(result.key)'s record is stored") }
-                    if let hooks, !waitsForChildren {
-                        await hooks(line)
-                        await endHooks(id: id, key: result.key)
-                    }
-                    return
-                }
-                if attempt == 1 { report("\(result.key): the record could not be stored in the queue (\(failure)); retrying") }
-                let left = state.withLock { $0.giveUpAt }.map { $0 - timeline.now }
-                if let left, left <= .zero {
-                    return report("\(result.key): the record was not stored in the queue; it is on disk, and the job runs again once its lease ends")
-                }
-                try? await clock.sleep(for: min(delay, left ?? delay))
-                delay = min(delay * 2, .seconds(5))
+            let stored = await retryingWhileTheStoreIsAway(
+                { [writer] in await writer.finish(finish) },
+                failed: { "\(result.key): the record could not be stored in the queue (\($0)); retrying" },
+                back: "the queue is back: \(result.key)'s record is stored",
+                givenUp: "\(result.key): the record was not stored in the queue; it is on disk, and the job runs again once its lease ends")
+            if stored, let hooks, finish.children.jobs.isEmpty {
+                await hooks(line)
+                await endHooks(id: id, key: result.key)
             }
         }
+    }
+
+    /// Runs `attempt` (nil: done, else why not) until it is done, again and again with a growing
+    /// pause while the store is away, until a shutdown's grace is over; says the first failure,
+    /// the comeback and giving up. Whether it was done.
+    private func retryingWhileTheStoreIsAway(
+        _ attempt: () async -> String?, failed: (String) -> String, back: String, givenUp: String
+    ) async -> Bool {
+        var delay = Duration.milliseconds(200)
+        for number in 1... {
+            guard let failure = await attempt() else {
+                if number > 1 { report(back) }
+                return true
+            }
+            if number == 1 { report(failed(failure)) }
+            let left = state.withLock { $0.giveUpAt }.map { $0 - timeline.now }
+            if let left, left <= .zero {
+                report(givenUp)
+                return false
+            }
+            try? await clock.sleep(for: min(delay, left ?? delay))
+            delay = min(delay * 2, .seconds(5))
+        }
+        return false
     }
 
     // MARK: - Parents
@@ -530,9 +544,9 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             } catch {
                 report("a parent's record could not be completed (\(error)); it is completed again once its lease ends")
             }
-            _ = state.withLock { $0.leftHooks.removeValue(forKey: id) }
+            _ = state.withLock { $0.sideWork.removeValue(forKey: id) }
         }
-        state.withLock { $0.leftHooks[id] = task }
+        state.withLock { $0.sideWork[id] = task }
     }
 
     /// The record `record` completed with its children's counts (as the engine completes a
@@ -572,30 +586,27 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         let task = Task {
             await hooks?(record)
             await endHooks(id: id, key: key)
-            _ = state.withLock { $0.leftHooks.removeValue(forKey: id) }
+            _ = state.withLock { $0.sideWork.removeValue(forKey: id) }
         }
-        state.withLock { $0.leftHooks[id] = task }
+        state.withLock { $0.sideWork[id] = task }
     }
 
     /// Ends a job whose hooks ran (retried while the store is away, until a shutdown's grace is
     /// over: then its lease ends and another runner runs its hooks again).
     private func endHooks(id: Int64, key: String) async {
-        var delay = Duration.milliseconds(200)
-        for attempt in 1... {
-            do {
-                try await store.hooksEnded(ids: [id], runner: runner)
-                if attempt > 1 { report("the queue is back: \(key) is done") }
-                return
-            } catch {
-                if attempt == 1 { report("\(key): its hooks ended, but the queue could not be told (\(error)); retrying") }
-                let left = state.withLock { $0.giveUpAt }.map { $0 - timeline.now }
-                if let left, left <= .zero {
-                    return report("\(key): the queue was not told that its hooks ended; they run again once its lease ends")
+        let (store, runner) = (store, runner)
+        _ = await retryingWhileTheStoreIsAway(
+            {
+                do {
+                    try await store.hooksEnded(ids: [id], runner: runner)
+                    return nil
+                } catch {
+                    return "\(error)"
                 }
-                try? await clock.sleep(for: min(delay, left ?? delay))
-                delay = min(delay * 2, .seconds(5))
-            }
-        }
+            },
+            failed: { "\(key): its hooks ended, but the queue could not be told (\($0)); retrying" },
+            back: "the queue is back: \(key) is done",
+            givenUp: "\(key): the queue was not told that its hooks ended; they run again once its lease ends")
     }
 
     // MARK: - Waking

@@ -53,10 +53,11 @@ extension JobQueue {
                 INSERT INTO runner.results AS r (key, record) SELECT key, record FROM done
                 ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, finished_at = now()),
             unlocked AS (SELECT NULL::text AS key WHERE false),
+            forgotten AS (DELETE FROM runner.parents WHERE id = $1),
             \(Self.parentsOfDone(runner: "$5", lease: "$7")),
             \(Self.toldTheFleet(runner: "$5"))
             SELECT (SELECT count(*) FROM woken) + (SELECT count(*) FROM told),
-                (SELECT string_agg(id::text, ' ') FROM parents WHERE children_left = 0)
+                (SELECT string_agg(id::text, ' ') FROM completing)
             """,
             [String(finish.id), finish.status, finish.error, finish.record, runner, finish.hooksPending ? "t" : "f", leaseLiteral])
         return Self.ids(rows.first.flatMap { $0.count > 1 ? $0[1] : nil })
@@ -70,8 +71,9 @@ extension JobQueue {
     public func parentsWaiting(limit: Int = 20) throws(QueueError) -> [(key: String, ended: Int, total: Int)] {
         try connection.query(
             """
-            SELECT key, children_total - children_left, children_total FROM runner.jobs
-            WHERE state = 'waiting' ORDER BY id LIMIT $1
+            SELECT j.key, j.children_total - p.children_left, j.children_total
+            FROM runner.jobs j JOIN runner.parents p ON p.id = j.id
+            WHERE j.state = 'waiting' ORDER BY j.id LIMIT $1
             """, [String(limit)]
         ).compactMap { row in
             guard let key = row[0], let ended = row[1].flatMap({ Int($0) }), let total = row[2].flatMap({ Int($0) }) else { return nil }

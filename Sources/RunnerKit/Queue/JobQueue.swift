@@ -112,12 +112,15 @@ public final class JobQueue: Sendable {
             try db.query("ALTER TABLE runner.watchers ADD COLUMN events boolean NOT NULL DEFAULT false")
         }
         if present.count > 4 && present[4] != "t" {
-            // A parent's children are queue jobs: the parent waits for them (`phase`).
+            // A parent's children are queue jobs: the parent waits for them (`phase`). How many
+            // are left is counted in a narrow table of its own (one small row a parent, updated
+            // as children end), not in the parent's wide row.
             try db.query("""
-                ALTER TABLE runner.jobs ADD COLUMN parent_id bigint, ADD COLUMN phase text, ADD COLUMN children_left integer,
+                ALTER TABLE runner.jobs ADD COLUMN parent_id bigint, ADD COLUMN phase text,
                     ADD COLUMN children_total integer, ADD COLUMN children_invalid integer, ADD COLUMN first_invalid text
                 """)
             try db.query("CREATE INDEX jobs_parent ON runner.jobs (parent_id) WHERE parent_id IS NOT NULL")
+            try db.query("CREATE TABLE runner.parents (id bigint PRIMARY KEY, children_left integer NOT NULL)")
         }
         if present.count > 2 && present[2] != "t" {
             try db.query("CREATE TABLE runner.results (key text PRIMARY KEY, record text NOT NULL, finished_at timestamptz NOT NULL DEFAULT now())")
@@ -460,7 +463,7 @@ public final class JobQueue: Sendable {
                     lease_until = CASE WHEN f.pending AND f.waits = 0 THEN now() + $9::interval END,
                     runner = CASE WHEN f.waits > 0 THEN NULL ELSE j.runner END,
                     phase = CASE WHEN f.waits > 0 THEN 'children' END,
-                    children_left = CASE WHEN f.waits > 0 THEN f.waits END, children_total = CASE WHEN f.waits > 0 THEN f.waits + f.invalid END,
+                    children_total = CASE WHEN f.waits > 0 THEN f.waits + f.invalid END,
                     children_invalid = CASE WHEN f.waits > 0 THEN f.invalid END, first_invalid = CASE WHEN f.waits > 0 THEN f.first_invalid END
                 FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $7::bool[], $8::bool[], $10::int[], $11::int[], $12::text[])
                     AS f(id, status, reason, record, kept, pending, waits, invalid, first_invalid)
@@ -470,6 +473,7 @@ public final class JobQueue: Sendable {
                 INSERT INTO runner.results AS r (key, record)
                 SELECT DISTINCT ON (key) key, record FROM done WHERE kept ORDER BY key, id DESC
                 ON CONFLICT (key) DO UPDATE SET record = EXCLUDED.record, finished_at = now()),
+            counting AS (INSERT INTO runner.parents (id, children_left) SELECT id, waits FROM done WHERE waits > 0),
             children AS (
                 INSERT INTO runner.jobs (key, kind, job, file, batch, parent_id)
                 SELECT c.key, c.kind, c.job, d.file, d.batch, c.parent
@@ -479,7 +483,7 @@ public final class JobQueue: Sendable {
             \(Self.parentsOfDone(runner: "$5", lease: "$9")),
             \(Self.toldTheFleet(runner: "$5"))
             SELECT (SELECT count(*) FROM woken) + (SELECT count(*) FROM told), (SELECT count(*) FROM children),
-                (SELECT string_agg(id::text, ' ') FROM parents WHERE children_left = 0)
+                (SELECT string_agg(id::text, ' ') FROM completing)
             """,
             [Self.array(jobs.map(\.id)), Self.array(jobs.map(\.status)),
              Self.array(jobs.map(\.error)), Self.array(jobs.map(\.record)), runner, Self.array(keys),
@@ -491,20 +495,20 @@ public final class JobQueue: Sendable {
     }
 
     /// The end of a statement whose `done` ended jobs (`parent_id` among what it returns) and
-    /// whose `unlocked` let go of keys: each parent counts its children that ended; one whose
+    /// whose `unlocked` let go of keys: each parent counts its children that ended (`runner.parents`); one whose
     /// last child ended is claimed by `runner` under the lease (parameters) to complete its record
     /// (`phase` `complete`); `woken` tells the runners when a queued job waits for a key let go of.
     static func parentsOfDone(runner: String, lease: String) -> String {
         """
-        parents AS (
-            UPDATE runner.jobs p SET children_left = p.children_left - d.n,
-                state = CASE WHEN p.children_left = d.n THEN 'running' ELSE p.state END,
-                phase = CASE WHEN p.children_left = d.n THEN 'complete' ELSE p.phase END,
-                runner = CASE WHEN p.children_left = d.n THEN \(runner) ELSE p.runner END,
-                lease_until = CASE WHEN p.children_left = d.n THEN now() + \(lease)::interval ELSE p.lease_until END
+        counted AS (
+            UPDATE runner.parents p SET children_left = p.children_left - d.n
             FROM (SELECT parent_id, count(*) AS n FROM done WHERE parent_id IS NOT NULL AND waits = 0 GROUP BY parent_id) d
-            WHERE p.id = d.parent_id AND p.state = 'waiting'
+            WHERE p.id = d.parent_id
             RETURNING p.id, p.children_left),
+        completing AS (
+            UPDATE runner.jobs j SET state = 'running', phase = 'complete', runner = \(runner), lease_until = now() + \(lease)::interval
+            FROM counted c WHERE j.id = c.id AND c.children_left = 0 AND j.state = 'waiting'
+            RETURNING j.id),
         woken AS (
             SELECT pg_notify('runner_jobs', '')
             WHERE EXISTS (SELECT 1 FROM runner.jobs q WHERE q.key IN (SELECT key FROM unlocked) AND q.state = 'queued')
@@ -512,7 +516,8 @@ public final class JobQueue: Sendable {
         """
     }
 
-    /// The end of a statement whose `done` ended jobs (`key`, `kind`, `status`): each is told
+    /// The end of a statement whose `done` ended jobs (`key`, `kind`, `status`; a parent that
+    /// now waits for its children, `waits` > 0, has not): each is told
     /// on `runner_events` (what a live page's event stream shows of the fleet), when a watcher
     /// that follows them is alive.
     static func toldTheFleet(runner: String) -> String {
@@ -521,7 +526,7 @@ public final class JobQueue: Sendable {
             SELECT pg_notify('runner_events', json_build_object(
                 'event', 'finished', 'key', d.key, 'kind', d.kind, 'status', d.status, 'runner', \(runner))::text)
             FROM done d
-            WHERE EXISTS (SELECT 1 FROM runner.watchers w WHERE w.events AND w.heartbeat_at > now() - make_interval(secs => w.lease_ms / 1000.0)))
+            WHERE d.waits = 0 AND EXISTS (SELECT 1 FROM runner.watchers w WHERE w.events AND w.heartbeat_at > now() - make_interval(secs => w.lease_ms / 1000.0)))
         """
     }
 
@@ -704,25 +709,26 @@ public final class JobQueue: Sendable {
             // the parent completes once the running ones ended), the running ones asked to stop.
             let children = try db.query(
                 """
-                WITH parents AS (SELECT id FROM runner.jobs WHERE key = $1 AND state = 'waiting'),
+                WITH waiting_parents AS (SELECT id FROM runner.jobs WHERE key = $1 AND state = 'waiting'),
                 gone AS (
                     UPDATE runner.jobs c SET state = 'done', status = 'cancelled', reason = 'cancelled with its parent (runner cancel)',
                         finished_at = now(),
                         record = json_build_object('key', key, 'kind', kind, 'status', 'cancelled', 'error', 'cancelled with its parent (runner cancel)')::text
-                    WHERE c.parent_id IN (SELECT id FROM parents) AND c.state = 'queued'
+                    WHERE c.parent_id IN (SELECT id FROM waiting_parents) AND c.state = 'queued'
                     RETURNING c.parent_id),
                 counted AS (
-                    UPDATE runner.jobs p SET children_left = p.children_left - g.n,
-                        state = CASE WHEN p.children_left = g.n THEN 'running' ELSE p.state END,
-                        phase = CASE WHEN p.children_left = g.n THEN 'complete' ELSE p.phase END,
-                        lease_until = CASE WHEN p.children_left = g.n THEN now() ELSE p.lease_until END
+                    UPDATE runner.parents p SET children_left = p.children_left - g.n
                     FROM (SELECT parent_id, count(*) AS n FROM gone GROUP BY parent_id) g
                     WHERE p.id = g.parent_id
-                    RETURNING p.children_left),
+                    RETURNING p.id, p.children_left),
+                completable AS (
+                    UPDATE runner.jobs j SET state = 'running', phase = 'complete', lease_until = now()
+                    FROM counted c WHERE j.id = c.id AND c.children_left = 0 AND j.state = 'waiting'
+                    RETURNING j.id),
                 asked AS (
                     SELECT pg_notify('runner_cancel', c.key) FROM runner.jobs c
-                    WHERE c.parent_id IN (SELECT id FROM parents) AND c.state = 'running' AND c.status IS NULL)
-                SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM asked), (SELECT count(*) FROM counted WHERE children_left = 0)
+                    WHERE c.parent_id IN (SELECT id FROM waiting_parents) AND c.state = 'running' AND c.status IS NULL)
+                SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM asked), (SELECT count(*) FROM completable)
                 """, [key]).first ?? []
             if children.count > 2, children[2] != "0" { try db.query("SELECT pg_notify('runner_jobs', '')") }
             let childrenCancelled = children.first.flatMap { $0.flatMap { Int($0) } } ?? 0
