@@ -227,6 +227,7 @@ public final class JobQueue: Sendable {
                 // (the database's CPU per job three to five times), where it should walk the
                 // waiting jobs' index and stop at the claim's limit. Autovacuum would get there
                 // a minute later. A submitter that does not own the table skips it, silently.
+                // (A parent's many children, queued by `finish`, get the same.)
                 try db.query("SET LOCAL client_min_messages = error")
                 try db.query("ANALYZE runner.jobs")
             }
@@ -491,7 +492,18 @@ public final class JobQueue: Sendable {
              leaseText, Self.numbers(jobs.map(\.children.jobs.count)), Self.numbers(jobs.map(\.children.invalid)),
              Self.array(jobs.map(\.children.firstInvalid)),
              Self.array(children.map(\.key)), Self.array(children.map(\.kind)), Self.array(children.map(\.job)), Self.array(children.map(\.parent))])
+        if children.count >= Self.analyzeAfter { try refreshStatistics() }
         return Self.ids(rows.first.flatMap { $0.count > 2 ? $0[2] : nil })
+    }
+
+    /// Brings the planner's statistics of the jobs up to date after many rows came at once (a
+    /// submit, a parent's children), as `submit` explains; quietly skipped by a role that does
+    /// not own the table.
+    private func refreshStatistics() throws(QueueError) {
+        try connection.transaction { db throws(QueueError) in
+            try db.query("SET LOCAL client_min_messages = error")
+            try db.query("ANALYZE runner.jobs")
+        }
     }
 
     /// The end of a statement whose `done` ended jobs (`parent_id` among what it returns) and
