@@ -208,11 +208,10 @@ public final class JobEngine: Sendable {
         let store = self.store
         let http = self.http
         let requests = configuration.requests
-        let clock = configuration.clock
         let host = job.url.host ?? ""
         let report = await attempts.run(
             job, host: host, hostSlots: admission.hostSlots(for: host), pacer: admission.pacer, observer: observer,
-            makeContext: { JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests, clock: clock) },
+            makeContext: { JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests) },
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)
         if let children = report.committed?.children, !children.isEmpty, let takesChildren {

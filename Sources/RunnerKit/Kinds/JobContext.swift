@@ -18,15 +18,12 @@ public final class JobContext: Sendable {
     /// What the attempt waits for now, as a deadline's message names it (nil: the fetch).
     private let waitingFor = Mutex<String?>(nil)
     private let received = Mutex<Validators?>(nil)
-    /// The engine's clock: what a stall is timed on.
-    private let clock: any Clock<Duration>
 
     init(
         job: JobDescriptor, store: OutputStore, http: any HTTPFetching, previous: PreviousResult?, accept: String?,
-        requests: RequestConfig = RequestConfig(), clock: any Clock<Duration> = ContinuousClock()
+        requests: RequestConfig = RequestConfig()
     ) {
         self.job = job
-        self.clock = clock
         self.store = store
         self.http = http
         self.requests = requests
@@ -155,9 +152,11 @@ public final class JobContext: Sendable {
 
     /// Runs `fetch`, failing it as `timedOut` ("stalled") once `payload` moved less than the
     /// job's `lowSpeed` bytes a second over its last `stall` (as curl's `--speed-limit` and
-    /// `--speed-time` do). Only an attempt whose deadline is longer than `stall` is watched.
+    /// `--speed-time` do). Only an attempt whose deadline is longer than `stall` is watched. A
+    /// stall is timed on the real clock: it is the network's, not the engine's schedule (a test
+    /// clock that drives the engine's timers sees no sleeper of it).
     private func watchingForStalls<T: Sendable>(_ payload: Payload, _ fetch: @escaping @Sendable () async throws -> T) async throws -> T {
-        let (stall, lowSpeed, clock) = (job.stall, job.lowSpeed, clock)
+        let (stall, lowSpeed, clock) = (job.stall, job.lowSpeed, ContinuousClock())
         guard job.timeout > stall, lowSpeed > 0 else { return try await fetch() }
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await fetch() }
