@@ -22,6 +22,18 @@ enum EngineCommandOptions {
             help: "Requests per second to any one host, evenly spaced (e.g. 0.5 or 10); a host's rate in the config overrides it.",
             defaultText: "unpaced"),
         read: parseRate)
+    static let limitRate = CommandOption<Int?>(
+        spec: .init(
+            name: "limit-rate", value: "RATE",
+            help: "Bytes a second of every transfer together: 500K, 2M, 1G (powers of 1024) or a number of bytes.",
+            defaultText: "unlimited"),
+        read: { text throws(UsageError) in
+            guard let text else { return nil }
+            guard let rate = BandwidthLimit.parse(text) else {
+                throw UsageError("--limit-rate must be a number of bytes a second, with K, M or G after it for 1024s (500K, 2M), not '\(text)'")
+            }
+            return rate
+        })
     static let http = CommandOption<HTTPClientKind>(
         spec: .init(
             name: "http", value: "CLIENT", help: "HTTP client: curl (libcurl's multi interface) or urlsession.",
@@ -68,7 +80,7 @@ enum EngineCommandOptions {
         "hook-timeout", default: OnFinishHooks.defaultTimeout, help: "How long an --on-finish command may run before its process group is killed.")
 
     static let options: [CommandSpec.Option] =
-        KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, http.spec, cacert.spec, events.spec, eventsAppend.spec]
+        KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, limitRate.spec, http.spec, cacert.spec, events.spec, eventsAppend.spec]
         + [onFinish.spec, hookConcurrency.spec, hookTimeout.spec] + TrustOptions.specs
 
     /// `--on-finish`, `--hook-concurrency` and `--hook-timeout`, or nil without a command.
@@ -93,6 +105,7 @@ enum EngineCommandOptions {
         configuration.requests.cacert = try arguments[cacert]
         // Only the rate: the rest of `requests` (a config file's) is not this option's.
         if let rate = try arguments[rate] { configuration.requests.rate = rate }
+        configuration.limitRate = try arguments[limitRate]
         let trust = try TrustOptions(arguments)
         configuration.policy = trust.policy
         configuration.limits = trust.limits

@@ -29,6 +29,8 @@ extension JobEngine {
         public var requests = RequestConfig()
         /// The delay between attempts.
         public var backoff = Backoff()
+        /// Bytes a second of every transfer together (`--limit-rate`); nil: unlimited.
+        public var limitRate: Int?
 
         // MARK: Where it writes
 

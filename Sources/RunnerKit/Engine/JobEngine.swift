@@ -25,6 +25,8 @@ public final class JobEngine: Sendable {
     private let attempts: AttemptLoop
     private let records: RecordWriter
     private let observer: any RunObserver
+    /// `--limit-rate`, shared by every transfer of this engine.
+    private let bandwidth: BandwidthLimit?
 
     /// An engine of `configuration`; what it does not give (the HTTP client, the output store)
     /// is made from its settings.
@@ -49,6 +51,7 @@ public final class JobEngine: Sendable {
             store: store, runLog: configuration.runLog, observer: observer,
             knownRecords: configuration.storeHeldAlone ? store.recordFileNames() : nil)
         self.observer = observer
+        self.bandwidth = configuration.limitRate.map(BandwidthLimit.init(rate:))
     }
 
     /// How much `perHost` held jobs back so far (for a run's summary).
@@ -208,10 +211,13 @@ public final class JobEngine: Sendable {
         let store = self.store
         let http = self.http
         let requests = configuration.requests
+        let bandwidth = self.bandwidth
         let host = job.url.host ?? ""
         let report = await attempts.run(
             job, host: host, hostSlots: admission.hostSlots(for: host), pacer: admission.pacer, observer: observer,
-            makeContext: { JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests) },
+            makeContext: {
+                JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests, bandwidth: bandwidth)
+            },
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)
         if let children = report.committed?.children, !children.isEmpty, let takesChildren {

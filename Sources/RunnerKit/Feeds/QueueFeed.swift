@@ -469,7 +469,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                 // none can be made, its record is complete now.
                 finish.children = queueable(children, of: job, stored: stored)
                 if finish.children.jobs.isEmpty {
-                    line = await rewriteCompleted(
+                    line = rewriteCompleted(
                         key: result.key, record: line, counts: [:], invalid: finish.children.invalid,
                         firstInvalid: finish.children.firstInvalid, total: finish.children.invalid, into: &finish)
                     finish.children = JobQueue.Children()
@@ -523,7 +523,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             do {
                 guard let parent = try await store.parentToComplete(id: id, runner: runner) else { return }
                 var finish = JobQueue.Finish(id: id, status: "", error: nil, record: "", hooksPending: configuration.hooks != nil)
-                let line = await rewriteCompleted(
+                let line = rewriteCompleted(
                     key: parent.key, record: Array(parent.record.utf8), counts: parent.counts, invalid: parent.invalid,
                     firstInvalid: parent.firstInvalid, total: parent.total, into: &finish)
                 if configuration.durable {
@@ -554,7 +554,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     private func rewriteCompleted(
         key: String, record: [UInt8], counts: [String: Int], invalid: Int, firstInvalid: String?, total: Int,
         into finish: inout JobQueue.Finish
-    ) async -> [UInt8] {
+    ) -> [UInt8] {
         let parsed = (try? JSONParser.parse(record)) ?? .object([])
         let completed = ResultAssembly.completed(parsed, counts: counts, invalid: invalid, firstInvalid: firstInvalid, total: total)
         let line = Array(JSONWriter.string(completed).utf8)

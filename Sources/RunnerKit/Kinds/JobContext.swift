@@ -18,12 +18,15 @@ public final class JobContext: Sendable {
     /// What the attempt waits for now, as a deadline's message names it (nil: the fetch).
     private let waitingFor = Mutex<String?>(nil)
     private let received = Mutex<Validators?>(nil)
+    /// `--limit-rate`, shared by every transfer.
+    private let bandwidth: BandwidthLimit?
 
     init(
         job: JobDescriptor, store: OutputStore, http: any HTTPFetching, previous: PreviousResult?, accept: String?,
-        requests: RequestConfig = RequestConfig()
+        requests: RequestConfig = RequestConfig(), bandwidth: BandwidthLimit? = nil
     ) {
         self.job = job
+        self.bandwidth = bandwidth
         self.store = store
         self.http = http
         self.requests = requests
@@ -129,7 +132,7 @@ public final class JobContext: Sendable {
                 throw JobFailure(.failed, "field 'headers' \(error)")
             }
         }
-        let payload = Payload(store: store, folder: folder, maxBytes: job.maxBytes, inspector: inspect)
+        let payload = Payload(store: store, folder: folder, maxBytes: job.maxBytes, inspector: inspect, bandwidth: bandwidth)
         payloads.withLock { $0.append(payload) }
         let head: HTTPResponseHead
         do {

@@ -25,6 +25,8 @@ public final class Payload: BodySink {
     private let folder: String
     private let state = Mutex(State())
     private let inspector: Inspector?
+    /// `--limit-rate`: each write takes its bytes of it (waiting when ahead).
+    private let bandwidth: BandwidthLimit?
 
     /// Looks at the first bytes as they arrive, before the rest does: returns true once it has
     /// seen enough (it is not asked again), or throws to stop the transfer with that error (an
@@ -50,15 +52,17 @@ public final class Payload: BodySink {
 
     /// A body for a temporary file in `folder` (relative to the store's root); `inspector`
     /// looks at its first bytes as they arrive.
-    public init(store: OutputStore, folder: String, maxBytes: Int, inspector: Inspector? = nil) {
+    public init(store: OutputStore, folder: String, maxBytes: Int, inspector: Inspector? = nil, bandwidth: BandwidthLimit? = nil) {
         self.store = store
         self.folder = folder
         self.maxBytes = maxBytes
         self.inspector = inspector
+        self.bandwidth = bandwidth
         if inspector == nil { state.withLock { $0.inspected = true } }
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        bandwidth?.take(bytes.count)
         try state.withLock { state in
             guard !state.discarded else {
                 throw OutputStore.WriteError(path: folder, reason: "the payload was already discarded")
