@@ -5,7 +5,8 @@ import Testing
 
 /// `stall` and `lowSpeed`: a body that stops (or crawls below `lowSpeed`) fails its attempt as
 /// `timedOut` after `stall` seconds, long before its deadline; one that keeps moving is never cut.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
+/// (Its bounds are wide enough to share the machine: it runs beside other suites.)
+@Suite(.startsProcesses, .timeLimit(.minutes(2)))
 struct StallTests {
     @Test(arguments: ["curl", "urlsession"])
     func aBodyThatStopsFailsAfterItsStallAndAMovingOneIsNeverCut(http: String) async throws {

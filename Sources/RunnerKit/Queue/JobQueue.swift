@@ -4,7 +4,8 @@ import Foundation
 /// claimed with `FOR UPDATE SKIP LOCKED` under a lease, their records written back.
 ///
 /// Tables (schema `runner`, made on first use): `jobs` (one row a job: its key, kind, the job
-/// itself, the batch it was submitted in, its state `queued`, `running`, `done` or `cancelled`,
+/// itself, the batch it was submitted in, its parent, its state `queued`, `running`, `waiting`
+/// (a parent, for its children) or `done`,
 /// who runs it and until when its lease holds, how many times it was claimed, its record),
 /// `keys` (the keys running now, one row each: one task per key across every runner), `hosts`
 /// (each paced host's next request
@@ -12,9 +13,10 @@ import Foundation
 /// name, host, version, kinds, lease and last heartbeat), `results` (each key's last record, as
 /// its `results/` file says it: validators and payload path for whichever runner runs the key
 /// next), `identity` (the queue's id, and the output folder its first watcher stamped),
-/// `meta` (the schema's version). Channels:
-/// `runner_jobs` (jobs were queued), `runner_cancel` (a key to cancel), `runner_pause` (a host
-/// asked to be left alone: milliseconds, the runner told, the host, a space between each).
+/// `parents` (how many children each waiting parent has left), `meta` (the schema's version).
+/// Channels: `runner_jobs` (jobs were queued), `runner_cancel` (a key to cancel), `runner_pause`
+/// (a host asked to be left alone: milliseconds, the runner told, the host, a space between
+/// each), `runner_events` (a job ended: JSON, while a watcher serving a live page is alive).
 public final class JobQueue: Sendable {
     /// The schema this binary knows; a database with a newer one is refused.
     public static let schemaVersion = 1
