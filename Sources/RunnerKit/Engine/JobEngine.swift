@@ -221,7 +221,7 @@ public final class JobEngine: Sendable {
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)
         if let children = report.committed?.children, !children.isEmpty, let takesChildren {
-            takesChildren(children)
+            takesChildren(children)  // a shared queue runs them, for any runner
         } else if let children = report.committed?.children, !children.isEmpty {
             slot.release()  // the children need slots of their own
             let counts = await runChildren(children, of: job)

@@ -137,8 +137,12 @@ public final class JobContext: Sendable {
         let head: HTTPResponseHead
         do {
             let request = HTTPRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes)
-            let http = self.http
-            head = try await watchingForStalls(payload) { try await http.fetch(request, into: payload) }
+            if job.timeout > job.stall, job.lowSpeed > 0 {
+                let http = self.http
+                head = try await watchingForStalls(payload) { try await http.fetch(request, into: payload) }
+            } else {
+                head = try await http.fetch(request, into: payload)  // its deadline comes before any stall
+            }
         } catch {
             payload.discard()
             throw JobFailure(classifying: error)
@@ -155,12 +159,11 @@ public final class JobContext: Sendable {
 
     /// Runs `fetch`, failing it as `timedOut` ("stalled") once `payload` moved less than the
     /// job's `lowSpeed` bytes a second over its last `stall` (as curl's `--speed-limit` and
-    /// `--speed-time` do). Only an attempt whose deadline is longer than `stall` is watched. A
+    /// `--speed-time` do); the caller watches only an attempt whose deadline is longer. A
     /// stall is timed on the real clock: it is the network's, not the engine's schedule (a test
     /// clock that drives the engine's timers sees no sleeper of it).
     private func watchingForStalls<T: Sendable>(_ payload: Payload, _ fetch: @escaping @Sendable () async throws -> T) async throws -> T {
         let (stall, lowSpeed, clock) = (job.stall, job.lowSpeed, ContinuousClock())
-        guard job.timeout > stall, lowSpeed > 0 else { return try await fetch() }
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await fetch() }
             group.addTask {
