@@ -140,7 +140,7 @@ struct Connection {
         }
         let resource = FixtureRoutes.response(for: request, baseURL: core.baseURL)
         let response = faults.apply(to: resource) { FixtureRoutes.evaluateConditional($0, request: request) }
-        let keepAlive = request.keepAlive && !faults.close && faults.truncate == nil
+        let keepAlive = request.keepAlive && !faults.close && faults.truncate == nil && response.cutAfter == nil
         return write(response, isHead: request.method == "HEAD", faults: faults, keepAlive: keepAlive)
     }
 
@@ -169,7 +169,7 @@ struct Connection {
             return false
         }
         if !isHead && !response.isBodiless {
-            let limit = faults?.truncate
+            let limit = faults?.truncate ?? response.cutAfter
             guard writeBody(response.body, limit: limit, trickle: faults?.trickle, after: faults?.trickleAfter ?? 0, chunked: chunked) else {
                 return false
             }
@@ -200,6 +200,8 @@ struct Connection {
             case .pattern:
                 // The pattern's length is a multiple of 256, so every piece starts the cycle afresh.
                 piece = Self.pattern[0..<length]
+            case .ranged(let from, _, let version):
+                piece = ArraySlice((0..<length).map { RangedFile.byte(from + offset + $0, version: version) })
             case .headed(let head, _):
                 if offset < head.count {
                     length = min(length, head.count - offset)

@@ -13,6 +13,7 @@ import Synchronization
 /// | `/list/N?image=QUERY` | an image list of N elements, element i `{"id": i, "imageUrl": "<base>/images/png.png?i=i&QUERY"}` |
 /// | `/object/N` | one JSON object of N members `{"m0": 0, "m1": 1, …}` (made once per N, then kept) |
 /// | `/bytes/N` | N bytes, byte i being i % 256 |
+/// | `/ranged/N` | N bytes that answer range requests, rightly or wrongly on purpose (`RangedFile`) |
 /// | `/bomb/N` | a PNG header declaring 100000x100000 pixels (a decompression bomb), then N bytes |
 /// | `/gzip/N` | N zero bytes sent gzip-compressed (`Content-Encoding: gzip`), about N/1000 bytes on the wire |
 /// | `/redirect?to=URL` | 302 to URL |
@@ -84,6 +85,15 @@ enum FixtureRoutes {
                 return .text(400, "/bytes/N needs a non-negative integer N")
             }
             return HTTPResponse(status: 200, contentType: "application/octet-stream", body: .pattern(count: count))
+        }
+        if let count = component(of: path, after: "/ranged/") {
+            guard let count = Int(count), count >= 0 else {
+                return .text(400, "/ranged/N needs a non-negative integer N")
+            }
+            return RangedFile.response(count: count, request: request)
+        }
+        if path == "/ranged-log" {
+            return RangedFile.log(query: request.query)
         }
         if let count = component(of: path, after: "/bomb/") {
             guard let count = Int(count), count >= 0 else {
@@ -165,6 +175,7 @@ enum FixtureRoutes {
           /images.json          the image list
           /images/{name}        an image
           /bytes/N              N bytes (?chunked=1 for chunked coding)
+          /ranged/N             N bytes answering range requests (?cut=K&range=MODE&validator=KIND, see RangedFile)
           /bomb/N               a PNG header declaring 100000x100000 pixels, then N bytes
           /gzip/N               N zero bytes, gzip-encoded (a gzip bomb for large N)
           /redirect?to=URL      302 to URL

@@ -9,6 +9,8 @@ struct HTTPResponse {
     var etag: String?
     /// Seconds since 1970, sent as Last-Modified.
     var lastModified: Int?
+    /// Send only this many bytes of the body, then close (as the `truncate` fault does).
+    var cutAfter: Int?
 
     /// What follows the head.
     enum Body {
@@ -18,6 +20,8 @@ struct HTTPResponse {
         case pattern(count: Int)
         /// `head`, then `padding` bytes of the pattern, produced while sending.
         case headed([UInt8], padding: Int)
+        /// `count` bytes of version `version` of `/ranged/N` from its byte `from`, produced while sending.
+        case ranged(from: Int, count: Int, version: Int)
 
         var count: Int {
             switch self {
@@ -25,6 +29,7 @@ struct HTTPResponse {
             case .bytes(let bytes): bytes.count
             case .pattern(let count): count
             case .headed(let head, let padding): head.count + padding
+            case .ranged(_, let count, _): count
             }
         }
     }

@@ -149,10 +149,10 @@ public final class RecordingHTTP: HTTPFetching {
     private func answer(_ reply: Reply, to request: HTTPRequest, into body: any BodySink) throws -> HTTPResponseHead {
         switch reply {
         case .respond(let status, let headers, let bytes):
+            let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }) { last, _ in last }
+            try body.begin(status: status, headers: lowered)
             if !bytes.isEmpty { try bytes.withUnsafeBytes { try body.write($0) } }
-            return HTTPResponseHead(
-                status: status, headers: Dictionary(headers.map { ($0.key.lowercased(), $0.value) }) { last, _ in last },
-                url: request.url)
+            return HTTPResponseHead(status: status, headers: lowered, url: request.url)
         case .fail(let error):
             throw error
         case .hang:

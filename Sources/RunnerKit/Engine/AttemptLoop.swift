@@ -21,6 +21,12 @@ struct AttemptLoop: Sendable {
         var waitedForHost = Duration.zero
         /// The validators the server sent in the last attempt.
         var validators: Validators?
+        /// Body bytes received over the network, all attempts together.
+        var transferred = 0
+        /// Bytes of the payload the last attempt kept from an earlier one.
+        var resumedFrom = 0
+        /// Why bytes kept from an earlier attempt were fetched again, when they were.
+        var startedOver: String?
     }
 
     /// Runs the attempts of `job`; `operation` is one attempt's work inside the deadline.
@@ -61,6 +67,10 @@ struct AttemptLoop: Sendable {
             hostSlots.release()
             context.discardLeftovers()
             report.validators = context.validators
+            let transfer = context.transfer
+            report.transferred += transfer.received
+            report.resumedFrom = transfer.resumedFrom
+            report.startedOver = transfer.startedOver ?? report.startedOver
             report.waitedForNetwork += attempt.waitedForNetwork
             report.committed = nil
             switch attempt.outcome {

@@ -21,6 +21,7 @@ extension JobContext {
             let digest = payload.sha256  // hashed once: checked, then recorded
             try checkChecksum(digest)
             try store.commit(payload.file(), to: path)
+            payload.committed()
             return Committed(
                 status: .succeeded, output: path, bytes: payload.count, sha256: digest,
                 httpStatus: response.head.status, details: outcome.details, children: outcome.children)

@@ -35,7 +35,21 @@ enum ResultAssembly {
                 result.stale = true
             }
         }
+        addTransfer(report, to: &result)
         return result
+    }
+
+    /// What the transfers did, when it is more than one whole body: bytes kept from before,
+    /// bytes over the network, why kept bytes came again.
+    private static func addTransfer(_ report: AttemptLoop.Report, to result: inout JobResult) {
+        if report.committed != nil, report.resumedFrom > 0 { result.resumedFrom = report.resumedFrom }
+        result.startedOver = report.startedOver
+        let transferred = report.transferred
+        if result.resumedFrom != nil || result.startedOver != nil
+            || (transferred >= PartialDownload.threshold && transferred != result.bytes)
+        {
+            result.transferred = transferred
+        }
     }
 
     /// A 304 keeps the earlier payload: its path, size, hash and details stand; details the

@@ -534,6 +534,12 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
             abortReason = HTTPError.tooLarge(limit: maxBytes)
             return false
         }
+        do {
+            try sink.begin(status: status, headers: headers)
+        } catch {
+            abortReason = error
+            return false
+        }
         return true
     }
 

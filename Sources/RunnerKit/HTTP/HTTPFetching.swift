@@ -39,8 +39,15 @@ public struct HTTPResponseHead: Sendable {
 
 /// Receives a response body piece by piece, as it arrives (never the whole body at once).
 public protocol BodySink: AnyObject, Sendable {
+    /// The final response's status and headers (names in lower case), once, before any of its
+    /// body (a redirect's are not given); throwing aborts the transfer with that error.
+    func begin(status: Int, headers: [String: String]) throws
     /// Takes the next piece of the body; throwing aborts the transfer with that error.
     func write(_ bytes: UnsafeRawBufferPointer) throws
+}
+
+extension BodySink {
+    public func begin(status: Int, headers: [String: String]) throws {}
 }
 
 /// An HTTP client as the engine needs it: one request, the body streamed into a sink.

@@ -253,6 +253,17 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
             cancel(dataTask)
             return
         }
+        // On the writer's queue: before the first piece of the body, as every piece goes.
+        let (status, finalHeaders) = (http.statusCode, headers)
+        state.writer.async { [control] in
+            guard state.abortReason == nil, !state.isFinished else { return }
+            do {
+                try state.sink.begin(status: status, headers: finalHeaders)
+            } catch {
+                state.abort(because: error)
+                control.async { dataTask.cancel() }
+            }
+        }
         completionHandler(.allow)
     }
 

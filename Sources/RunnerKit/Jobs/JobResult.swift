@@ -32,6 +32,15 @@ public struct JobResult: Sendable {
     public var parent: String?
     /// The payload's ETag and Last-Modified, for the next run's conditional request.
     public var validators: Validators?
+    /// Bytes of the payload kept from an earlier, cut attempt (this run's or an earlier one's)
+    /// that the last attempt went on from; nil when it fetched the whole body.
+    public var resumedFrom: Int?
+    /// Body bytes received over the network by all attempts of this run: set when it differs
+    /// from a whole body's bytes (a resume, a large body fetched more than once).
+    public var transferred: Int?
+    /// Why bytes kept from a cut attempt were fetched again (the server answered a range
+    /// request with the whole file, or with a range that could not be appended).
+    public var startedOver: String?
     /// How the jobs this one started ended (children, and theirs): for the run's summary and
     /// exit code, not written in the record (whose `details` hold the children's counts).
     public var descendants = Descendants()
@@ -132,6 +141,9 @@ public struct JobResult: Sendable {
         if let parent { members.append(("parent", .string(parent))) }
         if let validators { members.append(("validators", validators.json)) }
         if waitedForHostMs > 0 { members.append(("waitedForHostMs", JSONValue(waitedForHostMs))) }
+        if let resumedFrom { members.append(("resumedFrom", JSONValue(resumedFrom))) }
+        if let transferred { members.append(("transferred", JSONValue(transferred))) }
+        if let startedOver { members.append(("startedOver", .string(startedOver))) }
         return .object(members)
     }
 

@@ -89,11 +89,34 @@ public final class JobContext: Sendable {
     /// Throws `JobFailure`: `notFound` for 404 and 410, `failed` for any other status or
     /// transport error (transient for 408, 429, 5xx and connection errors). `inspect` looks at
     /// the body's first bytes as they arrive and may stop the transfer (`Payload.Inspector`).
+    ///
+    /// A large body cut on its way is kept and resumed by the next attempt (`PartialDownload`).
     public func fetch(folder: String, accept: String? = nil, inspect: Payload.Inspector? = nil) async throws -> Fetch {
         var headers: [(name: String, value: String)] = []
-        if let validators = previous?.validators { headers.append(contentsOf: validators.conditionalHeaders) }
-        let (head, payload) = try await request(
-            job.url, folder: payloadFolder(default: folder), headers: headers, accept: accept, inspect: inspect)
+        let into = payloadFolder(default: folder)
+        var partial: (download: PartialDownload, kept: PartialDownload.Kept?)?
+        if job.maxBytes >= PartialDownload.threshold {
+            let download = PartialDownload(folder: into, key: job.key, url: job.url.absoluteString)
+            // Read back off the concurrency pool's threads, and only when a sidecar is there.
+            let kept = download.hasSidecar(store: store) ? await PartialDownload.writer.run { [store] in download.load(store: store) } : nil
+            partial = (download, kept)
+        }
+        if let kept = partial?.kept {
+            headers = kept.requestHeaders  // not conditional: the kept bytes are of the file as it is now, or a 200 comes
+        } else if let validators = previous?.validators {
+            headers.append(contentsOf: validators.conditionalHeaders)
+        }
+        let (head, payload): (HTTPResponseHead, Payload)
+        do {
+            (head, payload) = try await request(
+                job.url, folder: into, headers: headers, accept: accept, inspect: inspect, partial: partial)
+        } catch let startOver as Payload.StartOver {
+            // An answer to the range request that cannot be appended: once more, from the start.
+            startedOver.withLock { $0 = startOver.description }
+            partial?.download.removeSidecar(store: store)
+            (head, payload) = try await request(
+                job.url, folder: into, headers: [], accept: accept, inspect: inspect, partial: partial.map { ($0.download, nil) })
+        }
         if head.status == 304 {
             payload.discard()
             guard let previous else {
@@ -115,9 +138,29 @@ public final class JobContext: Sendable {
         return Response(head: head, payload: payload)
     }
 
+    /// Why the bytes kept from an earlier attempt were not used, when an answer to the range
+    /// request said so before its body (a 200 says so through its payload).
+    private let startedOver = Mutex<String?>(nil)
+
+    /// What the transfers of this attempt did: bytes received over the network (all of its
+    /// fetches), bytes of the job's own payload kept from before, and why those kept were not
+    /// used, if they were not.
+    var transfer: (received: Int, resumedFrom: Int, startedOver: String?) {
+        var total = (received: 0, resumedFrom: 0, startedOver: startedOver.withLock { $0 })
+        for payload in payloads.withLock({ $0 }) {
+            let transfer = payload.transfer
+            total.received += transfer.received
+            total.resumedFrom = max(total.resumedFrom, transfer.resumedFrom)
+            total.startedOver = total.startedOver ?? transfer.startedOver
+        }
+        return total
+    }
+
+    /// `partial`: the body may be resumed (the job's own URL); a `StartOver` from the payload
+    /// is thrown as it is, for the caller to ask again.
     private func request(
         _ url: URL, folder: String, headers conditional: [(name: String, value: String)], accept: String? = nil,
-        inspect: Payload.Inspector? = nil
+        inspect: Payload.Inspector? = nil, partial: (download: PartialDownload, kept: PartialDownload.Kept?)? = nil
     ) async throws -> (HTTPResponseHead, Payload) {
         // The kind's Accept and the conditional headers go to every hop; the job's headers only
         // to the job's origin (replacing those of the same name); the client adds the
@@ -132,7 +175,8 @@ public final class JobContext: Sendable {
                 throw JobFailure(.failed, "field 'headers' \(error)")
             }
         }
-        let payload = Payload(store: store, folder: folder, maxBytes: job.maxBytes, inspector: inspect, bandwidth: bandwidth)
+        let payload = Payload(
+            store: store, folder: folder, maxBytes: job.maxBytes, inspector: inspect, bandwidth: bandwidth, partial: partial)
         payloads.withLock { $0.append(payload) }
         let head: HTTPResponseHead
         do {
@@ -143,8 +187,11 @@ public final class JobContext: Sendable {
             } else {
                 head = try await http.fetch(request, into: payload)  // its deadline comes before any stall
             }
-        } catch {
+        } catch let startOver as Payload.StartOver {
             payload.discard()
+            throw startOver
+        } catch {
+            await payload.keep()  // a cut body that may be resumed stays, for the next attempt
             throw JobFailure(classifying: error)
         }
         if var failure = Self.failure(forStatus: head) {

@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 
 /// A response body on its way to disk: counted against `maxBytes`, hashed, with its first and
@@ -7,6 +8,10 @@ import Synchronization
 /// the committing thread, not on the HTTP client's); past `memoryLimit` it spills to a
 /// temporary file and streams there. A fetch that fails before the body outgrew memory never
 /// touches the disk.
+///
+/// A body that may be resumed (`PartialDownload`: the job's own URL, a strong validator, no
+/// Content-Encoding, 1 MiB or more) streams to the key's partial file instead, synced and
+/// described by its sidecar as it grows, and left there by `keep()` when the attempt is cut.
 public final class Payload: BodySink {
     /// The body grew past the job's `maxBytes`.
     public struct TooLarge: Error, CustomStringConvertible {
@@ -28,6 +33,16 @@ public final class Payload: BodySink {
     /// `--limit-rate`: each write takes its bytes of it (waiting when ahead).
     private let bandwidth: BandwidthLimit?
 
+    /// An answer to a range request that cannot be appended to what is kept: the request is made
+    /// again without a range, from the start, and the record says why.
+    public struct StartOver: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Where a resumable body goes, and what is kept of it from before (nil: nothing, no range
+    /// was asked for).
+    private let partial: (download: PartialDownload, kept: PartialDownload.Kept?)?
+
     /// Looks at the first bytes as they arrive, before the rest does: returns true once it has
     /// seen enough (it is not asked again), or throws to stop the transfer with that error (an
     /// image whose header declares more pixels than allowed is refused before its body comes).
@@ -48,11 +63,34 @@ public final class Payload: BodySink {
         var suffix: [UInt8] = []
         /// The inspector has seen enough (or there is none).
         var inspected = false
+        /// Bytes that came over the network in this transfer, the skipped ones included.
+        var received = 0
+        /// Bytes still to drop: a 206 that starts before the kept bytes end repeats them.
+        var skip = 0
+        /// Set when this body goes to its key's partial file: the validator its sidecar names.
+        var resumable: PartialDownload.Validator?
+        /// The whole body's length, when the server said it.
+        var total: Int?
+        /// Bytes kept from an earlier attempt that this body goes on from.
+        var resumedFrom = 0
+        /// Why the bytes kept from before were not used.
+        var startedOver: String?
+        /// The body stays in its partial file (`keep()`): `discard()` leaves it.
+        var kept = false
+        /// The count at which the partial is next synced and its sidecar written.
+        var checkpoint = PartialDownload.threshold
     }
 
     /// A body for a temporary file in `folder` (relative to the store's root); `inspector`
     /// looks at its first bytes as they arrive.
-    public init(store: OutputStore, folder: String, maxBytes: Int, inspector: Inspector? = nil, bandwidth: BandwidthLimit? = nil) {
+    ///
+    /// `partial`: the job's own URL may be resumed (`kept`: from these bytes, asked for with
+    /// `Range` by the caller).
+    public init(
+        store: OutputStore, folder: String, maxBytes: Int, inspector: Inspector? = nil, bandwidth: BandwidthLimit? = nil,
+        partial: (download: PartialDownload, kept: PartialDownload.Kept?)? = nil
+    ) {
+        self.partial = partial
         self.store = store
         self.folder = folder
         self.maxBytes = maxBytes
@@ -61,11 +99,79 @@ public final class Payload: BodySink {
         if inspector == nil { state.withLock { $0.inspected = true } }
     }
 
+    /// Decides, from the final response's head, where its body goes: appended to the kept bytes
+    /// (a 206 that starts at or before them, for the same file and length), or from the start (a
+    /// 200, told to the record); any other answer to a range request throws `StartOver`.
+    public func begin(status: Int, headers: [String: String]) throws {
+        guard let partial else { return }
+        try state.withLock { state in
+            guard (200..<300).contains(status), state.file == nil, state.count == 0 else { return }
+            let coded = headers["content-encoding"].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
+            let validator = coded ? nil : PartialDownload.Validator.strong(in: headers)
+            let length = coded ? nil : headers["content-length"].flatMap { Int($0) }
+            if let kept = partial.kept {
+                if status == 206 {
+                    try append(to: kept, &state, partial.download, range: ContentRange(headers["content-range"]), coded: coded, headers: headers)
+                    return
+                }
+                if status == 200, let field = headers["content-range"], ContentRange(field)?.start != 0 {
+                    throw StartOver(description: "the server answered 200 with Content-Range '\(field)' to the range request")
+                }
+                state.startedOver = "the server answered \(status) to the range request (the file changed, or ranges are not served): fetched from the start"
+            }
+            state.total = length
+            if let validator, (length ?? .max) >= PartialDownload.threshold { state.resumable = validator }
+        }
+    }
+
+    /// Goes on from the kept bytes, if the 206 allows: throws `StartOver` otherwise.
+    private func append(
+        to kept: PartialDownload.Kept, _ state: inout State, _ download: PartialDownload, range: ContentRange?, coded: Bool,
+        headers: [String: String]
+    ) throws {
+        guard !coded else { throw StartOver(description: "the server answered the range request with a Content-Encoding") }
+        guard let range, let total = range.total else {
+            throw StartOver(description: "the server's 206 has no usable Content-Range ('\(headers["content-range"] ?? "")')")
+        }
+        guard range.start <= kept.offset else {
+            throw StartOver(description: "the server's 206 starts at byte \(range.start), after the \(kept.offset) kept")
+        }
+        guard range.end == total - 1, kept.total.map({ $0 == total }) ?? true else {
+            throw StartOver(description: "the server's 206 ('\(headers["content-range"] ?? "")') does not agree with the \(kept.total.map(String.init) ?? "unknown") bytes known")
+        }
+        guard kept.validator.agrees(with: headers) else {
+            throw StartOver(description: "the server's 206 names another version of the file than the one kept")
+        }
+        guard total <= maxBytes else { throw TooLarge(limit: maxBytes) }
+        let folder = try store.openFolder(self.folder)
+        state.file = try TemporaryFile(folder: folder, partialName: download.name, keeping: kept.offset)
+        state.hasher = kept.hasher
+        state.prefix = kept.prefix
+        state.suffix = kept.suffix
+        state.count = kept.offset
+        state.skip = kept.offset - range.start
+        state.resumedFrom = kept.offset
+        state.resumable = kept.validator
+        state.total = total
+        state.checkpoint = kept.offset + PartialDownload.checkpointInterval
+        if !state.inspected, let inspector {
+            state.inspected = try inspector(Array(state.prefix.prefix(Self.inspectionLimit))) || state.prefix.count >= Self.inspectionLimit
+        }
+    }
+
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
         bandwidth?.take(bytes.count)
         try state.withLock { state in
             guard !state.discarded else {
                 throw OutputStore.WriteError(path: folder, reason: "the payload was already discarded")
+            }
+            state.received += bytes.count
+            var bytes = bytes
+            if state.skip > 0 {
+                let skipped = min(state.skip, bytes.count)
+                state.skip -= skipped
+                bytes = UnsafeRawBufferPointer(rebasing: bytes[skipped...])
+                if bytes.isEmpty { return }
             }
             guard state.count + bytes.count <= maxBytes else { throw TooLarge(limit: maxBytes) }
             if !state.inspected, let inspector {
@@ -79,8 +185,9 @@ public final class Payload: BodySink {
                 state.count += bytes.count
                 return
             }
-            try Self.file(&state, store, folder).append(bytes)
+            try file(&state).append(bytes)
             state.count += bytes.count
+            if state.resumable != nil, state.count >= state.checkpoint { checkpoint(&state) }
             state.hasher.update(bytes)
             if state.prefix.count < Self.prefixLimit {
                 state.prefix.append(contentsOf: bytes.prefix(Self.prefixLimit - state.prefix.count))
@@ -90,17 +197,26 @@ public final class Payload: BodySink {
         }
     }
 
-    /// The temporary file, made on first need with everything held in memory so far.
-    private static func file(_ state: inout State, _ store: OutputStore, _ folder: String) throws -> TemporaryFile {
+    /// The temporary file, made on first need with everything held in memory so far (the key's
+    /// partial file, new, for a body that may be resumed).
+    private func file(_ state: inout State) throws -> TemporaryFile {
         if let file = state.file { return file }
         guard !state.discarded else {
             throw OutputStore.WriteError(path: folder, reason: "the payload was already discarded")
         }
-        let file = try store.makeTemporaryFile(in: folder)
+        let file: TemporaryFile
+        if state.resumable != nil, let download = partial?.download {
+            // The old sidecar goes after any write of it still queued; until then it names the
+            // old partial's inode, not this new file's.
+            download.removeSidecar(store: store)
+            file = try TemporaryFile(folder: store.openFolder(folder), partialName: download.name, keeping: 0)
+        } else {
+            file = try store.makeTemporaryFile(in: folder)
+        }
         try state.prefix.withUnsafeBytes { held in
             try file.append(held)
             state.hasher.update(held)
-            state.suffix = Array(held.suffix(suffixLimit))
+            state.suffix = Array(held.suffix(Self.suffixLimit))
         }
         state.file = file
         return file
@@ -108,16 +224,71 @@ public final class Payload: BodySink {
 
     /// The temporary file holding the body (made now if the body is still in memory).
     public func file() throws -> TemporaryFile {
-        try state.withLock { try Self.file(&$0, store, folder) }
+        try state.withLock { try file(&$0) }
+    }
+
+    /// Syncs the partial file on the sidecar writer's thread, then writes its sidecar with the
+    /// count of now: the bytes it names are on disk before it names them.
+    private func checkpoint(_ state: inout State) {
+        state.checkpoint = state.count + PartialDownload.checkpointInterval
+        guard let download = partial?.download, let validator = state.resumable, let file = state.file,
+            let fd = file.duplicateDescriptor()
+        else { return }
+        let (store, count, total, inode) = (store, state.count, state.total, file.inode)
+        PartialDownload.writer.enqueue {
+            let synced = fdatasync(fd) == 0
+            close(fd)
+            if synced { download.writeSidecar(store: store, bytes: count, inode: inode, validator: validator, total: total) }
+        }
+    }
+
+    /// Ends a transfer that was cut: a body going to its partial file stays there, synced, its
+    /// sidecar naming every byte (for the next attempt to resume); any other is discarded.
+    public func keep() async {
+        let kept = state.withLock { state -> (PartialDownload, PartialDownload.Validator, TemporaryFile, Int, Int?)? in
+            state.discarded = true
+            guard let download = partial?.download, let validator = state.resumable, let file = state.file,
+                state.count >= PartialDownload.threshold
+            else { return nil }
+            state.kept = true
+            return (download, validator, file, state.count, state.total)
+        }
+        guard let (download, validator, file, count, total) = kept else {
+            discard()
+            return
+        }
+        let store = store
+        await PartialDownload.writer.run {
+            if file.keep() {
+                download.writeSidecar(store: store, bytes: count, inode: file.inode, validator: validator, total: total)
+            }
+        }
+    }
+
+    /// What this transfer did with the bytes kept from before: went on from `resumedFrom` of
+    /// them, or started over (`startedOver` says why); `received`: bytes over the network.
+    public var transfer: (received: Int, resumedFrom: Int, startedOver: String?) {
+        state.withLock { ($0.received, $0.resumedFrom, $0.startedOver) }
     }
 
     /// Removes the temporary file, if one was made and not committed; later writes fail.
     public func discard() {
-        let file = state.withLock { state -> TemporaryFile? in
+        let (file, partial) = state.withLock { state -> (TemporaryFile?, Bool) in
+            guard !state.kept else { return (nil, false) }  // the partial stays for the next attempt
             state.discarded = true
-            return state.file
+            return (state.file, state.resumable != nil)
         }
         file?.discard()
+        if partial { removedPartial() }
+    }
+
+    /// The body was stored (its file renamed to the payload's path): a partial's sidecar goes.
+    public func committed() {
+        if state.withLock({ $0.resumable != nil }) { removedPartial() }
+    }
+
+    private func removedPartial() {
+        partial?.download.removeSidecar(store: store)
     }
 
     /// Bytes received so far.

@@ -9,6 +9,8 @@ import Synchronization
 public final class TemporaryFile: Sendable {
     let folder: OutputStore.Folder
     let name: String
+    /// The file's inode (set for a partial download's file, whose sidecar names it).
+    let inode: Int
     private let state: Mutex<(fd: Int32, done: Bool)>
 
     /// Names are unique within the process (a counter) and across processes (the pid and a
@@ -26,6 +28,7 @@ public final class TemporaryFile: Sendable {
                 if let mode { _ = fchmod(fd, mode) }
                 self.folder = folder
                 self.name = name
+                self.inode = 0
                 self.state = Mutex((fd, false))
                 return
             }
@@ -35,6 +38,33 @@ public final class TemporaryFile: Sendable {
     }
 
     deinit { discard() }
+
+    /// A partial download's file (`PartialDownload`), named for its key: with `keeping` 0 a new
+    /// file (what was at `name` removed first, so it gets a new inode); else the file there, cut
+    /// to its first `keeping` bytes, written on from there. It becomes a payload by rename as any
+    /// other; `keep()` leaves it on disk instead of removing it.
+    init(folder: OutputStore.Folder, partialName name: String, keeping offset: Int) throws(OutputStore.WriteError) {
+        let fd: Int32
+        if offset == 0 {
+            unlinkat(folder.fd, name, 0)
+            fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+        } else {
+            fd = openat(folder.fd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        }
+        guard fd >= 0 else { throw OutputStore.WriteError(path: folder.path + "/" + name, errno: errno) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) >= offset,
+            ftruncate(fd, off_t(offset)) == 0, lseek(fd, 0, SEEK_END) == off_t(offset)
+        else {
+            close(fd)
+            throw OutputStore.WriteError(path: folder.path + "/" + name, reason: "the partial download changed under the runner")
+        }
+        self.folder = folder
+        self.name = name
+        self.inode = Int(info.st_ino)
+        self.state = Mutex((fd, false))
+    }
+
 
     /// The file's absolute path (for messages and reading back).
     public var path: String { folder.path + "/" + name }
@@ -119,6 +149,27 @@ public final class TemporaryFile: Sendable {
                 unlinkat(folder.fd, name, 0)
                 throw error
             }
+        }
+    }
+
+    /// A second descriptor of the file, for syncing it on another thread while writes go on
+    /// (the caller closes it); nil once the file was committed, kept or removed.
+    func duplicateDescriptor() -> Int32? {
+        state.withLock { state in
+            guard !state.done else { return nil }
+            let fd = fcntl(state.fd, F_DUPFD_CLOEXEC, 0)
+            return fd >= 0 ? fd : nil
+        }
+    }
+
+    /// Syncs the data and closes the file, leaving it on disk (a partial download to resume).
+    /// Returns whether the data reached the disk.
+    func keep() -> Bool {
+        state.withLock { state in
+            guard !state.done else { return false }
+            state.done = true
+            let synced = fdatasync(state.fd) == 0
+            return close(state.fd) == 0 && synced
         }
     }
 

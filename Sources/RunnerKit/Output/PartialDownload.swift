@@ -1,0 +1,245 @@
+import Glibc
+
+/// A large body cut before its end, kept so that the next attempt asks only for the rest.
+///
+/// The bytes go to a hidden file beside where the payload goes (`.partial-<hash of the key>`),
+/// and a sidecar (the same name and `.json`) says whose they are and how many are known to be on
+/// disk: the key, the URL, the validator the server sent, the total length when it was told, the
+/// partial's inode, and a byte count written only after an `fdatasync` of the partial (when the
+/// body passes 1 MiB, then every 64 MiB, and when the attempt ends cut). So after any crash, kill
+/// -9 included, the next attempt, the next run or another watcher sharing the output resumes from
+/// the smaller of the sidecar's count and the file's size, and at most 64 MiB come again.
+///
+/// A resume sends `Range: bytes=N-` and `If-Range` with a strong validator only (an ETag not
+/// marked `W/`, or a Last-Modified at least a second older than the answer's Date); a body
+/// without one, or with a Content-Encoding, is never kept. Which answers are appended and which
+/// start over is `Payload.begin(status:headers:)`'s to decide.
+///
+/// A fresh partial is a new file (the old one and its sidecar removed first), so a sidecar left
+/// by an earlier body of the key can never describe it: their inodes differ.
+public struct PartialDownload: Sendable {
+    /// A cut body smaller than this is not kept.
+    public static let threshold = 1 << 20
+    /// How many bytes pass between two syncs of a partial and its sidecar.
+    public static let checkpointInterval = 64 << 20
+
+    /// The payload's folder, relative to the output root.
+    let folder: String
+    /// The partial's file name in `folder`.
+    let name: String
+    let key: String
+    let url: String
+
+    var sidecarName: String { name + ".json" }
+
+    public init(folder: String, key: String, url: String) {
+        self.folder = folder
+        self.key = key
+        self.url = url
+        self.name = ".partial-" + Self.hash(key)
+    }
+
+    /// A validator `If-Range` may carry.
+    public enum Validator: Sendable, Equatable {
+        case etag(String)
+        case lastModified(String)
+
+        var headerValue: String {
+            switch self {
+            case .etag(let tag): tag
+            case .lastModified(let date): date
+            }
+        }
+
+        /// The strong validator of a response (header names in lower case): its ETag unless weak,
+        /// else its Last-Modified when at least a second older than its Date (a file modified in
+        /// the second it was sent may change again within that second).
+        static func strong(in headers: [String: String]) -> Validator? {
+            if let etag = headers["etag"]?.trimmingSpaces, !etag.isEmpty {
+                guard !etag.hasPrefix("W/"), Validators(etag: etag, lastModified: nil) != nil else { return nil }
+                return .etag(etag)
+            }
+            guard let modified = headers["last-modified"]?.trimmingSpaces, let date = headers["date"],
+                let modifiedAt = HTTPDate.seconds(modified), let sentAt = HTTPDate.seconds(date), sentAt - modifiedAt >= 1,
+                Validators(etag: nil, lastModified: modified) != nil
+            else { return nil }
+            return .lastModified(modified)
+        }
+
+        /// Whether a response's own validator, when it names one, is this one.
+        func agrees(with headers: [String: String]) -> Bool {
+            switch self {
+            case .etag(let tag): headers["etag"].map { $0.trimmingSpaces == tag } ?? true
+            case .lastModified(let date): headers["last-modified"].map { $0.trimmingSpaces == date } ?? true
+            }
+        }
+
+        var json: JSONValue {
+            switch self {
+            case .etag(let tag): .object([("etag", .string(tag))])
+            case .lastModified(let date): .object([("lastModified", .string(date))])
+            }
+        }
+
+        init?(json: JSONValue?) {
+            if let tag = json?["etag"]?.stringValue {
+                self = .etag(tag)
+            } else if let date = json?["lastModified"]?.stringValue {
+                self = .lastModified(date)
+            } else {
+                return nil
+            }
+        }
+    }
+
+    /// What a kept partial gives the next attempt: where to go on from, and the hash, first and
+    /// last bytes of what is kept (read back once, before the request).
+    public struct Kept: Sendable {
+        public var offset: Int
+        public var validator: Validator
+        public var total: Int?
+        var hasher: SHA256
+        var prefix: [UInt8]
+        var suffix: [UInt8]
+
+        /// The request headers of the resume.
+        public var requestHeaders: [(name: String, value: String)] {
+            [("Range", "bytes=\(offset)-"), ("If-Range", validator.headerValue)]
+        }
+    }
+
+    /// The partial kept for this key and URL, read back and hashed; nil when there is none to
+    /// resume (no sidecar, another key or URL, another file than the sidecar's, fewer bytes than
+    /// the threshold, unreadable). Blocks on the disk: not on the HTTP client's thread.
+    func load(store: OutputStore) -> Kept? {
+        guard let folderFD = try? store.openFolder(folder),
+            let text = OutputStore.readFile(in: folderFD.fd, sidecarName), let sidecar = try? JSONParser.parse(text),
+            sidecar["key"]?.stringValue == key, sidecar["url"]?.stringValue == url,
+            let validator = Validator(json: sidecar["validator"]), let bytes = sidecar["bytes"]?.intValue,
+            let inode = sidecar["inode"]?.intValue
+        else { return nil }
+        let fd = openat(folderFD.fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_ino) == inode else { return nil }
+        let offset = min(bytes, Int(info.st_size))
+        let total = sidecar["total"]?.intValue
+        guard offset >= Self.threshold, total.map({ offset < $0 }) ?? true else { return nil }
+        var kept = Kept(offset: offset, validator: validator, total: total, hasher: SHA256(), prefix: [], suffix: [])
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        var done = 0
+        while done < offset {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, min($0.count, offset - done)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return nil }
+            chunk.withUnsafeBytes { kept.hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            if kept.prefix.count < Payload.prefixLimit {
+                kept.prefix.append(contentsOf: chunk[0..<min(n, Payload.prefixLimit - kept.prefix.count)])
+            }
+            done += n
+            if done >= offset { kept.suffix = Array(chunk[0..<n].suffix(Payload.suffixLimit)) }
+        }
+        if kept.suffix.count < Payload.suffixLimit { kept.suffix = Array(kept.prefix.suffix(Payload.suffixLimit)) }
+        return kept
+    }
+
+    /// Whether the key has a sidecar in the folder (one look, no read).
+    func hasSidecar(store: OutputStore) -> Bool {
+        guard let folderFD = try? store.openFolder(folder) else { return false }
+        return faccessat(folderFD.fd, sidecarName, F_OK, AT_SYMLINK_NOFOLLOW) == 0
+    }
+
+    /// Writes the sidecar (atomically): `bytes` of the file with `inode` are on disk.
+    func writeSidecar(store: OutputStore, bytes: Int, inode: Int, validator: Validator, total: Int?) {
+        let sidecar = JSONValue.object([
+            ("key", .string(key)), ("url", .string(url)), ("validator", validator.json),
+            ("bytes", JSONValue(bytes)), ("total", total.map { JSONValue($0) } ?? .null), ("inode", JSONValue(inode)),
+        ])
+        var text = JSONWriter.data(sidecar)
+        text.append(0x0A)
+        try? store.write(text, to: folder.isEmpty ? sidecarName : folder + "/" + sidecarName)
+    }
+
+    /// Removes the sidecar, after the writes of it still queued.
+    func removeSidecar(store: OutputStore) {
+        let (folder, name) = (folder, sidecarName)
+        Self.writer.enqueue {
+            guard let folderFD = try? store.openFolder(folder) else { return }
+            unlinkat(folderFD.fd, name, 0)
+        }
+    }
+
+    /// Sidecar writes and the syncs before them, in order, off the HTTP clients' threads.
+    static let writer = BlockingThread(name: "runner.partials")
+
+    /// 64 bits of FNV-1a, in hex: a file name for the key (the sidecar names the key itself).
+    private static func hash(_ key: String) -> String {
+        var value: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 {
+            value ^= UInt64(byte)
+            value = value &* 0x100_0000_01b3
+        }
+        let text = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - text.count) + text
+    }
+}
+
+/// `Content-Range: bytes START-END/TOTAL` of a 206 (or of a 200 that should not carry one).
+struct ContentRange: Equatable {
+    var start: Int
+    var end: Int
+    /// Nil when the server wrote `*`.
+    var total: Int?
+
+    init?(_ field: String?) {
+        guard let field = field?.trimmingSpaces, field.lowercased().hasPrefix("bytes ") else { return nil }
+        let spec = field.dropFirst("bytes ".count)
+        let parts = spec.split(separator: "/", maxSplits: 1)
+        guard parts.count == 2 else { return nil }
+        let bounds = parts[0].split(separator: "-", maxSplits: 1)
+        guard bounds.count == 2, let start = Int(bounds[0]), let end = Int(bounds[1]), start >= 0, end >= start else { return nil }
+        self.start = start
+        self.end = end
+        if parts[1] == "*" {
+            total = nil
+        } else {
+            guard let total = Int(parts[1]), total > end else { return nil }
+            self.total = total
+        }
+    }
+}
+
+/// Dates of HTTP fields (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`), as seconds since 1970.
+enum HTTPDate {
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// Nil for any other form (the obsolete RFC 850 and asctime forms are not validators worth trusting).
+    static func seconds(_ text: String) -> Int? {
+        let fields = text.trimmingSpaces.split(separator: " ")
+        guard fields.count == 6, fields[0].hasSuffix(","), fields[5] == "GMT", let day = Int(fields[1]),
+            let month = months.firstIndex(of: String(fields[2])), let year = Int(fields[3])
+        else { return nil }
+        let clock = fields[4].split(separator: ":")
+        guard clock.count == 3, let hour = Int(clock[0]), let minute = Int(clock[1]), let second = Int(clock[2]),
+            (1...31).contains(day), (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        else { return nil }
+        var parts = tm()
+        parts.tm_year = Int32(year - 1900)
+        parts.tm_mon = Int32(month)
+        parts.tm_mday = Int32(day)
+        parts.tm_hour = Int32(hour)
+        parts.tm_min = Int32(minute)
+        parts.tm_sec = Int32(second)
+        return Int(timegm(&parts))
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        var scalars = Substring(self)
+        while scalars.first == " " || scalars.first == "\t" { scalars.removeFirst() }
+        while scalars.last == " " || scalars.last == "\t" { scalars.removeLast() }
+        return String(scalars)
+    }
+}
