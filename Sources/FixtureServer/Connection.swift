@@ -201,7 +201,8 @@ struct Connection {
                 // The pattern's length is a multiple of 256, so every piece starts the cycle afresh.
                 piece = Self.pattern[0..<length]
             case .ranged(let from, _, let version):
-                piece = ArraySlice((0..<length).map { RangedFile.byte(from + offset + $0, version: version) })
+                length = min(length, RangedFile.period)
+                piece = RangedFile.bytes(from: from + offset, count: length, version: version)
             case .headed(let head, _):
                 if offset < head.count {
                     length = min(length, head.count - offset)

@@ -11,7 +11,7 @@ import Synchronization
 /// | `id=ID` | the file's state (its version, its cuts, the requests it saw) is kept per ID |
 /// | `cut=K` | the first `cuts` answers (default 1) end after the file's byte K, the connection closed |
 /// | `change=1` | the file changes (a new version, a new validator) after each cut |
-/// | `validator=etag` (default), `weak`, `date`, `fresh`, `none` | a strong ETag; a weak one only; a Last-Modified an hour before the Date; one equal to the Date; no validator |
+/// | `validator=etag` (default), `weak`, `date`, `fresh`, `none` | a strong ETag; a weak one only; a Last-Modified long before the Date; one equal to the Date; no validator |
 /// | `range=honor` (default) | `Range: bytes=N-` with a matching (or no) `If-Range`: 206 from N; N past the end: 416; a mismatching `If-Range`: 200 |
 /// | `range=ignore` | 200 with the whole file |
 /// | `range=earlier` | 206 from N - 1000 |
@@ -31,8 +31,24 @@ enum RangedFile {
 
     private static let files = Mutex<[String: State]>([:])
 
-    static func byte(_ index: Int, version: Int) -> UInt8 {
-        UInt8(truncatingIfNeeded: index % 251 + index / 251 + 37 * version)
+    /// The bytes repeat every 251 * 256 bytes (the quotient has gone round 256 by then).
+    static let period = 251 * 256
+
+    /// One period of each version asked for so far, and once more its start, so that any
+    /// piece of up to a period is one slice.
+    private static let periods = Mutex<[Int: [UInt8]]>([:])
+
+    /// `count` bytes (at most a period) from byte `from`: a slice of the version's period, so a
+    /// test can fetch a GiB of it quickly.
+    static func bytes(from: Int, count: Int, version: Int) -> ArraySlice<UInt8> {
+        let cycle = periods.withLock { periods in
+            if let cycle = periods[version] { return cycle }
+            let cycle = (0..<(2 * period)).map { UInt8(truncatingIfNeeded: $0 % 251 + $0 / 251 + 37 * version) }
+            periods[version] = cycle
+            return cycle
+        }
+        let start = from % period
+        return cycle[start..<(start + min(count, period))]
     }
 
     static func log(query: [String: String]) -> HTTPResponse {
@@ -64,7 +80,7 @@ enum RangedFile {
                 response = HTTPResponse(status: 200, contentType: "application/octet-stream")
                 switch query["validator"] ?? "etag" {
                 case "weak": response.headers.append(("ETag", "W/\"v\(version)\""))
-                case "date": response.lastModified = now - 3600 - version * 60
+                case "date": response.lastModified = HTTPDate.fixtureLastModified - version * 60
                 case "fresh": response.lastModified = now
                 case "none": break
                 default: response.etag = "\"v\(version)\""

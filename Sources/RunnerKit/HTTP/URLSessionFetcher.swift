@@ -375,6 +375,10 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         case .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
             .serverCertificateHasUnknownRoot, .clientCertificateRejected, .clientCertificateRequired, .secureConnectionFailed:
             return HTTPError.other("TLS with \(host) failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))")
+        case .unknown where urlError.localizedDescription.hasPrefix("transfer closed with"):
+            // libcurl's CURLE_PARTIAL_FILE, which URLSession on Linux does not translate: the
+            // connection closed before the body's declared end.
+            return HTTPError.connectionLost
         default:
             // URLSession on Linux files many of libcurl's failures (a certificate that does not
             // verify among them) under one code; libcurl's own words say which.

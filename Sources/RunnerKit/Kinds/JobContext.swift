@@ -110,6 +110,9 @@ public final class JobContext: Sendable {
         do {
             (head, payload) = try await request(
                 job.url, folder: into, headers: headers, accept: accept, inspect: inspect, partial: partial)
+        } catch let failure as JobFailure where !failure.isTransient && partial?.kept != nil {
+            partial?.download.remove(store: store)  // kept bytes of a file that cannot be had
+            throw failure
         } catch let startOver as Payload.StartOver {
             // An answer to the range request that cannot be appended: once more, from the start.
             startedOver.withLock { $0 = startOver.description }

@@ -161,6 +161,15 @@ public struct PartialDownload: Sendable {
         try? store.write(text, to: folder.isEmpty ? sidecarName : folder + "/" + sidecarName)
     }
 
+    /// Removes the sidecar and then the partial, after the writes of the sidecar still queued.
+    func remove(store: OutputStore) {
+        let (folder, names) = (folder, [sidecarName, name])
+        Self.writer.enqueue {
+            guard let folderFD = try? store.openFolder(folder) else { return }
+            for name in names { unlinkat(folderFD.fd, name, 0) }
+        }
+    }
+
     /// Removes the sidecar, after the writes of it still queued.
     func removeSidecar(store: OutputStore) {
         let (folder, name) = (folder, sidecarName)

@@ -105,6 +105,9 @@ public final class Payload: BodySink {
     public func begin(status: Int, headers: [String: String]) throws {
         guard let partial else { return }
         try state.withLock { state in
+            if status == 416, partial.kept != nil {
+                throw StartOver(description: "the server answered 416 to the range request")
+            }
             guard (200..<300).contains(status), state.file == nil, state.count == 0 else { return }
             let coded = headers["content-encoding"].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
             let validator = coded ? nil : PartialDownload.Validator.strong(in: headers)
