@@ -29,7 +29,7 @@ enum EngineCommandOptions {
             defaultText: "unlimited"),
         read: { text throws(UsageError) in
             guard let text else { return nil }
-            guard let rate = BandwidthLimit.parse(text) else {
+            guard let rate = ByteRate.parse(text) else {
                 throw UsageError("--limit-rate must be a number of bytes a second, with K, M or G after it for 1024s (500K, 2M), not '\(text)'")
             }
             return rate

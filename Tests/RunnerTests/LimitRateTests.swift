@@ -3,7 +3,8 @@ import RunnerKit
 import RunnerTestSupport
 import Testing
 
-/// `--limit-rate`: every transfer together at most RATE bytes a second.
+/// `--limit-rate`: every transfer together at most RATE bytes a second; a config host's
+/// `limitRate`: every transfer from that host.
 @Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
 struct LimitRateTests {
     @Test(arguments: ["curl", "urlsession"])
@@ -36,7 +37,35 @@ struct LimitRateTests {
             let result = try await w.run(["run", "job.json", "--limit-rate", bad])
             #expect(result.status == 2 && result.stderr.contains("--limit-rate must be"), "\(bad): \(result.stderr)")
         }
-        #expect(BandwidthLimit.parse("500K") == 512_000 && BandwidthLimit.parse("2M") == 2 << 20 && BandwidthLimit.parse("1.5k") == 1536)
-        #expect(BandwidthLimit.parse("1000") == 1000 && BandwidthLimit.parse("1G") == 1 << 30)
+        #expect(ByteRate.parse("500K") == 512_000 && ByteRate.parse("2M") == 2 << 20 && ByteRate.parse("1.5k") == 1536)
+        #expect(ByteRate.parse("1000") == 1000 && ByteRate.parse("1G") == 1 << 30)
+    }
+
+    @Test func aHostsLimitRateCapsThatHostAlone() async throws {
+        let w = try Workspace()
+        let port = try #require(URL(string: w.base)?.port)
+        // Two 400 KB documents from 127.0.0.1, capped at 320 KiB a second together; one from
+        // localhost (the same server), not capped.
+        w.write("config.json", #"{"hosts": {"127.0.0.1": {"limitRate": "320K"}}}"#)
+        w.write("jobs.jsonl", """
+            {"kind": "json", "key": "a", "url": "\(w.base)/object/30000?n=1", "timeout": 30, "maxBytes": 10000000}
+            {"kind": "json", "key": "b", "url": "\(w.base)/object/30000?n=2", "timeout": 30, "maxBytes": 10000000}
+            {"kind": "json", "key": "c", "url": "http://localhost:\(port)/object/30000?n=3", "timeout": 30, "maxBytes": 10000000}
+            """)
+        let result = try await w.run(["run", "jobs.jsonl", "--config", "config.json"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let bytes = try ["a", "b"].map { try #require(w.record($0)["bytes"]?.intValue) }.reduce(0, +)
+        let expected = Double(bytes) / (320 * 1024)
+        let slowest = try ["a", "b"].map { try #require(w.record($0)["durationMs"]?.intValue) }.max() ?? 0
+        #expect(Double(slowest) / 1000 > expected * 0.85, "\(bytes) bytes at 320K took \(slowest) ms, expected about \(expected) s")
+        let free = try #require(w.record("c")["durationMs"]?.intValue)
+        #expect(Double(free) / 1000 < expected * 0.5, "localhost has no cap: \(free) ms")
+
+        w.write("bad.json", #"{"hosts": {"127.0.0.1": {"limitRate": "fast"}}}"#)
+        let bad = try await w.run(["run", "jobs.jsonl", "--config", "bad.json"])
+        #expect(bad.status == 2 && bad.stderr.contains("limitRate"), "\(bad.stderr)")
+        w.write("bound.json", #"{"hosts": {"127.0.0.1:\#(port)": {"limitRate": 1000}}}"#)
+        let bound = try await w.run(["run", "jobs.jsonl", "--config", "bound.json"])
+        #expect(bound.status == 2 && bound.stderr.contains("limitRate count per host"), "\(bound.stderr)")
     }
 }

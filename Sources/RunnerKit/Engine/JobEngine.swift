@@ -27,6 +27,8 @@ public final class JobEngine: Sendable {
     private let observer: any RunObserver
     /// `--limit-rate`, shared by every transfer of this engine.
     private let bandwidth: BandwidthLimit?
+    /// The limits of hosts with a `limitRate` of their own, by host, made on first need.
+    private let hostBandwidth = Mutex<[String: BandwidthLimit]>([:])
 
     /// An engine of `configuration`; what it does not give (the HTTP client, the output store)
     /// is made from its settings.
@@ -51,7 +53,19 @@ public final class JobEngine: Sendable {
             store: store, runLog: configuration.runLog, observer: observer,
             knownRecords: configuration.storeHeldAlone ? store.recordFileNames() : nil)
         self.observer = observer
-        self.bandwidth = configuration.limitRate.map(BandwidthLimit.init(rate:))
+        self.bandwidth = configuration.limitRate.map { BandwidthLimit(rate: $0) }
+    }
+
+    /// The limit a transfer from `host` takes its bytes from: the host's own (`limitRate` in the
+    /// config, made once per host and held within `--limit-rate`), else `--limit-rate`'s.
+    private func bandwidth(forHost host: String) -> BandwidthLimit? {
+        guard !configuration.requests.hosts.isEmpty, let rate = configuration.requests.limitRate(forHost: host) else { return bandwidth }
+        return hostBandwidth.withLock { limits in
+            if let limit = limits[host] { return limit }
+            let limit = BandwidthLimit(rate: rate, within: bandwidth)
+            limits[host] = limit
+            return limit
+        }
     }
 
     /// How much `perHost` held jobs back so far (for a run's summary).
@@ -211,8 +225,8 @@ public final class JobEngine: Sendable {
         let store = self.store
         let http = self.http
         let requests = configuration.requests
-        let bandwidth = self.bandwidth
         let host = job.url.host ?? ""
+        let bandwidth = bandwidth(forHost: host)
         let report = await attempts.run(
             job, host: host, hostSlots: admission.hostSlots(for: host), pacer: admission.pacer, observer: observer,
             makeContext: {

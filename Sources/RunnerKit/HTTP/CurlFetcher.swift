@@ -75,7 +75,7 @@ public final class CurlFetcher: HTTPFetching {
                 cacert: settings?.cacert ?? requests.cacert, cert: settings?.cert, key: settings?.key)
             let transfer = try CurlTransfer(
                 hop: hop, headers: headers, userAgent: requests.userAgent ?? RunnerVersion.userAgent, tls: tls,
-                maxBytes: request.maxBytes, sink: body, handles: handles, policy: policy)
+                maxBytes: request.maxBytes, bandwidth: request.bandwidth, sink: body, handles: handles, policy: policy)
             let head = try await perform(transfer)
             guard let next = transfer.redirectTarget else { return head }
             hop = Hop(url: next, after: transfer.lastAddress)
@@ -117,6 +117,9 @@ private final class CurlMulti: @unchecked Sendable {
     private let active = Atomic<Int>(0)
     /// Transfers in the multi handle, by easy handle; touched only on the thread.
     private var running: [CurlLibrary.Handle: CurlTransfer] = [:]
+    /// Transfers their write callback paused for the bandwidth limit, each until its
+    /// `pausedUntil`; touched only on the thread.
+    private var paused: [CurlTransfer] = []
 
     init(library: CurlLibrary, perHost: Int, total: Int) throws(CurlUnavailable) {
         guard let handle = library.multiInit() else { throw CurlUnavailable(reason: "curl_multi_init failed") }
@@ -180,11 +183,12 @@ private final class CurlMulti: @unchecked Sendable {
                 else { continue }
                 let code = message.load(fromByteOffset: 2 * MemoryLayout<Int>.size, as: Int32.self)
                 guard let transfer = running.removeValue(forKey: easy) else { continue }
+                if !paused.isEmpty { paused.removeAll { $0 === transfer } }
                 _ = library.multiRemoveHandle(handle, easy)
                 active.subtract(1, ordering: .relaxed)
                 transfer.complete(code)
             }
-            _ = library.multiPoll(handle, nil, 0, 1000, nil)
+            _ = library.multiPoll(handle, nil, 0, paused.isEmpty ? 1000 : resumePaused(), nil)
         }
         for (easy, transfer) in running {
             _ = library.multiRemoveHandle(handle, easy)
@@ -192,6 +196,25 @@ private final class CurlMulti: @unchecked Sendable {
         }
         running.removeAll()
         _ = library.multiCleanup(handle)
+    }
+
+    /// A transfer's write callback paused it (it is ahead of its bandwidth limit).
+    func pause(_ transfer: CurlTransfer) {
+        paused.append(transfer)
+    }
+
+    /// Goes on with the paused transfers whose time came; returns the milliseconds until the
+    /// next one's (at most a second), for the poll's timeout.
+    private func resumePaused() -> Int32 {
+        let now = BandwidthLimit.now()
+        let due = paused.filter { $0.pausedUntil <= now }
+        if !due.isEmpty {
+            paused.removeAll { $0.pausedUntil <= now }
+            // Unpausing hands the held piece to the write callback at once, which may pause again.
+            for transfer in due where running[transfer.easy] === transfer { _ = library.easyPause(transfer.easy, 0) }
+        }
+        guard let next = paused.map(\.pausedUntil).min() else { return 1000 }
+        return Int32(min(1000, (next > now ? next - now : 0) / 1_000_000 + 1))
     }
 
     private func start(_ transfer: CurlTransfer) {
@@ -205,11 +228,13 @@ private final class CurlMulti: @unchecked Sendable {
             transfer.finish(.failure(HTTPError.other("libcurl refused the transfer (CURLMcode \(code))")))
             return
         }
+        transfer.multi = self
         running[transfer.easy] = transfer
     }
 
     private func remove(_ transfer: CurlTransfer) {
         guard running.removeValue(forKey: transfer.easy) != nil else { return }
+        if !paused.isEmpty { paused.removeAll { $0 === transfer } }
         _ = library.multiRemoveHandle(handle, transfer.easy)
         active.subtract(1, ordering: .relaxed)
     }
@@ -280,6 +305,11 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     private let library: CurlLibrary
     private let sink: any BodySink
     private let maxBytes: Int
+    private let bandwidth: BandwidthLimit?
+    /// The multi handle running this transfer, set when it starts (on the client's thread).
+    fileprivate unowned(unsafe) var multi: CurlMulti?
+    /// Until when (monotonic nanoseconds) the bandwidth limit holds this transfer paused.
+    fileprivate var pausedUntil: UInt64 = 0
     private let url: URL
     /// The URL's host, read once: the policy asks for it before every request.
     private let host: String
@@ -310,9 +340,10 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
 
     init(
         hop: Hop, headers: [(name: String, value: String)], userAgent: String, tls: TLSFiles, maxBytes: Int,
-        sink: any BodySink, handles: EasyHandles, policy: AddressPolicy
+        bandwidth: BandwidthLimit?, sink: any BodySink, handles: EasyHandles, policy: AddressPolicy
     ) throws(HTTPError) {
         guard let easy = handles.take() else { throw HTTPError.other("curl_easy_init failed") }
+        self.bandwidth = bandwidth
         self.easy = easy
         self.handles = handles
         self.library = handles.library
@@ -456,6 +487,17 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     fileprivate func received(body bytes: UnsafeRawBufferPointer) -> Int {
         if redirecting { return bytes.count }
         guard abortReason == nil, !isFinished else { return 0 }
+        if let bandwidth {
+            // Ahead of the limit: libcurl holds this piece and hands it over again once the
+            // multi handle's thread unpauses the transfer; the other transfers go on meanwhile.
+            let wait = bandwidth.delay()
+            if wait > 0, let multi {
+                pausedUntil = BandwidthLimit.now() + wait
+                multi.pause(self)
+                return Curl.writePause
+            }
+            bandwidth.charge(bytes.count)
+        }
         do {
             try sink.write(bytes)
         } catch {

@@ -28,6 +28,8 @@ struct CurlLibrary: @unchecked Sendable {  // immutable; holds C function pointe
     let multiPoll: @convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32
     let multiWakeup: @convention(c) (Handle?) -> Int32
     let multiInfoRead: @convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?
+    /// `curl_easy_pause`: 0 (`CURLPAUSE_CONT`) goes on with a transfer paused by its write callback.
+    let easyPause: @convention(c) (Handle?, Int32) -> Int32
     /// libcurl's version, e.g. "7.88.1".
     let version: String
     /// `curl_version_info`, for what `CurlVersion` reports.
@@ -76,7 +78,8 @@ struct CurlLibrary: @unchecked Sendable {  // immutable; holds C function pointe
             let multiPerform = symbol("curl_multi_perform", as: (@convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> Int32).self),
             let multiPoll = symbol("curl_multi_poll", as: (@convention(c) (Handle?, UnsafeMutableRawPointer?, UInt32, Int32, UnsafeMutablePointer<Int32>?) -> Int32).self),
             let multiWakeup = symbol("curl_multi_wakeup", as: (@convention(c) (Handle?) -> Int32).self),
-            let multiInfoRead = symbol("curl_multi_info_read", as: (@convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?).self)
+            let multiInfoRead = symbol("curl_multi_info_read", as: (@convention(c) (Handle?, UnsafeMutablePointer<Int32>?) -> UnsafeMutableRawPointer?).self),
+            let easyPause = symbol("curl_easy_pause", as: (@convention(c) (Handle?, Int32) -> Int32).self)
         else {
             // curl_multi_poll and curl_multi_wakeup arrived in libcurl 7.66 and 7.68.
             return .failure(CurlUnavailable(reason: "the loaded libcurl lacks \(missing.joined(separator: ", ")) (libcurl 7.68 or later is needed)"))
@@ -101,7 +104,7 @@ struct CurlLibrary: @unchecked Sendable {  // immutable; holds C function pointe
             slistAppend: slistAppend, slistFreeAll: slistFreeAll, multiInit: multiInit,
             multiCleanup: multiCleanup, multiSetoptLong: multiSetoptLong, multiAddHandle: multiAddHandle,
             multiRemoveHandle: multiRemoveHandle, multiPerform: multiPerform, multiPoll: multiPoll,
-            multiWakeup: multiWakeup, multiInfoRead: multiInfoRead, version: version, versionInfo: versionInfo))
+            multiWakeup: multiWakeup, multiInfoRead: multiInfoRead, easyPause: easyPause, version: version, versionInfo: versionInfo))
     }
 
     /// libcurl's words for a result code.
@@ -121,6 +124,8 @@ public struct CurlUnavailable: Error, Sendable, CustomStringConvertible {
 enum Curl {
     static let versionNow: Int32 = 0  // CURLVERSION_FIRST: the fields read exist at every age
     static let globalAll = 3  // CURL_GLOBAL_ALL
+    /// `CURL_WRITEFUNC_PAUSE`: a write callback's answer that pauses the transfer, the piece held.
+    static let writePause = 0x1000_0001
 
     // Option kinds: CURLOPTTYPE_LONG 0, OBJECTPOINT 10000, FUNCTIONPOINT 20000.
     enum Option {

@@ -10,11 +10,14 @@ public struct HTTPRequest: Sendable {
     public var originHeaders: [(name: String, value: String)]
     /// Largest body accepted; a larger declared `Content-Length` is refused before any byte is read.
     public var maxBytes: Int
+    /// The limit the body's bytes are taken from as they arrive (`--limit-rate`, a host's `limitRate`).
+    public var bandwidth: BandwidthLimit?
 
     public init(
         url: URL, headers: [(name: String, value: String)] = [], originHeaders: [(name: String, value: String)] = [],
-        maxBytes: Int
+        maxBytes: Int, bandwidth: BandwidthLimit? = nil
     ) {
+        self.bandwidth = bandwidth
         self.url = url
         self.headers = headers
         self.originHeaders = originHeaders

@@ -278,6 +278,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         state.writer.async { [control] in
             guard state.abortReason == nil, !state.isFinished else { return }
             do {
+                state.request.bandwidth?.take(data.count)  // on this transfer's own queue
                 try data.withUnsafeBytes { try state.sink.write($0) }
             } catch {
                 state.abort(because: error)

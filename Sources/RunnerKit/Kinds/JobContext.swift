@@ -179,11 +179,11 @@ public final class JobContext: Sendable {
             }
         }
         let payload = Payload(
-            store: store, folder: folder, maxBytes: job.maxBytes, inspector: inspect, bandwidth: bandwidth, partial: partial)
+            store: store, folder: folder, maxBytes: job.maxBytes, inspector: inspect, partial: partial)
         payloads.withLock { $0.append(payload) }
         let head: HTTPResponseHead
         do {
-            let request = HTTPRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes)
+            let request = HTTPRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes, bandwidth: bandwidth)
             if job.timeout > job.stall, job.lowSpeed > 0 {
                 let http = self.http
                 head = try await watchingForStalls(payload) { try await http.fetch(request, into: payload) }

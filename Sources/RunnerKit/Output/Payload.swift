@@ -30,8 +30,6 @@ public final class Payload: BodySink {
     private let folder: String
     private let state = Mutex(State())
     private let inspector: Inspector?
-    /// `--limit-rate`: each write takes its bytes of it (waiting when ahead).
-    private let bandwidth: BandwidthLimit?
 
     /// An answer to a range request that cannot be appended to what is kept: the request is made
     /// again without a range, from the start, and the record says why.
@@ -87,7 +85,7 @@ public final class Payload: BodySink {
     /// `partial`: the job's own URL may be resumed (`kept`: from these bytes, asked for with
     /// `Range` by the caller).
     public init(
-        store: OutputStore, folder: String, maxBytes: Int, inspector: Inspector? = nil, bandwidth: BandwidthLimit? = nil,
+        store: OutputStore, folder: String, maxBytes: Int, inspector: Inspector? = nil,
         partial: (download: PartialDownload, kept: PartialDownload.Kept?)? = nil
     ) {
         self.partial = partial
@@ -95,7 +93,6 @@ public final class Payload: BodySink {
         self.folder = folder
         self.maxBytes = maxBytes
         self.inspector = inspector
-        self.bandwidth = bandwidth
         if inspector == nil { state.withLock { $0.inspected = true } }
     }
 
@@ -163,7 +160,6 @@ public final class Payload: BodySink {
     }
 
     public func write(_ bytes: UnsafeRawBufferPointer) throws {
-        bandwidth?.take(bytes.count)
         try state.withLock { state in
             guard !state.discarded else {
                 throw OutputStore.WriteError(path: folder, reason: "the payload was already discarded")

@@ -14,10 +14,10 @@ extension RequestConfig {
     }
 
     static let topFields = ["userAgent", "kinds", "hosts"]
-    static let hostFields = ["headers", "rate", "perHost", "cacert", "cert", "key"]
+    static let hostFields = ["headers", "rate", "perHost", "limitRate", "cacert", "cert", "key"]
 
     /// Reads a config file: `{"userAgent", "kinds": [dirs], "hosts": {"<host, *.suffix or
-    /// address, with an optional :port>": {"headers", "rate", "perHost", "cacert", "cert", "key"}}}`.
+    /// address, with an optional :port>": {"headers", "rate", "perHost", "limitRate", "cacert", "cert", "key"}}}`.
     ///
     /// Unknown and mistyped fields are refused by name, as in job files. Relative paths (kind
     /// folders, TLS files, `{file:}` references) are resolved against the config file's folder.
@@ -64,10 +64,10 @@ extension RequestConfig {
                     let (pattern, port) = try Self.hostEntry(key, path: path)
                     var settings = try Self.hostSettings(
                         entry, field: "hosts.\(key)", path: path, folder: folder, environment: checkingSecrets ? environment : nil)
-                    if port != nil, settings.rate != nil || settings.perHost != nil {
+                    if port != nil, settings.rate != nil || settings.perHost != nil || settings.limitRate != nil {
                         throw FileError(
                             path, "hosts.\(key)",
-                            "rate and perHost count per host, whatever the port: set them on an entry without ':port'")
+                            "rate, perHost and limitRate count per host, whatever the port: set them on an entry without ':port'")
                     }
                     settings.port = port
                     hosts.append((pattern, settings))
@@ -141,6 +141,17 @@ extension RequestConfig {
                     throw FileError(path, where_, "must be a number of requests per second greater than 0 (at most 100000), not \(item.typeDescription)")
                 }
                 settings.rate = rate
+            case "limitRate":
+                let rate: Int?
+                switch item {
+                case .string(let text): rate = ByteRate.parse(text)
+                case .number(let number): rate = number.isFinite && number >= 1 && number <= Double(Int.max / 2) ? Int(number) : nil
+                default: rate = nil
+                }
+                guard let rate else {
+                    throw FileError(path, where_, "must be bytes a second: a number, or a string with K, M or G after it for 1024s (\"500K\", \"2M\")")
+                }
+                settings.limitRate = rate
             case "perHost":
                 guard let count = item.intValue, (1...10_000).contains(count) else {
                     throw FileError(path, where_, "must be a whole number from 1 to 10000")

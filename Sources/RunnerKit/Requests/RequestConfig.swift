@@ -89,6 +89,11 @@ public struct RequestConfig: Sendable {
         return isIPv6 ? "[\(text)]:\(port)" : "\(text):\(port)"
     }
 
+    /// Bytes a second of the transfers from `host` together (its entry's `limitRate`); nil: no cap of its own.
+    public func limitRate(forHost host: String) -> Int? {
+        settings(forHost: host)?.limitRate
+    }
+
     /// Requests per second to `host`: its own `rate`, else `--rate`; nil when unpaced.
     public func rate(forHost host: String) -> Double? {
         settings(forHost: host)?.rate ?? rate
@@ -110,6 +115,8 @@ public struct HostSettings: Sendable {
     public var rate: Double?
     /// Attempts talking to this host at once; overrides `--per-host`.
     public var perHost: Int?
+    /// Bytes a second of every transfer from this host together, within `--limit-rate`.
+    public var limitRate: Int?
     /// CA bundle (PEM) that verifies this host's certificate, instead of the system's.
     public var cacert: String?
     /// Client certificate (PEM) and its key, for hosts that ask for one.
