@@ -19,7 +19,7 @@ func limitMallocArenas() {
 /// A password in a queue URL given on the command line (`--queue postgresql://u:PW@h/db`) is
 /// overwritten with `*` where the kernel shows the arguments (`ps`, /proc/PID/cmdline) once the
 /// runner holds its own copy, as MySQL's client does. It was visible for the moment before:
-/// README recommends ~/.pgpass or $RUNNER_QUEUE.
+/// docs/queue.md recommends ~/.pgpass or $RUNNER_QUEUE.
 func hideQueuePasswords(in arguments: [String]) {
     for (index, argument) in arguments.enumerated() where argument.contains("://") {
         guard let range = PostgresConnection.passwordBytes(in: argument), let pointer = CommandLine.unsafeArgv[index],

@@ -4,8 +4,8 @@ import RunnerKinds
 import RunnerKit
 import Testing
 
-// The kind from README's "Writing a job kind", verbatim: if this stops compiling or working,
-// the README is wrong.
+// The kind from "Writing a job kind" in docs/library.md, verbatim: if this stops compiling or
+// working, the page is wrong.
 public struct TextKind: JobKind {
     public static let name = "text"
     public static let summary = "Fetches a UTF-8 text file."
@@ -33,11 +33,11 @@ public struct TextKind: JobKind {
 }
 
 @Suite struct WritingAKindTests {
-    /// The README's example is this file's `TextKind`, character for character.
-    @Test func theReadmeShowsThisKindVerbatim() throws {
+    /// The example of docs/library.md is this file's `TextKind`, character for character.
+    @Test func theLibraryPageShowsThisKindVerbatim() throws {
         let tests = URL(fileURLWithPath: #filePath)
-        let readme = try String(contentsOf: tests.deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let page = try String(contentsOf: tests.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/library.md"), encoding: .utf8)
         let source = try String(contentsOf: tests, encoding: .utf8)
         func kind(in text: String) -> Substring? {
             guard let start = text.range(of: "public struct TextKind: JobKind {"),
@@ -45,7 +45,7 @@ public struct TextKind: JobKind {
             else { return nil }
             return text[start.lowerBound..<end.upperBound]
         }
-        let shown = try #require(kind(in: readme), "README has the example")
+        let shown = try #require(kind(in: page), "docs/library.md has the example")
         #expect(shown == kind(in: source))
     }
 

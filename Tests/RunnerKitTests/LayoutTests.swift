@@ -1,16 +1,17 @@
 import Foundation
 import Testing
 
-/// RunnerKit's folders depend on each other as a tree, in the order README's Layout section draws
-/// them: a file may use the types of its own folder and of the folders listed below it, never of
-/// one above. A type used across that line fails the test, naming the file and the type.
+/// RunnerKit's folders depend on each other as a tree, in the order the Layout section of
+/// docs/contributing.md draws them: a file may use the types of its own folder and of the folders
+/// listed below it, never of one above. A type used across that line fails the test, naming the
+/// file and the type.
 @Suite struct LayoutTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized.path
 
-    /// The folders in README's drawing, top (uses the most) to bottom (uses nothing).
+    /// The folders in the drawing of docs/contributing.md, top (uses the most) to bottom (uses nothing).
     static func drawnOrder() throws -> [String] {
-        let readme = try String(contentsOfFile: "\(root)/README.md", encoding: .utf8)
-        let layout = try #require(readme.components(separatedBy: "\n## Layout\n").dropFirst().first)
+        let page = try String(contentsOfFile: "\(root)/docs/contributing.md", encoding: .utf8)
+        let layout = try #require(page.components(separatedBy: "\n## Layout\n").dropFirst().first)
         var folders: [String] = []
         for line in layout.split(separator: "\n").prefix(40) {
             guard let match = line.firstMatch(of: /^ {25}([A-Z][A-Za-z]+) +\S/) else { continue }
@@ -23,7 +24,7 @@ import Testing
         let order = try Self.drawnOrder()
         let kit = "\(Self.root)/Sources/RunnerKit"
         let onDisk = try FileManager.default.contentsOfDirectory(atPath: kit).filter { !$0.hasPrefix(".") }.sorted()
-        #expect(Set(order) == Set(onDisk), "README draws \(order.sorted()), the disk has \(onDisk)")
+        #expect(Set(order) == Set(onDisk), "docs/contributing.md draws \(order.sorted()), the disk has \(onDisk)")
 
         // Types declared at the top level of each folder (a private one is its file's alone).
         let declaration = /(?m)^(?:public |internal )?(?:final )?(?:struct|class|enum|protocol|actor) +([A-Z][A-Za-z0-9]*)/

@@ -2,10 +2,10 @@ import RunnerKit
 import Testing
 
 /// `output` paths: each input with the outcome the rules give, written out by hand. The rules
-/// (README "Job files"): relative to the output directory, never absolute, never climbing
-/// out with `..`, never into `results/` or `runs/` or a hidden name, naming a file; empty parts
-/// and `.` parts are dropped. Paths are read byte by byte, as the file system reads them, so a
-/// '/', '.' or '~' followed by a combining mark is still that byte.
+/// (docs/job-files.md, "Fields of every job"): relative to the output directory, never
+/// absolute, never climbing out with `..`, never into `results/` or `runs/` or a hidden name,
+/// naming a file; empty parts and `.` parts are dropped. Paths are read byte by byte, as the file
+/// system reads them, so a '/', '.' or '~' followed by a combining mark is still that byte.
 @Suite struct OutputPathTests {
     enum Outcome: Equatable, CustomStringConvertible {
         case accepted(String)

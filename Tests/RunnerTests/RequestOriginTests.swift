@@ -193,7 +193,7 @@ struct RequestOriginTests {
     }
 }
 
-/// The example config and jobs of Jobs/ and the README are valid as shipped.
+/// The example config and jobs of Jobs/ (shown in docs/real-apis.md) are valid as shipped.
 @Suite(.startsProcesses, .timeLimit(.minutes(1)))
 struct RequestExampleTests {
     @Test func theExampleConfigAndJobsValidate() async throws {

@@ -3,15 +3,15 @@ import Testing
 
 @testable import runner
 
-/// README's synopsis and the parser name the same options: each option is declared once, and the
-/// usage lines, help, completions and man page come from that declaration; README is the one
-/// place written by hand, so this test holds it to the declaration.
+/// The synopsis of docs/reference.md and the parser name the same options: each option is declared
+/// once, and the usage lines, help, completions and man page come from that declaration; the
+/// synopsis is the one place written by hand, so this test holds it to the declaration.
 @Suite struct SynopsisTests {
-    /// README's synopsis block (under "Using it"): options by subcommand, as `--name VALUE`.
-    static func readmeSynopsis() throws -> [String: Set<String>] {
-        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../README.md").standardized.path
-        let text = try String(contentsOfFile: readme, encoding: .utf8)
-        let section = try #require(text.components(separatedBy: "\n## Using it\n").dropFirst().first)
+    /// The synopsis block of docs/reference.md (under "Synopsis"): options by subcommand, as `--name VALUE`.
+    static func pageSynopsis() throws -> [String: Set<String>] {
+        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/reference.md").standardized.path
+        let text = try String(contentsOfFile: page, encoding: .utf8)
+        let section = try #require(text.components(separatedBy: "\n## Synopsis\n").dropFirst().first)
         let block = try #require(section.components(separatedBy: "```").dropFirst().first)
         var options: [String: Set<String>] = [:]
         var command: String?
@@ -29,18 +29,18 @@ import Testing
         return options
     }
 
-    @Test func readmeListsEveryOptionOfEverySubcommandAndNoOther() throws {
-        let readme = try Self.readmeSynopsis()
+    @Test func theSynopsisListsEveryOptionOfEverySubcommandAndNoOther() throws {
+        let synopsis = try Self.pageSynopsis()
         for command in Runner.visibleCommands {
             let declared = Set(command.options.map { "--\($0.name)" + ($0.value.map { " \($0)" } ?? "") })
-            guard let listed = readme[command.name] else {
-                Issue.record("README's synopsis has no line for \(command.name)")
+            guard let listed = synopsis[command.name] else {
+                Issue.record("docs/reference.md's synopsis has no line for \(command.name)")
                 continue
             }
-            #expect(listed.subtracting(declared).isEmpty, "README lists for \(command.name) what the parser does not know: \(listed.subtracting(declared).sorted())")
-            #expect(declared.subtracting(listed).isEmpty, "README misses for \(command.name): \(declared.subtracting(listed).sorted())")
+            #expect(listed.subtracting(declared).isEmpty, "docs/reference.md lists for \(command.name) what the parser does not know: \(listed.subtracting(declared).sorted())")
+            #expect(declared.subtracting(listed).isEmpty, "docs/reference.md misses for \(command.name): \(declared.subtracting(listed).sorted())")
         }
-        #expect(Set(readme.keys).subtracting(Runner.visibleCommands.map(\.name)).isEmpty, "README names a subcommand the parser does not know")
+        #expect(Set(synopsis.keys).subtracting(Runner.visibleCommands.map(\.name)).isEmpty, "docs/reference.md names a subcommand the parser does not know")
     }
 
     @Test func theUsageLineIsMadeFromTheOptions() throws {
