@@ -10,7 +10,7 @@ enum KindOptions {
         defaultText: "the folders of $RUNNER_KINDS, colon-separated")
 
     static let config = CommandOption<String?>.text(
-        "config", "FILE", help: "A JSON file of request settings: userAgent, kinds, and per host headers, rate, perHost, cacert, cert, key.",
+        "config", "FILE", help: "A JSON file of request settings: userAgent, kinds, and per host headers, rate, perHost, limitRate, cacert, cert, key.",
         defaultText: "$\(RequestConfig.environmentVariable)")
 
     /// The options of every command that reads or runs jobs.

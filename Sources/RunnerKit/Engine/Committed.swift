@@ -18,7 +18,7 @@ extension JobContext {
         case .body(let response):
             let path = payloadPath(folder: outcome.folder, fileExtension: outcome.fileExtension)
             let payload = response.payload
-            let digest = payload.sha256  // hashed once: checked, then recorded
+            let digest = try payload.digest()  // hashed once: checked, then recorded
             try checkChecksum(digest)
             try store.commit(payload.file(), to: path)
             payload.committed()

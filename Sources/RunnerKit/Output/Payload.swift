@@ -73,6 +73,10 @@ public final class Payload: BodySink {
         var resumedFrom = 0
         /// Why the bytes kept from before were not used.
         var startedOver: String?
+        /// Bytes of the file the hasher has seen (once there is a file).
+        var hashed = 0
+        /// The hash thread holds the hashing of the bytes past `hashed` (a large body).
+        var hashing = false
         /// The body stays in its partial file (`keep()`): `discard()` leaves it.
         var kept = false
         /// The count at which the partial is next synced and its sidecar written.
@@ -146,6 +150,7 @@ public final class Payload: BodySink {
         let folder = try store.openFolder(self.folder)
         state.file = try TemporaryFile(folder: folder, partialName: download.name, keeping: kept.offset)
         state.hasher = kept.hasher
+        state.hashed = kept.offset
         state.prefix = kept.prefix
         state.suffix = kept.suffix
         state.count = kept.offset
@@ -187,7 +192,15 @@ public final class Payload: BodySink {
             try file(&state).append(bytes)
             state.count += bytes.count
             if state.resumable != nil, state.count >= state.checkpoint { checkpoint(&state) }
-            state.hasher.update(bytes)
+            if state.count <= Self.inlineHashLimit {
+                state.hasher.update(bytes)
+                state.hashed = state.count
+            } else if !state.hashing, state.count - state.hashed >= Self.hashStep {
+                // A large body: the hash thread reads it back from the page cache and hashes it
+                // there, beside the transfer, rather than on the HTTP client's thread.
+                state.hashing = true
+                Self.hashThread.enqueue { [self] in catchUpHashing() }
+            }
             if state.prefix.count < Self.prefixLimit {
                 state.prefix.append(contentsOf: bytes.prefix(Self.prefixLimit - state.prefix.count))
             }
@@ -215,6 +228,7 @@ public final class Payload: BodySink {
         try state.prefix.withUnsafeBytes { held in
             try file.append(held)
             state.hasher.update(held)
+            state.hashed = held.count
             state.suffix = Array(held.suffix(Self.suffixLimit))
         }
         state.file = file
@@ -296,12 +310,67 @@ public final class Payload: BodySink {
     public var prefix: [UInt8] { state.withLock { $0.prefix } }
     /// The last bytes (up to 64).
     public var suffix: [UInt8] { state.withLock { $0.file == nil ? Array($0.prefix.suffix(Self.suffixLimit)) : $0.suffix } }
-    /// The SHA-256 of everything received, in hex.
-    public var sha256: String { state.withLock { state in
-        var copy = state.hasher
-        if state.file == nil { copy.update(state.prefix) }
+    /// The SHA-256 of everything received, in hex (waiting for the hash thread, for a large body,
+    /// then hashing what it had not come to); throws when the file cannot be read back.
+    public func digest() throws -> String {
+        while state.withLock({ $0.hashing }) { usleep(200) }
+        let (hasher, file, from, to, prefix) = state.withLock { ($0.hasher, $0.file, $0.hashed, $0.count, $0.prefix) }
+        var copy = hasher
+        guard let file else {
+            copy.update(prefix)
+            return copy.finalizeHex()
+        }
+        if from < to, !Self.hash(file, from: from, to: to, into: &copy) {
+            throw OutputStore.WriteError(path: file.path, reason: "the payload could not be read back to hash it")
+        }
         return copy.finalizeHex()
-    } }
+    }
+
+    /// Bodies up to this size are hashed as they arrive, on the HTTP client's thread.
+    static let inlineHashLimit = 4 << 20
+    /// Past it, the hash thread is handed at least this many new bytes at a time.
+    static let hashStep = 1 << 20
+    /// Where large bodies are hashed, one after the other, beside their transfers.
+    private static let hashThread = BlockingThread(name: "runner.hash")
+
+    /// On the hash thread: hashes the file's bytes past `hashed` until it has come to `count`.
+    private func catchUpHashing() {
+        while true {
+            let work = state.withLock { state -> (TemporaryFile, SHA256, Int, Int)? in
+                guard let file = state.file, state.hashed < state.count, !state.discarded else {
+                    state.hashing = false
+                    return nil
+                }
+                return (file, state.hasher, state.hashed, state.count)
+            }
+            guard let (file, hashedSoFar, from, to) = work else { return }
+            var hasher = hashedSoFar
+            guard Self.hash(file, from: from, to: to, into: &hasher) else {
+                state.withLock { $0.hashing = false }  // `digest()` tries again, and says so if it cannot
+                return
+            }
+            state.withLock { state in
+                state.hasher = hasher
+                state.hashed = to
+            }
+        }
+    }
+
+    /// Feeds `hasher` bytes `from..<to` of `file`, read back; false when they could not be read.
+    private static func hash(_ file: TemporaryFile, from: Int, to: Int, into hasher: inout SHA256) -> Bool {
+        guard let fd = file.duplicateDescriptor() else { return false }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: min(1 << 20, to - from))
+        var offset = from
+        while offset < to {
+            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, min($0.count, to - offset), off_t(offset)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            offset += n
+        }
+        return true
+    }
 
     /// The whole body, read back from disk (bounded by maxBytes).
     public func bytes() throws -> [UInt8] {

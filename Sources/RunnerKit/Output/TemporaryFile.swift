@@ -1,7 +1,8 @@
 import Glibc
 import Synchronization
 
-/// A hidden file (`.tmp-…`) that becomes a payload by rename, or disappears: when discarded,
+/// A hidden file (`.tmp-…`, open for reading too: a large payload is hashed by reading it back)
+/// that becomes a payload by rename, or disappears: when discarded,
 /// and at the latest when the value is released, so no temporary file outlives its job.
 ///
 /// Made and renamed relative to its folder's open descriptor (`openat`, `renameat`), so a
@@ -23,7 +24,7 @@ public final class TemporaryFile: Sendable {
     init(folder: OutputStore.Folder, mode: mode_t? = nil) throws(OutputStore.WriteError) {
         while true {
             let name = Self.prefix + String(Self.counter.add(1, ordering: .relaxed).newValue, radix: 36)
-            let fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode ?? 0o666)
+            let fd = openat(folder.fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode ?? 0o666)
             if fd >= 0 {
                 if let mode { _ = fchmod(fd, mode) }
                 self.folder = folder
@@ -47,9 +48,9 @@ public final class TemporaryFile: Sendable {
         let fd: Int32
         if offset == 0 {
             unlinkat(folder.fd, name, 0)
-            fd = openat(folder.fd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+            fd = openat(folder.fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
         } else {
-            fd = openat(folder.fd, name, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+            fd = openat(folder.fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
         }
         guard fd >= 0 else { throw OutputStore.WriteError(path: folder.path + "/" + name, errno: errno) }
         var info = stat()
