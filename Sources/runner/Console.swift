@@ -6,6 +6,13 @@ import RunnerKit
 /// other than line breaks and tabs are shown escaped: a message may carry a key or a server's
 /// words, which must not drive the terminal.
 enum Console {
+    /// "812 bytes", "96 KiB", "250 MiB": a size for people.
+    static func size(_ bytes: Int) -> String {
+        if bytes < 10 * 1024 { return "\(bytes) bytes" }
+        if bytes < 10 * 1024 * 1024 { return "\(bytes / 1024) KiB" }
+        return "\(bytes / (1024 * 1024)) MiB"
+    }
+
     private static let lock = NSLock()
 
     static func out(_ text: String) {

@@ -52,7 +52,7 @@ enum EngineCommandOptions {
 
     static let events = CommandOption<String?>.text(
         "events", "FILE",
-        help: "Write one JSON line per event (queued, started, waiting, attempt, finished, hook, dropped) to FILE as it happens: a new file, a FIFO or a device; never through a symbolic link.")
+        help: "Write one JSON line per event (queued, started, waiting, attempt, progress, finished, hook, dropped) to FILE as it happens: a new file, a FIFO or a device; never through a symbolic link.")
     static let eventsAppend = CommandOption<Bool>.flag(
         "events-append", help: "With --events, add to FILE if it is an existing regular file (refused without this).")
 

@@ -48,7 +48,9 @@ enum LivePage {
             html += "<table id=\"running\"><tr><th>key</th><th>kind</th><th>phase</th><th>age</th><th>url</th></tr>"
             for job in snapshot.running.prefix(200) {
                 html += "<tr data-key=\"\(escape(job.key))\"><td>\(escape(job.key))</td><td>\(escape(job.kind))</td>"
-                html += "<td class=\"phase\">\(escape(job.phase)) <small>(\(SpoolStatus.age(now.timeIntervalSince(job.phaseSince))))</small></td>"
+                html += "<td class=\"phase\">\(escape(job.phase)) <small>(\(SpoolStatus.age(now.timeIntervalSince(job.phaseSince))))</small>"
+                if let bytes = job.bytes { html += "<br><span class=\"bytes\">\(escape(Self.transfer(bytes: bytes, total: job.total, speed: job.bytesPerSecond)))</span>" }
+                html += "</td>"
                 html += "<td>\(SpoolStatus.age(now.timeIntervalSince(job.startedAt)))</td><td class=\"url\">\(escape(job.url))</td></tr>"
             }
             html += "</table>"
@@ -121,6 +123,14 @@ enum LivePage {
         svg += "<text x=\"2\" y=\"10\">\(top)</text><text x=\"2\" y=\"\(height + 13)\">\(counts.count * spanSeconds / 60) min ago</text>"
         svg += "<text x=\"\(width - 2)\" y=\"\(height + 13)\" text-anchor=\"end\">now</text></svg>"
         return svg
+    }
+
+    /// "120 MiB of 1024 MiB, 48 MiB/s": a running transfer as the page shows it.
+    static func transfer(bytes: Int, total: Int?, speed: Double?) -> String {
+        var text = Console.size(bytes)
+        if let total { text += " of " + Console.size(total) }
+        if let speed { text += ", " + Console.size(Int(speed)) + "/s" }
+        return text
     }
 
     static func escape(_ text: String) -> String {

@@ -96,10 +96,16 @@ struct LiveSite: Sendable {
     }
 
     private static func details(_ job: LiveBoard.RunningJob, now: Date) -> [(key: String, value: JSONValue)] {
-        [
+        var members: [(key: String, value: JSONValue)] = [
             ("kind", .string(job.kind)), ("url", .string(job.url)), ("phase", .string(job.phase)),
             ("phaseMs", JSONValue(milliseconds(now.timeIntervalSince(job.phaseSince)))), ("attempt", JSONValue(job.attempt)),
         ]
+        if let bytes = job.bytes {
+            members.append(("bytes", JSONValue(bytes)))
+            members.append(("total", job.total.map { JSONValue($0) } ?? .null))
+            members.append(("bytesPerSecond", job.bytesPerSecond.map { JSONValue(Int($0)) } ?? .null))
+        }
+        return members
     }
 
     static func milliseconds(_ seconds: TimeInterval) -> Int { max(0, Int(seconds * 1000)) }

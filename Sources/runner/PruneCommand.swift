@@ -36,7 +36,7 @@ enum PruneCommand {
             defer { withExtendedLifetime(lock) {} }
             let pruned = store.prune(dryRun: dry)
             let count = "\(pruned.files.count) payload\(pruned.files.count == 1 ? "" : "s")"
-            let size = Self.size(pruned.bytes)
+            let size = Console.size(pruned.bytes)
             for path in pruned.files.prefix(20) { Console.out("  \(path)") }
             if pruned.files.count > 20 { Console.out("  … and \(pruned.files.count - 20) more") }
             if dry {
@@ -49,10 +49,4 @@ enum PruneCommand {
             }
             return 0
         })
-
-    static func size(_ bytes: Int) -> String {
-        if bytes < 10 * 1024 { return "\(bytes) bytes" }
-        if bytes < 10 * 1024 * 1024 { return "\(bytes / 1024) KiB" }
-        return "\(bytes / (1024 * 1024)) MiB"
-    }
 }

@@ -15,6 +15,9 @@ final class RunReporter: RunObserver {
         var progressShown = false
         /// Jobs between a failed attempt and their next one.
         var retrying: Set<String> = []
+        /// Body bytes of the jobs that ended, and of those running as they last reported.
+        var bytesDone = 0
+        var bytesRunning: [String: Int] = [:]
     }
 
     private let json: Bool
@@ -47,9 +50,22 @@ final class RunReporter: RunObserver {
         _ = state.withLock { $0.retrying.insert(job.key) }
     }
 
+    func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {
+        let draw: String? = state.withLock { state in
+            state.bytesRunning[job.key] = bytes
+            return progressLine(&state)
+        }
+        if let draw { Console.outRaw(draw) }
+    }
+
     func jobFinished(_ result: JobResult) {
         if json { Console.out(result.jsonLine) }
         let draw: String? = state.withLock { state in
+            if let running = state.bytesRunning.removeValue(forKey: result.key) {
+                state.bytesDone += result.transferred ?? result.bytes ?? running
+            } else {
+                state.bytesDone += result.transferred ?? result.bytes ?? 0
+            }
             state.finished += 1
             if result.parent == nil { state.topLevelFinished += 1 }
             state.retrying.remove(result.key)
@@ -59,23 +75,34 @@ final class RunReporter: RunObserver {
             } else {
                 state.omittedRows += 1
             }
-            guard progress, state.lastDraw.duration(to: .now) > .milliseconds(200) else { return nil }
-            state.lastDraw = .now
-            state.progressShown = true
-            return "\r\u{1B}[K" + Self.progressLine(
-                done: state.topLevelFinished, of: total, children: state.finished - state.topLevelFinished,
-                failed: state.failed, retrying: state.retrying.count, elapsed: started.duration(to: .now))
+            return progressLine(&state)
         }
         if let draw { Console.outRaw(draw) }
     }
 
-    /// "  40 of 100 jobs done (+12 children), 1 not ok, 20 jobs/s, about 3 s left". While jobs
-    /// are retrying, no time is promised: the rate so far says nothing of their backoff.
-    static func progressLine(done: Int, of total: Int, children: Int, failed: Int, retrying: Int, elapsed: Duration) -> String {
+    /// The progress line to draw now, if it is time for one (on a terminal, every 200 ms at most).
+    private func progressLine(_ state: inout State) -> String? {
+        guard progress, state.lastDraw.duration(to: .now) > .milliseconds(200) else { return nil }
+        state.lastDraw = .now
+        state.progressShown = true
+        return "\r\u{1B}[K" + Self.progressLine(
+            done: state.topLevelFinished, of: total, children: state.finished - state.topLevelFinished,
+            failed: state.failed, retrying: state.retrying.count, elapsed: started.duration(to: .now),
+            bytes: state.bytesDone + state.bytesRunning.values.reduce(0, +))
+    }
+
+    /// "  40 of 100 jobs done (+12 children), 1 not ok, 20 jobs/s, 12 MiB/s, about 3 s left". While
+    /// jobs are retrying, no time is promised: the rate so far says nothing of their backoff.
+    /// `bytes`: body bytes so far, ended and running jobs together (the bytes a second shown once
+    /// there are 64 KiB of them).
+    static func progressLine(
+        done: Int, of total: Int, children: Int, failed: Int, retrying: Int, elapsed: Duration, bytes: Int = 0
+    ) -> String {
         let rate = Double(done) / max(seconds(elapsed), 0.001)
         var line = "  \(done) of \(total) jobs done"
         if children > 0 { line += " (+\(children) children)" }
         line += ", \(failed) not ok, \(String(format: "%.0f", rate)) jobs/s"
+        if bytes >= 64 * 1024 { line += ", " + Console.size(Int(Double(bytes) / max(seconds(elapsed), 0.001))) + "/s" }
         if retrying > 0 {
             line += ", \(retrying) retrying"
         } else if rate > 0, total > done {

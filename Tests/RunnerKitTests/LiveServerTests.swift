@@ -277,6 +277,12 @@ import Testing
         board.jobAttempting(job, attempt: 2)
         #expect(board.snapshot.running.first?.phase == "running (attempt 2)")
         #expect(board.snapshot.running.first?.attempt == 2)
+        board.jobProgress(job, bytes: 1_000_000, total: 5_000_000)
+        #expect(board.snapshot.running.first?.bytes == 1_000_000 && board.snapshot.running.first?.bytesPerSecond == nil)
+        clock.withLock { $0 += 2 }
+        board.jobProgress(job, bytes: 3_000_000, total: 5_000_000)
+        #expect(board.snapshot.running.first?.bytesPerSecond == 1_000_000, "2 000 000 bytes in 2 s")
+        #expect(board.snapshot.running.first?.total == 5_000_000)
 
         // A duplicate of the key ends without touching the running job.
         board.jobFinished(JobResult(key: "k", kind: "entry", status: .duplicate, startedAt: clock.value, finishedAt: clock.value))

@@ -189,4 +189,35 @@ struct EventsTests {
         kill(watcher.processIdentifier, SIGTERM)
         #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0)
     }
+
+    /// A large body reports its progress at most once a second while it moves, the bytes growing
+    /// towards the total the server announced; a job with the default 2 s deadline reports none.
+    @Test func aLongTransferReportsProgressAtMostOnceASecond() async throws {
+        let w = try Workspace()
+        try? FileManager.default.createDirectory(atPath: "\(w.root)/k", withIntermediateDirectories: true)
+        w.write("k/file.json", #"{"kind": "file", "summary": "Any file.", "parameters": {"name": {"type": "string", "required": true, "summary": "x"}}, "key": "file:{name}", "folder": "files", "extension": "bin"}"#)
+        // 3 000 000 bytes at 1 MiB a second: about 3 s.
+        w.write("jobs.jsonl", """
+            {"kind": "file", "name": "big", "url": "\(w.base)/ranged/3000000?id=\(UUID().uuidString)", "timeout": 30}
+            {"kind": "file", "name": "small", "url": "\(w.base)/ranged/200000?id=\(UUID().uuidString)"}
+            """)
+        let result = try await w.run(["run", "jobs.jsonl", "--kinds", "k", "--events", "events.jsonl", "--limit-rate", "1M"])
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let lines = (try? String(contentsOfFile: "\(w.root)/events.jsonl", encoding: .utf8)) ?? ""
+        let events = lines.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+        let progress = events.filter { $0["event"]?.stringValue == "progress" }
+        let big = progress.filter { $0["key"]?.stringValue == "file:big" }
+        #expect(big.count >= 2 && big.count <= 5, "about one a second for about 3 s: \(big)")
+        #expect(big.allSatisfy { $0["total"]?.intValue == 3_000_000 }, "\(big)")
+        let bytes = big.compactMap { $0["bytes"]?.intValue }
+        #expect(bytes == bytes.sorted() && Set(bytes).count == bytes.count && (bytes.last ?? 0) < 3_000_000, "\(bytes)")
+        let format = ISO8601DateFormatter()
+        format.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let times = big.compactMap { $0["time"]?.stringValue.flatMap(format.date(from:)) }
+        #expect(times.count == big.count)
+        for (earlier, later) in zip(times, times.dropFirst()) {
+            #expect(later.timeIntervalSince(earlier) > 0.9, "at most once a second: \(times)")
+        }
+        #expect(progress.allSatisfy { $0["key"]?.stringValue == "file:big" }, "a 2 s job reports no progress: \(progress)")
+    }
 }

@@ -11,6 +11,8 @@ struct RunReporterTests {
         #expect(calm == "  40 of 100 jobs done, 0 not ok, 20 jobs/s, about 3 s left")
         let retrying = RunReporter.progressLine(done: 99, of: 100, children: 3, failed: 0, retrying: 1, elapsed: .seconds(1))
         #expect(retrying == "  99 of 100 jobs done (+3 children), 0 not ok, 99 jobs/s, 1 retrying")
+        let large = RunReporter.progressLine(done: 0, of: 1, children: 0, failed: 0, retrying: 0, elapsed: .seconds(4), bytes: 200 << 20)
+        #expect(large == "  0 of 1 jobs done, 0 not ok, 0 jobs/s, 50 MiB/s", "the bytes a second of the run")
     }
 
     static func result(_ key: String, ms: Int, waited: Int = 0, attempts: Int = 1) -> JobResult {

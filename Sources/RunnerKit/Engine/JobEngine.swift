@@ -230,7 +230,9 @@ public final class JobEngine: Sendable {
         let report = await attempts.run(
             job, host: host, hostSlots: admission.hostSlots(for: host), pacer: admission.pacer, observer: observer,
             makeContext: {
-                JobContext(job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests, bandwidth: bandwidth)
+                JobContext(
+                    job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests, bandwidth: bandwidth,
+                    progress: observer)
             },
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)

@@ -1,5 +1,5 @@
 /// Hears what the engine does, for a command line (progress, `--json`, notices) or a host program.
-public protocol RunObserver: Sendable {
+public protocol RunObserver: TransferProgressObserving {
     /// The engine took a job (from its feed, or a parent's children); it waits for a slot.
     func jobQueued(_ job: JobDescriptor)
     /// A job is about to make its first attempt.
@@ -8,6 +8,9 @@ public protocol RunObserver: Sendable {
     func jobWaiting(_ job: JobDescriptor, for reason: WaitReason)
     /// An attempt's work begins (`attempt` from 1): its host slot and turn taken, the network there.
     func jobAttempting(_ job: JobDescriptor, attempt: Int)
+    /// How a running job's body comes along (a job whose deadline is over 5 s), at most once a
+    /// second while it moves: bytes so far, of `total` when known.
+    func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?)
     /// Something the user should hear about a running job, e.g. "no network connection".
     func jobNotice(_ job: JobDescriptor, message: String)
     /// A job's attempt failed transiently; attempt number `attempt` comes after `delay`.
@@ -35,6 +38,7 @@ extension RunObserver {
     public func jobStarted(_ job: JobDescriptor) {}
     public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {}
     public func jobAttempting(_ job: JobDescriptor, attempt: Int) {}
+    public func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {}
     public func jobNotice(_ job: JobDescriptor, message: String) {}
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {}
     public func jobFinished(_ result: JobResult) {}

@@ -1,6 +1,12 @@
 import Foundation
 import Synchronization
 
+/// Hears how the body of a running job comes along: at most once a second, while it moves.
+public protocol TransferProgressObserving: Sendable {
+    /// `bytes` of the body so far (kept bytes of a resume included), of `total` when the server said.
+    func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?)
+}
+
 /// What a kind gets to run one attempt of one job: the job, the HTTP client and what came
 /// before, behind a few calls that keep the engine's promises (bounded bodies, conditional
 /// requests, no temporary file left behind).
@@ -20,12 +26,15 @@ public final class JobContext: Sendable {
     private let received = Mutex<Validators?>(nil)
     /// `--limit-rate`, shared by every transfer.
     private let bandwidth: BandwidthLimit?
+    /// Told how the body comes along, for a job that may take long.
+    private let progress: (any TransferProgressObserving)?
 
     init(
         job: JobDescriptor, store: OutputStore, http: any HTTPFetching, previous: PreviousResult?, accept: String?,
-        requests: RequestConfig = RequestConfig(), bandwidth: BandwidthLimit? = nil
+        requests: RequestConfig = RequestConfig(), bandwidth: BandwidthLimit? = nil, progress: (any TransferProgressObserving)? = nil
     ) {
         self.job = job
+        self.progress = progress
         self.bandwidth = bandwidth
         self.store = store
         self.http = http
@@ -184,11 +193,12 @@ public final class JobContext: Sendable {
         let head: HTTPResponseHead
         do {
             let request = HTTPRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes, bandwidth: bandwidth)
-            if job.timeout > job.stall, job.lowSpeed > 0 {
+            let stalls = job.timeout > job.stall && job.lowSpeed > 0
+            if stalls || (progress != nil && job.timeout > Self.progressAfter) {
                 let http = self.http
-                head = try await watchingForStalls(payload) { try await http.fetch(request, into: payload) }
+                head = try await watching(payload, forStalls: stalls) { try await http.fetch(request, into: payload) }
             } else {
-                head = try await http.fetch(request, into: payload)  // its deadline comes before any stall
+                head = try await http.fetch(request, into: payload)  // over before a stall or a progress report
             }
         } catch let startOver as Payload.StartOver {
             payload.discard()
@@ -207,24 +217,35 @@ public final class JobContext: Sendable {
         return (head, payload)
     }
 
-    /// Runs `fetch`, failing it as `timedOut` ("stalled") once `payload` moved less than the
-    /// job's `lowSpeed` bytes a second over its last `stall` (as curl's `--speed-limit` and
-    /// `--speed-time` do); the caller watches only an attempt whose deadline is longer. A
-    /// stall is timed on the real clock: it is the network's, not the engine's schedule (a test
-    /// clock that drives the engine's timers sees no sleeper of it).
-    private func watchingForStalls<T: Sendable>(_ payload: Payload, _ fetch: @escaping @Sendable () async throws -> T) async throws -> T {
-        let (stall, lowSpeed, clock) = (job.stall, job.lowSpeed, ContinuousClock())
+    /// A job whose deadline is longer than this is told about to its observer (`progress`)
+    /// while its body comes; a shorter one is over first.
+    static let progressAfter = Duration.seconds(5)
+
+    /// Runs `fetch`, telling `progress` how the body comes along once a second while it moves,
+    /// and with `forStalls` failing it as `timedOut` ("stalled") once `payload` moved less than
+    /// the job's `lowSpeed` bytes a second over its last `stall` (as curl's `--speed-limit` and
+    /// `--speed-time` do); the caller asks for stalls only when the deadline is longer. Both
+    /// are timed on the real clock: the network's, not the engine's schedule (a test clock that
+    /// drives the engine's timers sees no sleeper of it).
+    private func watching<T: Sendable>(_ payload: Payload, forStalls stalls: Bool, _ fetch: @escaping @Sendable () async throws -> T) async throws -> T {
+        let (job, stall, lowSpeed, clock, progress) = (job, job.stall, job.lowSpeed, ContinuousClock(), progress)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await fetch() }
             group.addTask {
-                let step = min(Duration.seconds(1), stall / 4)
+                let step = stalls ? min(Duration.seconds(1), stall / 4) : .seconds(1)
                 var elapsed = Duration.zero
                 // Bytes received at each step of the last `stall`, oldest first.
                 var window: [(at: Duration, count: Int)] = [(.zero, 0)]
+                var told = (at: Duration.zero, count: 0)
                 while true {
                     try await clock.sleep(for: step)
                     elapsed += step
                     let count = payload.count
+                    if let progress, count != told.count, elapsed - told.at >= .seconds(1) {
+                        told = (elapsed, count)
+                        progress.jobProgress(job, bytes: count, total: payload.total)
+                    }
+                    guard stalls else { continue }
                     window.append((elapsed, count))
                     window.removeAll { elapsed - $0.at > stall }
                     guard elapsed >= stall, let oldest = window.first else { continue }

@@ -52,6 +52,7 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     public func jobQueued(_ job: JobDescriptor) { lines.jobQueued(job) }
     public func jobStarted(_ job: JobDescriptor) { lines.jobStarted(job) }
     public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) { lines.jobWaiting(job, for: reason) }
+    public func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) { lines.jobProgress(job, bytes: bytes, total: total) }
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
         lines.jobRetrying(job, attempt: attempt, after: delay, reason: reason)
     }
@@ -236,6 +237,10 @@ public struct EventLines: RunObserver {
 
     public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {
         emit("waiting", job.key, job.kindName, [("for", .string(reason.rawValue))])
+    }
+
+    public func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {
+        emit("progress", job.key, job.kindName, [("bytes", JSONValue(bytes)), ("total", total.map { JSONValue($0) } ?? .null)])
     }
 
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {

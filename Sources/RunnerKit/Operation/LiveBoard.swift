@@ -17,6 +17,12 @@ public final class LiveBoard: RunObserver, Sendable {
         public var phase: String
         public var phaseSince: Date
         public var attempt: Int
+        /// Bytes of its body so far, of `total` when the server said, coming at `bytesPerSecond`
+        /// (between its last two progress reports): set for a job that has reported progress.
+        public var bytes: Int?
+        public var total: Int?
+        public var bytesPerSecond: Double?
+        var bytesAt: Date?
     }
 
     /// A job that ended.
@@ -65,7 +71,8 @@ public final class LiveBoard: RunObserver, Sendable {
     public func jobStarted(_ job: JobDescriptor) {
         let at = now()
         let entry = RunningJob(
-            key: job.key, kind: job.kindName, url: job.recordURL, startedAt: at, phase: "starting", phaseSince: at, attempt: 0)
+            key: job.key, kind: job.kindName, url: job.recordURL, startedAt: at, phase: "starting", phaseSince: at, attempt: 0,
+            bytes: nil, total: nil, bytesPerSecond: nil, bytesAt: nil)
         state.withLock { $0.running[job.key] = entry }
     }
 
@@ -74,6 +81,20 @@ public final class LiveBoard: RunObserver, Sendable {
         case .network: set(job.key, phase: "waiting for the network")
         case .host: set(job.key, phase: "waiting for a slot at its host")
         case .pace: set(job.key, phase: "waiting for its turn at its host")
+        }
+    }
+
+    public func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {
+        let at = now()
+        state.withLock { state in
+            guard var entry = state.running[job.key] else { return }
+            if let before = entry.bytes, let then = entry.bytesAt, at > then, bytes >= before {
+                entry.bytesPerSecond = Double(bytes - before) / at.timeIntervalSince(then)
+            }
+            entry.bytes = bytes
+            entry.total = total
+            entry.bytesAt = at
+            state.running[job.key] = entry
         }
     }
 

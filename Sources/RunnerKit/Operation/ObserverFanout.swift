@@ -9,6 +9,9 @@ public struct ObserverFanout: RunObserver {
     public func jobStarted(_ job: JobDescriptor) { for observer in observers { observer.jobStarted(job) } }
     public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) { for observer in observers { observer.jobWaiting(job, for: reason) } }
     public func jobAttempting(_ job: JobDescriptor, attempt: Int) { for observer in observers { observer.jobAttempting(job, attempt: attempt) } }
+    public func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {
+        for observer in observers { observer.jobProgress(job, bytes: bytes, total: total) }
+    }
     public func jobNotice(_ job: JobDescriptor, message: String) { for observer in observers { observer.jobNotice(job, message: message) } }
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
         for observer in observers { observer.jobRetrying(job, attempt: attempt, after: delay, reason: reason) }

@@ -6,9 +6,9 @@ import Glibc
 /// and a sidecar (the same name and `.json`) says whose they are and how many are known to be on
 /// disk: the key, the URL, the validator the server sent, the total length when it was told, the
 /// partial's inode, and a byte count written only after an `fdatasync` of the partial (when the
-/// body passes 1 MiB, then every 64 MiB, and when the attempt ends cut). So after any crash, kill
+/// body passes 1 MiB, then every 16 MiB, and when the attempt ends cut). So after any crash, kill
 /// -9 included, the next attempt, the next run or another watcher sharing the output resumes from
-/// the smaller of the sidecar's count and the file's size, and at most 64 MiB come again.
+/// the smaller of the sidecar's count and the file's size, and at most 16 MiB (and what was on its way) come again.
 ///
 /// A resume sends `Range: bytes=N-` and `If-Range` with a strong validator only (an ETag not
 /// marked `W/`, or a Last-Modified at least a second older than the answer's Date); a body
@@ -21,7 +21,7 @@ public struct PartialDownload: Sendable {
     /// A cut body smaller than this is not kept.
     public static let threshold = 1 << 20
     /// How many bytes pass between two syncs of a partial and its sidecar.
-    public static let checkpointInterval = 64 << 20
+    public static let checkpointInterval = 16 << 20
 
     /// The payload's folder, relative to the output root.
     let folder: String

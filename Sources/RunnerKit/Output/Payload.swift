@@ -104,7 +104,12 @@ public final class Payload: BodySink {
     /// (a 206 that starts at or before them, for the same file and length), or from the start (a
     /// 200, told to the record); any other answer to a range request throws `StartOver`.
     public func begin(status: Int, headers: [String: String]) throws {
-        guard let partial else { return }
+        guard let partial else {
+            if (200..<300).contains(status), let length = headers["content-length"].flatMap({ Int($0) }), headers["content-encoding"] == nil {
+                state.withLock { $0.total = length }
+            }
+            return
+        }
         try state.withLock { state in
             if status == 416, partial.kept != nil {
                 throw StartOver(description: "the server answered 416 to the range request")
@@ -306,6 +311,8 @@ public final class Payload: BodySink {
 
     /// Bytes received so far.
     public var count: Int { state.withLock { $0.count } }
+    /// The whole body's length, when the server said it (and no content coding hides it).
+    public var total: Int? { state.withLock { $0.total } }
     /// The first bytes (up to 512 KiB).
     public var prefix: [UInt8] { state.withLock { $0.prefix } }
     /// The last bytes (up to 64).
