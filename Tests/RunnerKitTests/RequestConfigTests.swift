@@ -129,8 +129,8 @@ struct RequestConfigTests {
             #expect(!refused.contains("CIDR"), "\(key): \(refused)")
             #expect(refused.contains("':port'") || refused.contains("the port must be a number from 1 to 65535"), "\(key): \(refused)")
         }
-        #expect(Self.refusal(#"{"api.example.com:8443": {"rate": 2}}"#).contains("rate and perHost count per host"))
-        #expect(Self.refusal(#"{"api.example.com:8443": {"perHost": 2}}"#).contains("rate and perHost count per host"))
+        #expect(Self.refusal(#"{"api.example.com:8443": {"rate": 2}}"#).contains("rate, perHost and limitRate count per host"))
+        #expect(Self.refusal(#"{"api.example.com:8443": {"perHost": 2}}"#).contains("rate, perHost and limitRate count per host"))
     }
 
     @Test func anEmptyEnvironmentVariableIsRefusedLikeAnUnsetOne() throws {
