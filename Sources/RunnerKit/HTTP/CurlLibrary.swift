@@ -140,6 +140,7 @@ enum Curl {
         static let headerData: Int32 = 10_029
         static let headerFunction: Int32 = 20_079
         static let noSignal: Int32 = 99
+        static let bufferSize: Int32 = 98
         static let acceptEncoding: Int32 = 10_102
         static let tcpKeepAlive: Int32 = 213
         static let protocols: Int32 = 181  // bit mask, before 7.85
