@@ -262,7 +262,9 @@ pid $work/nginx/nginx.pid;
 error_log $work/nginx/error.log warn;
 events { worker_connections 4096; }
 http {
-    access_log off;
+    # One line per request naming its connection: how many connections each tool opened.
+    log_format connection '\$connection';
+    access_log $work/nginx/access.log connection;
     sendfile on;
     tcp_nopush on;
     tcp_nodelay on;
@@ -357,6 +359,7 @@ measure() {
     tool_command "$tool"
     mkdir -p "$dir/entries" "$dir/images"
     sync
+    : >"$work/nginx/access.log"
     cd "$dir"
     start=$EPOCHREALTIME
     /usr/bin/time -f '%U %S %M' -o "$work/time" "${cmd[@]}" <"$lists/paths" >"$work/log" 2>&1 || code=$?
@@ -365,8 +368,9 @@ measure() {
     [ "$code" -eq 0 ] || { tail -20 "$work/log" >&2; fail "$tool exited with $code (run $run)"; }
     check_output "$tool" "$dir"
     read -r user sys rss < <(tail -1 "$work/time")
-    awk -v t="$tool" -v s="$start" -v e="$end" -v u="$user" -v y="$sys" -v m="$rss" \
-        'BEGIN { printf "%s %.4f %.2f %d\n", t, e - s, u + y, m }' >>"$work/samples"
+    connections=$(sort -u "$work/nginx/access.log" | wc -l)
+    awk -v t="$tool" -v s="$start" -v e="$end" -v u="$user" -v y="$sys" -v m="$rss" -v c="$connections" \
+        'BEGIN { printf "%s %.4f %.2f %d %d\n", t, e - s, u + y, m, c }' >>"$work/samples"
     rm -rf "$dir"
 }
 
@@ -399,8 +403,8 @@ over=""
 [ "$https" = 1 ] && over=" over HTTPS (TLS 1.3, HTTP/2)"
 echo "Fetching $entries JSON entries + $images images ($total files) from nginx on loopback$over, $parallel at once, written to $out_fs; median of $runs runs."
 echo
-echo "| tool | wall (s) | jobs/s | CPU user+sys (s) | CPU per job (ms) | peak RSS (MB) | wall vs curl |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| tool | wall (s) | wall min–max (s) | jobs/s | CPU user+sys (s) | CPU per job (ms) | peak RSS (MB) | connections | wall vs curl |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for tool in "${tool_list[@]}"; do
     case "$tool" in
         runner) label="\`runner run\` (JSONL batch)" ;;
@@ -409,12 +413,15 @@ for tool in "${tool_list[@]}"; do
         aria2c) label="\`aria2c -j -i\`" ;;
         xargs) label="\`xargs -P curl\`" ;;
     esac
-    wall=$(median "$tool" 2); cpu=$(median "$tool" 3); rss=$(median "$tool" 4)
-    awk -v l="$label" -v w="$wall" -v c="$cpu" -v m="$rss" -v n="$total" -v cw="$curl_wall" 'BEGIN {
+    wall=$(median "$tool" 2); cpu=$(median "$tool" 3); rss=$(median "$tool" 4); conns=$(median "$tool" 5)
+    spread=$(awk -v t="$tool" '$1 == t { if (min == "" || $2 < min) min = $2; if ($2 > max) max = $2 } END { printf "%.3f–%.3f", min, max }' "$work/samples")
+    awk -v l="$label" -v w="$wall" -v sp="$spread" -v c="$cpu" -v m="$rss" -v k="$conns" -v n="$total" -v cw="$curl_wall" 'BEGIN {
         ratio = (cw == "" || cw == 0) ? "–" : sprintf("%.2f×", w / cw)
-        printf "| %s | %.3f | %.0f | %.2f | %.3f | %.1f | %s |\n", l, w, n / w, c, 1000 * c / n, m / 1024, ratio
+        printf "| %s | %.3f | %s | %.0f | %.2f | %.3f | %.1f | %.0f | %s |\n", l, w, sp, n / w, c, 1000 * c / n, m / 1024, k, ratio
     }'
 done
+echo
+echo "Connections: the median count of distinct connections nginx saw in a run (its access log)."
 echo
 echo "Peak RSS is GNU time's: the largest single process (for xargs, one curl or xargs itself), not a sum."
 if [[ ",$tools," == *,floor,* ]]; then
