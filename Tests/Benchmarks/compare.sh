@@ -72,6 +72,8 @@ total=$((entries + images))
 
 say() { echo "compare.sh: $*" >&2; }
 fail() { echo "compare.sh: FAILED: $*" >&2; exit 1; }
+# shellcheck source=Tests/Benchmarks/common.bash
+source Tests/Benchmarks/common.bash  # the scripts run from the repository's root
 
 # --- What it needs ---------------------------------------------------------------------------
 missing=()
@@ -138,16 +140,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # --- The runner, in release ------------------------------------------------------------------
-if [ -n "$runner" ]; then
-    [ -x "$runner" ] || fail "--runner $runner: not an executable file"
-else
-    runner=.build/release/runner
-    if [ "$build" -eq 1 ]; then
-        say "building the runner in release"
-        swift build -c release >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; fail "swift build -c release"; }
-    fi
-    [ -x "$runner" ] || fail "$runner is missing (drop --no-build)"
-fi
+release_runner "$runner" "$build"
 
 # --- The floor, compiled for this machine ----------------------------------------------------
 floor_bin=$work/floor
@@ -156,18 +149,6 @@ if [[ ",$tools," == *,floor,* ]]; then
         || { cat "$work/cc.log" >&2; fail "$cc could not build Tests/Benchmarks/floor.c"; }
 fi
 
-# A port below the kernel's ephemeral range (so no outgoing connection holds it) that nobody
-# answers on right now; nginx is retried on another one if it is taken meanwhile.
-free_port() {
-    local low port
-    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-    [ "$low" -gt 12000 ] || low=32768
-    for _ in $(seq 1 50); do
-        port=$((10000 + RANDOM % (low - 10000)))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
-    done
-    fail "no free loopback port found"
-}
 
 # Waits until URL answers 200, or fails naming WHAT.
 wait_for() {

@@ -49,6 +49,8 @@ while [ $# -gt 0 ]; do
 done
 say() { echo "large.sh: $*" >&2; }
 fail() { say "$*"; exit 1; }
+# shellcheck source=Tests/Benchmarks/common.bash
+source Tests/Benchmarks/common.bash  # the scripts run from the repository's root
 
 missing=()
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
@@ -93,16 +95,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-if [ -n "$runner" ]; then
-    [ -x "$runner" ] || fail "--runner $runner: not an executable file"
-else
-    runner=.build/release/runner
-    if [ "$build" -eq 1 ]; then
-        say "building the runner in release"
-        swift build -c release --product runner >"$work/build.log" 2>&1 || { cat "$work/build.log" >&2; fail "swift build -c release"; }
-    fi
-    [ -x "$runner" ] || fail "$runner is missing (drop --no-build)"
-fi
+release_runner "$runner" "$build"
 
 # --- The file and nginx ----------------------------------------------------------------------
 say "making a file of $size_mib MiB"
@@ -111,16 +104,6 @@ head -c "$((size_mib << 20))" /dev/urandom >"$root/big.bin"
 chmod 644 "$root"/*.bin
 served_sha=$(sha256sum "$root/big.bin" | cut -d' ' -f1)
 
-free_port() {
-    local low port
-    low=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-    [ "$low" -gt 12000 ] || low=32768
-    for _ in $(seq 1 50); do
-        port=$((10000 + RANDOM % (low - 10000)))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
-    done
-    fail "no free loopback port found"
-}
 port=$(free_port)
 mkdir -p "$work/nginx"
 cat >"$work/nginx/nginx.conf" <<EOF
