@@ -141,7 +141,6 @@ enum Curl {
         static let headerFunction: Int32 = 20_079
         static let noSignal: Int32 = 99
         static let bufferSize: Int32 = 98
-        static let pipeWait: Int32 = 237
         static let acceptEncoding: Int32 = 10_102
         static let tcpKeepAlive: Int32 = 213
         static let protocols: Int32 = 181  // bit mask, before 7.85
