@@ -184,6 +184,31 @@ struct RangeResumeTests {
         #expect(sameB)
     }
 
+    /// A watcher that stopped leaves the kept bytes where the next one finds them: the same job
+    /// dropped again into the spool, for a new watcher, asks only for the rest.
+    @Test func aRestartedWatcherResumesWhatTheLastOneKept() async throws {
+        let s = try SpoolWorld()
+        Self.writeKind(s.w)
+        let url = "\(s.base)/ranged/\(Self.size)?id=\(UUID().uuidString.prefix(8))&cut=\(Self.cut)"
+        let job = #"{"kind": "file", "name": "w", "url": "\#(url)", "timeout": 20}"#
+        let first = try s.startWatcher(["--kinds", "\(s.w.root)/k"], name: "first")
+        defer { first.terminate() }
+        try s.drop("one.json", job)
+        #expect(await s.wait(upTo: .seconds(30)) { s.jobFiles(s.spool.failed) == ["one.json"] }, "\(s.log("first"))")
+        first.signal(SIGTERM)
+        #expect(await s.exit(of: first, upTo: .seconds(20)) != nil)
+        #expect(s.w.outputFiles().filter { $0.contains(".partial-") }.count == 2, "the partial and its sidecar stay: \(s.w.outputFiles())")
+
+        let second = try s.startWatcher(["--kinds", "\(s.w.root)/k"], name: "second")
+        defer { second.terminate() }
+        try s.drop("two.json", job)
+        #expect(await s.wait(upTo: .seconds(30)) { s.jobFiles(s.spool.done) == ["two.json"] }, "\(s.log("second"))")
+        let record = try s.w.record("file:w")
+        #expect(record["resumedFrom"]?.intValue == Self.cut && record["transferred"]?.intValue == Self.size - Self.cut, "\(record)")
+        let same = s.w.payload("files/w.bin") == Self.file()
+        #expect(same)
+    }
+
     @Test func aStalledAttemptResumesWhereItStopped() async throws {
         let w = try Workspace()
         Self.writeKind(w)
