@@ -9,13 +9,15 @@ import RunnerTestSupport
 /// goes away.
 ///
 /// Its access log tells what each request presented: `accessLog()` lines read
-/// "PORT CLIENT-VERIFY "CLIENT-SUBJECT" STATUS URI", for example
-/// `41234 SUCCESS "CN=runner test client" 200 /entries/1.json` (`NONE` without a client
-/// certificate, `FAILED:reason` for one nginx refused).
+/// "PORT CLIENT-VERIFY "CLIENT-SUBJECT" STATUS URI CONNECTION PROTOCOL", for example
+/// `41234 SUCCESS "CN=runner test client" 200 /entries/1.json 7 HTTP/1.1` (`NONE` without a
+/// client certificate, `FAILED:reason` for one nginx refused). A third port speaks HTTP/2.
 final class TLSServer: @unchecked Sendable {
     let folder: String
     let port: UInt16
     let clientCertificatePort: UInt16
+    /// A third port speaking HTTP/2 (ALPN h2) with the server certificate only.
+    let http2Port: UInt16
     private let process: ChildProcess
 
     /// Starts nginx with `certificate` (the server's, with its key), trusting `clientCA` for client
@@ -35,7 +37,7 @@ final class TLSServer: @unchecked Sendable {
         }
         var lastError = ""
         for _ in 1...5 {
-            let ports = try LoopbackPort.unused(2)
+            let ports = try LoopbackPort.unused(3)
             let configuration = Self.configuration(
                 folder: folder, root: root, ports: ports, certificate: certificate, clientCA: clientCA)
             try configuration.write(toFile: "\(folder)/nginx.conf", atomically: true, encoding: .utf8)
@@ -47,6 +49,7 @@ final class TLSServer: @unchecked Sendable {
                 self.process = process
                 port = ports[0]
                 clientCertificatePort = ports[1]
+                http2Port = ports[2]
                 return
             }
             Self.end(process)
@@ -91,7 +94,7 @@ final class TLSServer: @unchecked Sendable {
         error_log \(folder)/error.log info;
         events { worker_connections 64; }
         http {
-            log_format tls '$server_port $ssl_client_verify "$ssl_client_s_dn" $status $request_uri';
+            log_format tls '$server_port $ssl_client_verify "$ssl_client_s_dn" $status $request_uri $connection $server_protocol';
             access_log \(folder)/access.log tls;
             types { application/json json; }
             default_type application/octet-stream;
@@ -113,6 +116,9 @@ final class TLSServer: @unchecked Sendable {
                 listen 127.0.0.1:\(ports[1]) ssl;
                 ssl_verify_client on;
                 ssl_client_certificate \(clientCA);
+            }
+            server {
+                listen 127.0.0.1:\(ports[2]) ssl http2;
             }
         }
 

@@ -121,6 +121,23 @@ private final class CurlMulti: @unchecked Sendable {
     /// `pausedUntil`; touched only on the thread.
     private var paused: [CurlTransfer] = []
 
+    /// What is known of each https origin transfers went to: whether its first connection is
+    /// still being set up (the transfers that came meanwhile held back), or known. A burst of
+    /// transfers to a new origin starts with one; the others follow once its request is about to
+    /// be sent, when the connection's protocol is known, so over HTTP/2 they multiplex on that one
+    /// connection (as curl --parallel does) instead of each opening its own, and over HTTP/1.1
+    /// they open theirs then. (libcurl's CURLOPT_PIPEWAIT would wait instead until a transfer
+    /// ends: behind a slow first answer from an HTTP/1 server, every other transfer to it.)
+    private enum OriginState {
+        case settingUp(held: [CurlTransfer])
+        case known
+    }
+    private var origins: [String: OriginState] = [:]
+    /// Origins whose first request is about to be sent: their held transfers start next.
+    private var originsKnown: [String] = []
+    /// Origins remembered at most; past that the known ones are forgotten.
+    static let originsKept = 10_000
+
     init(library: CurlLibrary, perHost: Int, total: Int) throws(CurlUnavailable) {
         guard let handle = library.multiInit() else { throw CurlUnavailable(reason: "curl_multi_init failed") }
         self.library = library
@@ -186,7 +203,14 @@ private final class CurlMulti: @unchecked Sendable {
                 if !paused.isEmpty { paused.removeAll { $0 === transfer } }
                 _ = library.multiRemoveHandle(handle, easy)
                 active.subtract(1, ordering: .relaxed)
+                if let origin = transfer.settingUpOrigin { release(origin) }  // it ended before sending
                 transfer.complete(code)
+            }
+            if !originsKnown.isEmpty {
+                let known = originsKnown
+                originsKnown.removeAll()
+                for origin in known { release(origin) }
+                continue  // start them now, not after the poll
             }
             _ = library.multiPoll(handle, nil, 0, paused.isEmpty ? 1000 : resumePaused(), nil)
         }
@@ -194,8 +218,30 @@ private final class CurlMulti: @unchecked Sendable {
             _ = library.multiRemoveHandle(handle, easy)
             transfer.finish(.failure(CancellationError()))
         }
+        for case .settingUp(let held) in origins.values {
+            for transfer in held { transfer.finish(.failure(CancellationError())) }
+        }
         running.removeAll()
+        origins.removeAll()
         _ = library.multiCleanup(handle)
+    }
+
+    /// The first transfer to `origin` is about to send its request (from its callback).
+    func originKnown(_ origin: String) {
+        originsKnown.append(origin)
+    }
+
+    /// Starts the transfers held for `origin`'s first connection.
+    private func release(_ origin: String) {
+        guard case .settingUp(let held)? = origins[origin] else { return }
+        if origins.count >= Self.originsKept {
+            origins = origins.filter { if case .settingUp = $0.value { true } else { false } }
+        }
+        origins[origin] = .known
+        for transfer in held {
+            transfer.settingUpOrigin = nil
+            start(transfer)
+        }
     }
 
     /// A transfer's write callback paused it (it is ahead of its bandwidth limit).
@@ -222,6 +268,19 @@ private final class CurlMulti: @unchecked Sendable {
             active.subtract(1, ordering: .relaxed)
             return
         }
+        if let origin = transfer.multiplexOrigin {
+            switch origins[origin] {
+            case nil:
+                origins[origin] = .settingUp(held: [])
+                transfer.settingUpOrigin = origin  // the one that sets the connection up
+            case .settingUp(var held)?:
+                held.append(transfer)
+                origins[origin] = .settingUp(held: held)
+                return
+            case .known?:
+                break
+            }
+        }
         let code = library.multiAddHandle(handle, transfer.easy)
         guard code == 0 else {
             active.subtract(1, ordering: .relaxed)
@@ -233,6 +292,15 @@ private final class CurlMulti: @unchecked Sendable {
     }
 
     private func remove(_ transfer: CurlTransfer) {
+        if let origin = transfer.multiplexOrigin, case .settingUp(var held)? = origins[origin],
+            let index = held.firstIndex(where: { $0 === transfer })
+        {
+            held.remove(at: index)  // held back, never started
+            origins[origin] = .settingUp(held: held)
+            active.subtract(1, ordering: .relaxed)
+            return
+        }
+        if let origin = transfer.settingUpOrigin { release(origin) }
         guard running.removeValue(forKey: transfer.easy) != nil else { return }
         if !paused.isEmpty { paused.removeAll { $0 === transfer } }
         _ = library.multiRemoveHandle(handle, transfer.easy)
@@ -310,6 +378,11 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     fileprivate unowned(unsafe) var multi: CurlMulti?
     /// Until when (monotonic nanoseconds) the bandwidth limit holds this transfer paused.
     fileprivate var pausedUntil: UInt64 = 0
+    /// "host:port" of an https URL, when libcurl says before each request that it is sent (the
+    /// multi handle holds a burst to a new origin back until then); nil otherwise.
+    fileprivate private(set) var multiplexOrigin: String?
+    /// Set while this transfer sets up its origin's first connection (on the client's thread).
+    fileprivate var settingUpOrigin: String?
     private let url: URL
     /// The URL's host, read once: the policy asks for it before every request.
     private let host: String
@@ -394,6 +467,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         // Before 7.80 only new connections are checked (a reused one was checked when opened).
         if library.easySetoptPointer(easy, Curl.Option.prereqFunction, unsafeBitCast(curlPrereqCallback, to: UnsafeRawPointer.self)) == Curl.Code.ok {
             _ = library.easySetoptPointer(easy, Curl.Option.prereqData, me)
+            if hop.url.scheme?.lowercased() == "https" { multiplexOrigin = host + ":" + String(hop.url.port ?? 443) }
         }
         if !headers.isEmpty {
             for header in headers {
@@ -487,6 +561,11 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
             return false
         }
         lastAddress = address
+        if let origin = settingUpOrigin {
+            // The connection is up and its protocol known: the transfers held for it may follow.
+            settingUpOrigin = nil
+            multi?.originKnown(origin)
+        }
         return true
     }
 
