@@ -121,22 +121,22 @@ private final class CurlMulti: @unchecked Sendable {
     /// `pausedUntil`; touched only on the thread.
     private var paused: [CurlTransfer] = []
 
-    /// What is known of each https origin transfers went to: whether its first connection is
-    /// still being set up (the transfers that came meanwhile held back), or known. A burst of
-    /// transfers to a new origin starts with one; the others follow once its request is about to
+    /// The https origins with transfers in the multi handle: one setting up a connection (the
+    /// transfers that came meanwhile held back), or how many run. A burst of transfers to an
+    /// origin with none running starts with one; the others follow once its request is about to
     /// be sent, when the connection's protocol is known, so over HTTP/2 they multiplex on that one
     /// connection (as curl --parallel does) instead of each opening its own, and over HTTP/1.1
     /// they open theirs then. (libcurl's CURLOPT_PIPEWAIT would wait instead until a transfer
-    /// ends: behind a slow first answer from an HTTP/1 server, every other transfer to it.)
+    /// ends: behind a slow first answer from an HTTP/1 server, every other transfer to it.) An
+    /// origin is forgotten when its last transfer ends, so the next burst, whose connections may
+    /// have closed meanwhile, starts with one again.
     private enum OriginState {
         case settingUp(held: [CurlTransfer])
-        case known
+        case running(Int)
     }
     private var origins: [String: OriginState] = [:]
     /// Origins whose first request is about to be sent: their held transfers start next.
     private var originsKnown: [String] = []
-    /// Origins remembered at most; past that the known ones are forgotten.
-    static let originsKept = 10_000
 
     init(library: CurlLibrary, perHost: Int, total: Int) throws(CurlUnavailable) {
         guard let handle = library.multiInit() else { throw CurlUnavailable(reason: "curl_multi_init failed") }
@@ -203,7 +203,7 @@ private final class CurlMulti: @unchecked Sendable {
                 if !paused.isEmpty { paused.removeAll { $0 === transfer } }
                 _ = library.multiRemoveHandle(handle, easy)
                 active.subtract(1, ordering: .relaxed)
-                if let origin = transfer.settingUpOrigin { release(origin) }  // it ended before sending
+                ended(transfer)
                 transfer.complete(code)
             }
             if !originsKnown.isEmpty {
@@ -234,13 +234,22 @@ private final class CurlMulti: @unchecked Sendable {
     /// Starts the transfers held for `origin`'s first connection.
     private func release(_ origin: String) {
         guard case .settingUp(let held)? = origins[origin] else { return }
-        if origins.count >= Self.originsKept {
-            origins = origins.filter { if case .settingUp = $0.value { true } else { false } }
-        }
-        origins[origin] = .known
-        for transfer in held {
+        origins[origin] = .running(1)  // the one that set it up (`ended` counts it out)
+        for transfer in held { start(transfer) }
+    }
+
+    /// A transfer left the multi handle: its origin counts one fewer, and is forgotten at none.
+    private func ended(_ transfer: CurlTransfer) {
+        guard let origin = transfer.multiplexOrigin else { return }
+        if transfer.probesOrigin {
+            // It ended before its request's moment was handled (or before sending at all): the
+            // held ones go on their own.
+            transfer.probesOrigin = false
             transfer.settingUpOrigin = nil
-            start(transfer)
+            if case .settingUp? = origins[origin] { release(origin) }
+        }
+        if case .running(let count)? = origins[origin] {
+            origins[origin] = count > 1 ? .running(count - 1) : nil
         }
     }
 
@@ -273,17 +282,19 @@ private final class CurlMulti: @unchecked Sendable {
             case nil:
                 origins[origin] = .settingUp(held: [])
                 transfer.settingUpOrigin = origin  // the one that sets the connection up
+                transfer.probesOrigin = true
             case .settingUp(var held)?:
                 held.append(transfer)
                 origins[origin] = .settingUp(held: held)
                 return
-            case .known?:
-                break
+            case .running(let count)?:
+                origins[origin] = .running(count + 1)
             }
         }
         let code = library.multiAddHandle(handle, transfer.easy)
         guard code == 0 else {
             active.subtract(1, ordering: .relaxed)
+            ended(transfer)
             transfer.finish(.failure(HTTPError.other("libcurl refused the transfer (CURLMcode \(code))")))
             return
         }
@@ -300,11 +311,11 @@ private final class CurlMulti: @unchecked Sendable {
             active.subtract(1, ordering: .relaxed)
             return
         }
-        if let origin = transfer.settingUpOrigin { release(origin) }
         guard running.removeValue(forKey: transfer.easy) != nil else { return }
         if !paused.isEmpty { paused.removeAll { $0 === transfer } }
         _ = library.multiRemoveHandle(handle, transfer.easy)
         active.subtract(1, ordering: .relaxed)
+        ended(transfer)
     }
 }
 
@@ -381,8 +392,12 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     /// "host:port" of an https URL, when libcurl says before each request that it is sent (the
     /// multi handle holds a burst to a new origin back until then); nil otherwise.
     fileprivate private(set) var multiplexOrigin: String?
-    /// Set while this transfer sets up its origin's first connection (on the client's thread).
+    /// Set while this transfer sets up its origin's first connection, until its request is
+    /// about to be sent (on the client's thread).
     fileprivate var settingUpOrigin: String?
+    /// This transfer set up its origin's connection, and the multi handle may not have let the
+    /// held ones go yet.
+    fileprivate var probesOrigin = false
     private let url: URL
     /// The URL's host, read once: the policy asks for it before every request.
     private let host: String
