@@ -29,3 +29,15 @@ release_runner() {
     fi
     [ -x "$runner" ] || fail "$runner is missing (drop --no-build)"
 }
+
+# Ends the processes whose pids are given (empty ones skipped), each with SIGTERM, and waits for
+# them: for the scripts' clean-up traps.
+stop_pids() {
+    local pid
+    for pid in "$@"; do
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+            kill -TERM "$pid" 2>/dev/null || true
+            wait "$pid" 2>/dev/null || true
+        fi
+    done
+}

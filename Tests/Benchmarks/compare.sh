@@ -126,12 +126,7 @@ fixture_pid=""
 cleanup() {
     local code=$?
     trap - EXIT INT TERM
-    for pid in "$fixture_pid" "$nginx_pid"; do
-        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-            kill -TERM "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
+    stop_pids "$fixture_pid" "$nginx_pid"
     rm -rf "$work" ${outputs:+"$outputs"}
     exit "$code"
 }

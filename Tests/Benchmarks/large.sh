@@ -82,12 +82,7 @@ runner_pid=""
 cleanup() {
     local code=$?
     trap - EXIT INT TERM
-    for pid in "$runner_pid" "$nginx_pid"; do
-        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-            kill -TERM "$pid" 2>/dev/null || true
-            wait "$pid" 2>/dev/null || true
-        fi
-    done
+    stop_pids "$runner_pid" "$nginx_pid"
     rm -rf "$work" "$root" "$out"
     exit "$code"
 }
