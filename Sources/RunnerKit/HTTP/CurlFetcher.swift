@@ -451,10 +451,10 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         // Reads of up to 100 KiB, as the curl tool makes them: a large body takes a sixth of the
         // system calls and callbacks of libcurl's default 16 KiB.
         setLong(Curl.Option.bufferSize, 100 * 1024)
-        // Not CURLOPT_PIPEWAIT, though over HTTP/2 it would multiplex a first burst of transfers
-        // to an origin on one connection instead of one each: libcurl parks the waiting transfers
-        // until one ends, so behind a slow first answer from an HTTP/1 server every other transfer
-        // to it waits too (measured here: a 2 s stall held a moving body; curl issue 15838).
+        // Not CURLOPT_PIPEWAIT: the multi handle holds a first burst to an https origin itself
+        // (`CurlMulti`'s origins). libcurl parks the transfers PIPEWAIT holds until one ends, so
+        // behind a slow first answer from an HTTP/1 server every other transfer to it would wait
+        // too (measured here: a 2 s stall held a moving body; curl issue 15838).
         // Redirects are followed by the fetcher, hop by hop (libcurl's default is not to).
         if library.easySetoptPointer(easy, Curl.Option.protocolsString, "http,https") != Curl.Code.ok {
             setLong(Curl.Option.protocols, Curl.protocolHTTP | Curl.protocolHTTPS)
