@@ -165,6 +165,28 @@ import Testing
         #expect((try? FileManager.default.contentsOfDirectory(atPath: folder.path + "/elsewhere")) == [])
     }
 
+    /// The kept bytes of a cut transfer stay for a week for their key to come back; then
+    /// `prune` removes them with their sidecar, and leaves younger ones.
+    @Test func pruneRemovesPartialsUntouchedForAWeekAndNoOthers() throws {
+        let store = try OutputStore(root: folder.path + "/out")
+        let old = PartialDownload(folder: "files", key: "file:old", url: "http://h.example/old")
+        let young = PartialDownload(folder: "files", key: "file:young", url: "http://h.example/young")
+        try store.write([1, 2, 3], to: "files/" + old.name)
+        try store.write([4], to: "files/" + old.sidecarName)
+        try store.write([5, 6], to: "files/" + young.name)
+        let weekAgo = Int(time(nil)) - Int(PartialDownload.keptFor.inSeconds) - 60
+        for name in [old.name, old.sidecarName] {
+            var times = [timespec(tv_sec: weekAgo, tv_nsec: 0), timespec(tv_sec: weekAgo, tv_nsec: 0)]
+            #expect(utimensat(AT_FDCWD, store.absolute("files/" + name), &times, 0) == 0)
+        }
+        let listed = store.prune(dryRun: true, minimumAge: 0)
+        #expect(listed.files == ["files/" + old.name, "files/" + old.sidecarName].sorted(), "\(listed.files)")
+        #expect(store.fileExists("files/" + old.name), "a dry run removes nothing")
+        let pruned = store.prune(dryRun: false, minimumAge: 0)
+        #expect(pruned.bytes == 4)
+        #expect(folder.files() == ["out/files/" + young.name], "\(folder.files())")
+    }
+
     @Test func aSmallPayloadStaysInMemoryUntilCommittedAndALargeOneSpills() throws {
         let store = try OutputStore(root: folder.path + "/out")
         // The last is hashed by the hash thread, reading the file back, beside the writes.

@@ -18,6 +18,10 @@ import Glibc
 /// A fresh partial is a new file (the old one and its sidecar removed first), so a sidecar left
 /// by an earlier body of the key can never describe it: their inodes differ.
 public struct PartialDownload: Sendable {
+    /// The start of every partial's name (and its sidecar's).
+    public static let prefix = ".partial-"
+    /// `runner prune` removes a partial (and its sidecar) untouched for this long.
+    public static let keptFor = Duration.seconds(7 * 24 * 3600)
     /// A cut body smaller than this is not kept.
     public static let threshold = 1 << 20
     /// How many bytes pass between two syncs of a partial and its sidecar.
@@ -26,17 +30,17 @@ public struct PartialDownload: Sendable {
     /// The payload's folder, relative to the output root.
     let folder: String
     /// The partial's file name in `folder`.
-    let name: String
+    public let name: String
     let key: String
     let url: String
 
-    var sidecarName: String { name + ".json" }
+    public var sidecarName: String { name + ".json" }
 
     public init(folder: String, key: String, url: String) {
         self.folder = folder
         self.key = key
         self.url = url
-        self.name = ".partial-" + Self.hash(key)
+        self.name = Self.prefix + Self.hash(key)
     }
 
     /// A validator `If-Range` may carry.
