@@ -169,8 +169,8 @@ import Testing
     /// `prune` removes them with their sidecar, and leaves younger ones.
     @Test func pruneRemovesPartialsUntouchedForAWeekAndNoOthers() throws {
         let store = try OutputStore(root: folder.path + "/out")
-        let old = PartialDownload(folder: "files", key: "file:old", url: "http://h.example/old")
-        let young = PartialDownload(folder: "files", key: "file:young", url: "http://h.example/young")
+        let old = PartialDownload(folder: "files", key: "file:old", url: URL(string: "http://h.example/old")!)
+        let young = PartialDownload(folder: "files", key: "file:young", url: URL(string: "http://h.example/young")!)
         try store.write([1, 2, 3], to: "files/" + old.name)
         try store.write([4], to: "files/" + old.sidecarName)
         try store.write([5, 6], to: "files/" + young.name)

@@ -140,6 +140,7 @@ public final class JobEngine: Sendable {
             }
         }
         await records.flush()
+        await PartialDownload.settle()
         return summary.value
     }
 
@@ -294,8 +295,11 @@ public final class JobEngine: Sendable {
         }
     }
 
-    /// Returns once every record queued so far is written.
-    public func flush() async { await records.flush() }
+    /// Returns once every record queued so far is written (and every partial download's sidecar).
+    public func flush() async {
+        await records.flush()
+        await PartialDownload.settle()
+    }
 }
 
 /// Counts of one run, by status, for the exit code and the closing summary.

@@ -105,7 +105,7 @@ public final class JobContext: Sendable {
         let into = payloadFolder(default: folder)
         var partial: (download: PartialDownload, kept: PartialDownload.Kept?)?
         if job.maxBytes >= PartialDownload.threshold {
-            let download = PartialDownload(folder: into, key: job.key, url: job.url.absoluteString)
+            let download = PartialDownload(folder: into, key: job.key, url: job.url)
             // Read back off the concurrency pool's threads, and only when a sidecar is there.
             let kept = download.hasSidecar(store: store) ? await PartialDownload.writer.run { [store] in download.load(store: store) } : nil
             partial = (download, kept)

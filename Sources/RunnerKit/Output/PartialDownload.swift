@@ -1,4 +1,6 @@
+import Foundation
 import Glibc
+import Synchronization
 
 /// A large body cut before its end, kept so that the next attempt asks only for the rest.
 ///
@@ -32,15 +34,17 @@ public struct PartialDownload: Sendable {
     /// The partial's file name in `folder`.
     public let name: String
     let key: String
-    let url: String
+    /// The job's URL (made text only when a sidecar is read or written).
+    let url: URL
 
     public var sidecarName: String { name + ".json" }
 
-    public init(folder: String, key: String, url: String) {
+    /// Made for every job whose body may be large: one allocation (the name), no more.
+    public init(folder: String, key: String, url: URL) {
         self.folder = folder
         self.key = key
         self.url = url
-        self.name = Self.prefix + Self.hash(key)
+        self.name = Self.name(forKey: key)
     }
 
     /// A validator `If-Range` may carry.
@@ -118,7 +122,7 @@ public struct PartialDownload: Sendable {
     func load(store: OutputStore) -> Kept? {
         guard let folderFD = try? store.openFolder(folder),
             let text = OutputStore.readFile(in: folderFD.fd, sidecarName), let sidecar = try? JSONParser.parse(text),
-            sidecar["key"]?.stringValue == key, sidecar["url"]?.stringValue == url,
+            sidecar["key"]?.stringValue == key, sidecar["url"]?.stringValue == url.absoluteString,
             let validator = Validator(json: sidecar["validator"]), let bytes = sidecar["bytes"]?.intValue,
             let inode = sidecar["inode"]?.intValue
         else { return nil }
@@ -148,16 +152,23 @@ public struct PartialDownload: Sendable {
         return kept
     }
 
-    /// Whether the key has a sidecar in the folder (one look, no read).
+    /// Whether the key has a sidecar in the folder (one look, no read; its name made on the stack).
     func hasSidecar(store: OutputStore) -> Bool {
         guard let folderFD = try? store.openFolder(folder) else { return false }
-        return faccessat(folderFD.fd, sidecarName, F_OK, AT_SYMLINK_NOFOLLOW) == 0
+        var name = name
+        return name.withUTF8 { bytes in
+            withUnsafeTemporaryAllocation(of: CChar.self, capacity: bytes.count + 6) { path in
+                for (index, byte) in bytes.enumerated() { path[index] = CChar(bitPattern: byte) }
+                for (index, byte) in ".json\0".utf8.enumerated() { path[bytes.count + index] = CChar(bitPattern: byte) }
+                return faccessat(folderFD.fd, path.baseAddress!, F_OK, AT_SYMLINK_NOFOLLOW) == 0
+            }
+        }
     }
 
     /// Writes the sidecar (atomically): `bytes` of the file with `inode` are on disk.
     func writeSidecar(store: OutputStore, bytes: Int, inode: Int, validator: Validator, total: Int?) {
         let sidecar = JSONValue.object([
-            ("key", .string(key)), ("url", .string(url)), ("validator", validator.json),
+            ("key", .string(key)), ("url", .string(url.absoluteString)), ("validator", validator.json),
             ("bytes", JSONValue(bytes)), ("total", total.map { JSONValue($0) } ?? .null), ("inode", JSONValue(inode)),
         ])
         var text = JSONWriter.data(sidecar)
@@ -184,17 +195,37 @@ public struct PartialDownload: Sendable {
     }
 
     /// Sidecar writes and the syncs before them, in order, off the HTTP clients' threads.
-    static let writer = BlockingThread(name: "runner.partials")
+    static var writer: BlockingThread {
+        used.store(true, ordering: .relaxed)
+        return thread
+    }
+    private static let thread = BlockingThread(name: "runner.partials")
+    private static let used = Atomic<Bool>(false)
 
-    /// 64 bits of FNV-1a, in hex: a file name for the key (the sidecar names the key itself).
-    private static func hash(_ key: String) -> String {
+    /// Returns once the sidecar writes and removals queued so far are done: a run calls it before
+    /// it ends, so that none is lost with the process.
+    public static func settle() async {
+        guard used.load(ordering: .relaxed) else { return }
+        await thread.run {}
+    }
+
+    /// `.partial-` and 64 bits of FNV-1a of the key in hex: a file name for the key (the sidecar
+    /// names the key itself), made in one allocation.
+    static func name(forKey key: String) -> String {
         var value: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in key.utf8 {
             value ^= UInt64(byte)
             value = value &* 0x100_0000_01b3
         }
-        let text = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - text.count) + text
+        let start = prefix.utf8.count
+        return String(unsafeUninitializedCapacity: start + 16) { buffer in
+            for (index, byte) in prefix.utf8.enumerated() { buffer[index] = byte }
+            for index in 0..<16 {
+                let digit = UInt8((value >> (60 - 4 * UInt64(index))) & 0xF)
+                buffer[start + index] = digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10
+            }
+            return start + 16
+        }
     }
 }
 
