@@ -53,13 +53,13 @@ for n in $sizes; do
         --tools runner,curl --no-build "${extra[@]}")
     [ -n "$header" ] || header=$(grep '^Fetching' <<<"$table" | sed 's/^Fetching [0-9]* JSON entries + 0 images ([0-9]* files)/Fetching N JSON entries/')
     machine=$(grep '^Machine:' <<<"$table")
-    # | tool | wall (s) | jobs/s | CPU user+sys (s) | CPU per job (ms) | peak RSS (MB) | wall vs curl |
+    # | tool | wall (s) | wall min–max (s) | jobs/s | CPU user+sys (s) | CPU per job (ms) | peak RSS (MB) | connections | wall vs curl |
     runner_row=$(grep '^| `runner run`' <<<"$table")
     curl_row=$(grep '^| `curl --parallel' <<<"$table")
     rows+=("$(awk -F'|' -v n="$n" -v c="$curl_row" 'BEGIN { split(c, k, "|") } {
-        gsub(/ /, "", $3); gsub(/ /, "", $4); gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $7)
-        gsub(/ /, "", k[3]); gsub(/ /, "", k[5]); gsub(/ /, "", k[7])
-        printf "| %d | %s | %s | %.1f | %s | %s | %s | %.2f× | %.2f× |\n", n, $3, $4, 1000 * $6, $7, k[3], k[7], $3 / k[3], $5 / k[5]
+        gsub(/ /, "", $3); gsub(/ /, "", $5); gsub(/ /, "", $6); gsub(/ /, "", $7); gsub(/ /, "", $8)
+        gsub(/ /, "", k[3]); gsub(/ /, "", k[6]); gsub(/ /, "", k[8])
+        printf "| %d | %s | %s | %.1f | %s | %s | %s | %.2f× | %.2f× |\n", n, $3, $5, 1000 * $7, $8, k[3], k[8], $3 / k[3], $6 / k[6]
     }' <<<"$runner_row")")
 done
 
