@@ -15,6 +15,11 @@ struct RunReporterTests {
         #expect(large == "  0 of 1 jobs done, 0 not ok, 0 jobs/s, 50 MiB/s", "the bytes a second of the run")
     }
 
+    @Test func theLivePageShowsARunningTransfersBytesTotalAndSpeed() {
+        #expect(LivePage.transfer(bytes: 120 << 20, total: 1 << 30, speed: Double(48 << 20)) == "120 MiB of 1024 MiB, 48 MiB/s")
+        #expect(LivePage.transfer(bytes: 5000, total: nil, speed: nil) == "5000 bytes", "no total announced, no speed yet")
+    }
+
     static func result(_ key: String, ms: Int, waited: Int = 0, attempts: Int = 1) -> JobResult {
         var result = JobResult(
             key: key, kind: "entry", status: .succeeded, httpStatus: 200, bytes: 10, attempts: attempts, durationMs: ms,

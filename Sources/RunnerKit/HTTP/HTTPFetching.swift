@@ -40,6 +40,14 @@ public struct HTTPResponseHead: Sendable {
     }
 }
 
+extension HTTPResponseHead {
+    /// Whether `headers` (names in lower case) name a content coding (gzip, br…): then the body's
+    /// bytes are not those its Content-Length and Content-Range count.
+    public static func isCoded(_ headers: [String: String]) -> Bool {
+        headers["content-encoding"].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
+    }
+}
+
 /// Receives a response body piece by piece, as it arrives (never the whole body at once).
 public protocol BodySink: AnyObject, Sendable {
     /// The final response's status and headers (names in lower case), once, before any of its

@@ -244,7 +244,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         }
         state.head = HTTPResponseHead(status: http.statusCode, headers: headers, url: http.url ?? state.url)
         // A declared length counts only without a content coding: with one it is the coded size.
-        let coded = headers["content-encoding"].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
+        let coded = HTTPResponseHead.isCoded(headers)
         if (200..<300).contains(http.statusCode), !coded, let length = headers["content-length"].flatMap({ Int($0) }),
             length > state.maxBytes
         {

@@ -103,7 +103,7 @@ public final class JobContext: Sendable {
     public func fetch(folder: String, accept: String? = nil, inspect: Payload.Inspector? = nil) async throws -> Fetch {
         var headers: [(name: String, value: String)] = []
         let into = payloadFolder(default: folder)
-        var partial: (download: PartialDownload, kept: PartialDownload.Kept?)?
+        var partial: PartialDownload.Plan?
         if job.maxBytes >= PartialDownload.threshold {
             let download = PartialDownload(folder: into, key: job.key, url: job.url)
             // Read back off the concurrency pool's threads, and only when a sidecar is there.
@@ -172,7 +172,7 @@ public final class JobContext: Sendable {
     /// is thrown as it is, for the caller to ask again.
     private func request(
         _ url: URL, folder: String, headers conditional: [(name: String, value: String)], accept: String? = nil,
-        inspect: Payload.Inspector? = nil, partial: (download: PartialDownload, kept: PartialDownload.Kept?)? = nil
+        inspect: Payload.Inspector? = nil, partial: PartialDownload.Plan? = nil
     ) async throws -> (HTTPResponseHead, Payload) {
         // The kind's Accept and the conditional headers go to every hop; the job's headers only
         // to the job's origin (replacing those of the same name); the client adds the

@@ -100,6 +100,9 @@ public struct PartialDownload: Sendable {
         }
     }
 
+    /// Where a resumable body goes, and what is kept of it from before (nil: nothing to resume).
+    public typealias Plan = (download: PartialDownload, kept: Kept?)
+
     /// What a kept partial gives the next attempt: where to go on from, and the hash, first and
     /// last bytes of what is kept (read back once, before the request).
     public struct Kept: Sendable {
@@ -177,20 +180,16 @@ public struct PartialDownload: Sendable {
     }
 
     /// Removes the sidecar and then the partial, after the writes of the sidecar still queued.
-    func remove(store: OutputStore) {
-        let (folder, names) = (folder, [sidecarName, name])
+    func remove(store: OutputStore) { unlink([sidecarName, name], store: store) }
+
+    /// Removes the sidecar, after the writes of it still queued.
+    func removeSidecar(store: OutputStore) { unlink([sidecarName], store: store) }
+
+    private func unlink(_ names: [String], store: OutputStore) {
+        let folder = folder
         Self.writer.enqueue {
             guard let folderFD = try? store.openFolder(folder) else { return }
             for name in names { unlinkat(folderFD.fd, name, 0) }
-        }
-    }
-
-    /// Removes the sidecar, after the writes of it still queued.
-    func removeSidecar(store: OutputStore) {
-        let (folder, name) = (folder, sidecarName)
-        Self.writer.enqueue {
-            guard let folderFD = try? store.openFolder(folder) else { return }
-            unlinkat(folderFD.fd, name, 0)
         }
     }
 

@@ -39,7 +39,7 @@ public final class Payload: BodySink {
 
     /// Where a resumable body goes, and what is kept of it from before (nil: nothing, no range
     /// was asked for).
-    private let partial: (download: PartialDownload, kept: PartialDownload.Kept?)?
+    private let partial: PartialDownload.Plan?
 
     /// Looks at the first bytes as they arrive, before the rest does: returns true once it has
     /// seen enough (it is not asked again), or throws to stop the transfer with that error (an
@@ -90,7 +90,7 @@ public final class Payload: BodySink {
     /// `Range` by the caller).
     public init(
         store: OutputStore, folder: String, maxBytes: Int, inspector: Inspector? = nil,
-        partial: (download: PartialDownload, kept: PartialDownload.Kept?)? = nil
+        partial: PartialDownload.Plan? = nil
     ) {
         self.partial = partial
         self.store = store
@@ -104,10 +104,10 @@ public final class Payload: BodySink {
     /// (a 206 that starts at or before them, for the same file and length), or from the start (a
     /// 200, told to the record); any other answer to a range request throws `StartOver`.
     public func begin(status: Int, headers: [String: String]) throws {
+        let coded = HTTPResponseHead.isCoded(headers)
+        let length = coded ? nil : headers["content-length"].flatMap { Int($0) }
         guard let partial else {
-            if (200..<300).contains(status), let length = headers["content-length"].flatMap({ Int($0) }), headers["content-encoding"] == nil {
-                state.withLock { $0.total = length }
-            }
+            if (200..<300).contains(status), let length { state.withLock { $0.total = length } }
             return
         }
         try state.withLock { state in
@@ -115,9 +115,7 @@ public final class Payload: BodySink {
                 throw StartOver(description: "the server answered 416 to the range request")
             }
             guard (200..<300).contains(status), state.file == nil, state.count == 0 else { return }
-            let coded = headers["content-encoding"].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
             let validator = coded ? nil : PartialDownload.Validator.strong(in: headers)
-            let length = coded ? nil : headers["content-length"].flatMap { Int($0) }
             if let kept = partial.kept {
                 if status == 206 {
                     try append(to: kept, &state, partial.download, range: ContentRange(headers["content-range"]), coded: coded, headers: headers)
