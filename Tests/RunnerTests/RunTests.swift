@@ -184,4 +184,31 @@ struct RunTests {
         #expect(w.leftovers().isEmpty)
         #expect(w.outputFiles().filter { $0.hasPrefix("images/") || $0.hasPrefix("entries/") }.isEmpty)
     }
+
+    /// A SIGINT sent the moment the process shows it no longer dies of one (the kernel's view in
+    /// /proc: caught or ignored) is never lost. A watcher that ignores the signal first and is
+    /// told of it later (as a dispatch signal source is, from another thread) loses it in between,
+    /// and the run goes on to its 30 s deadline.
+    @Test func aSigintSentAsSoonAsTheRunnerCatchesSignalsIsNeverLost() async throws {
+        let w = try Workspace()
+        w.write("hang.json", """
+            [{"kind": "entry", "id": "a", "key": "hang", "url": "\(w.base)/entries/{id}.json?hang=1", "timeout": 30}]
+            """)
+        for attempt in 1...4 {
+            let started = ContinuousClock.now
+            let result = try await w.run(["run", "hang.json", "--out", "out-\(attempt)"]) { process in
+                let interrupt: UInt64 = 1 << UInt64(SIGINT - 1)
+                while let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8) {
+                    let masks = status.split(separator: "\n").compactMap { line -> UInt64? in
+                        guard line.hasPrefix("SigCgt:") || line.hasPrefix("SigIgn:") else { return nil }
+                        return UInt64(line.split(separator: "\t").last ?? "", radix: 16)
+                    }
+                    if masks.contains(where: { $0 & interrupt != 0 }) { break }
+                    try? await Task.sleep(for: .microseconds(200))
+                }
+                kill(process.processIdentifier, SIGINT)
+            }
+            #expect(result.status == 130, "attempt \(attempt): exit \(result.status) after \(ContinuousClock.now - started)")
+        }
+    }
 }
