@@ -32,9 +32,12 @@ private func makeEngine(
 /// A job of the test kind: fetches `url`, writes what arrived as its payload, and starts one
 /// child job (of the same kind) per URL in `children`.
 private func job(
-    _ url: String, key: String? = nil, retries: Int = 0, timeout: Duration = .seconds(60), children: [String] = []
+    _ url: String, key: String? = nil, retries: Int = 0, timeout: Duration = .seconds(60), children: [String] = [],
+    holdsUntilCancelled: Bool = false
 ) -> JobDescriptor {
-    JobDescriptor(FetchKind(children: children), key: key, url: URL(string: url)!, timeout: timeout, retries: retries)
+    JobDescriptor(
+        FetchKind(children: children, holdsUntilCancelled: holdsUntilCancelled), key: key, url: URL(string: url)!, timeout: timeout,
+        retries: retries)
 }
 
 /// The test kind: the smallest kind that fetches, writes and fans out.
@@ -43,13 +46,20 @@ private struct FetchKind: JobKind {
     static let summary = "Fetches a URL as it is (for tests)."
     static let parameters: [KindParameter] = []
     var children: [String] = []
+    /// After the fetch, waits until its task is cancelled and then succeeds all the same: an
+    /// attempt whose deadline comes as it ends.
+    var holdsUntilCancelled = false
 
-    init(children: [String]) { self.children = children }
+    init(children: [String], holdsUntilCancelled: Bool = false) {
+        self.children = children
+        self.holdsUntilCancelled = holdsUntilCancelled
+    }
 
     init(fields: inout JobFields) throws(JobSpecError) {}
 
     func run(in context: JobContext) async throws -> KindOutcome {
         let fetch = try await context.fetch(folder: "fetched")
+        while holdsUntilCancelled && !Task.isCancelled { await Task.yield() }
         let children = self.children
         return .fetched(
             fetch, folder: "fetched", fileExtension: "bin",
@@ -162,6 +172,91 @@ struct EngineTests {
         #expect(payload(result.output) == Array("late but whole".utf8))
         #expect(leftovers.isEmpty)
         clock.expectNoPendingSleeps()
+    }
+
+    // A job runs in one task, which its deadline cancels; what the job does after a deadline
+    // (a retry, its children) goes on in a fresh task that a cancel must still reach.
+
+    @Test func aKeyCancelledInTheBackoffAfterATimeoutEndsCancelled() async throws {
+        let url = "http://host.test/slow"
+        http.script(url, .hang, .hang)
+        let engine = try makeEngine(folder, http: http, clock: clock, backoff: Backoff(base: .seconds(4)))
+        let run = Task { await engine.run(job(url, key: "slow", retries: 3, timeout: .seconds(2))) }
+
+        await http.waitForRequests(1)
+        #expect(await clock.nextSleep(within: .seconds(2)) == .seconds(2))
+        clock.advance(by: .seconds(2))
+        _ = try #require(await clock.nextSleep(within: .seconds(30)), "the backoff after the timed-out attempt")
+        #expect(engine.taskManager.cancel(key: "slow"))
+        let result = await run.value
+
+        #expect(result.status == .cancelled)
+        #expect(result.attempts == 1)
+        #expect(http.requests.count == 1)
+        #expect(!engine.taskManager.isRunning(key: "slow"))
+        clock.expectNoPendingSleeps()
+    }
+
+    @Test func aKeyCancelledInTheRetryAfterATimeoutEndsCancelled() async throws {
+        let url = "http://host.test/slow"
+        http.script(url, .hang, .hang)
+        let engine = try makeEngine(folder, http: http, clock: clock, backoff: Backoff(base: .seconds(1)))
+        let run = Task { await engine.run(job(url, key: "slow", retries: 3, timeout: .seconds(2))) }
+
+        await http.waitForRequests(1)
+        _ = await clock.nextSleep(within: .seconds(2))
+        clock.advance(by: .seconds(2))
+        let backoff = try #require(await clock.nextSleep(within: .seconds(30)))
+        clock.advance(by: backoff)
+        await http.waitForRequests(2)
+        #expect(engine.taskManager.cancel(key: "slow"))
+        let result = await run.value
+
+        #expect(result.status == .cancelled, "\(result.error ?? "")")
+        #expect(result.attempts == 2)
+        #expect(http.events.filter { if case .cancelled = $0 { true } else { false } }.count == 2, "both fetches were cancelled")
+        #expect(leftovers.isEmpty)
+        clock.expectNoPendingSleeps()
+    }
+
+    @Test func cancellingTheRunReachesAJobRetryingAfterATimeout() async throws {
+        let url = "http://host.test/slow"
+        http.script(url, .hang, .hang)
+        let engine = try makeEngine(folder, http: http, clock: clock, backoff: Backoff(base: .seconds(4)))
+        let run = Task { await engine.run([job(url, key: "slow", retries: 3, timeout: .seconds(2))]) }
+
+        await http.waitForRequests(1)
+        _ = await clock.nextSleep(within: .seconds(2))
+        clock.advance(by: .seconds(2))
+        _ = try #require(await clock.nextSleep(within: .seconds(30)))
+        run.cancel()
+        let summary = await run.value
+
+        #expect(summary.counts == [.cancelled: 1])
+        #expect(http.requests.count == 1)
+        #expect(try record("slow")["status"] == .string("cancelled"))
+        clock.expectNoPendingSleeps()
+    }
+
+    @Test func aParentWhoseDeadlineCameAsItsAttemptEndedStillRunsItsChildren() async throws {
+        let base = "http://host.test/items"
+        http.script(base, .ok("[1, 2]"))
+        http.script("\(base)/1", .ok("one"))
+        http.script("\(base)/2", .ok("two"))
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let run = Task {
+            await engine.run(job(base, key: "parent", timeout: .seconds(2), children: ["\(base)/1", "\(base)/2"], holdsUntilCancelled: true))
+        }
+
+        await http.waitForRequests(1)
+        #expect(await clock.nextSleep(within: .seconds(2)) == .seconds(2))
+        clock.advance(by: .seconds(2))
+        let result = await run.value
+
+        #expect(result.status == .succeeded, "the attempt returned its payload: \(result.error ?? "")")
+        #expect(result.details.first { $0.key == "children" }?.value == .object([("succeeded", JSONValue(2))]))
+        #expect(http.requests.count == 3)
+        #expect(try record("fetch:\(base)/2")["status"] == .string("succeeded"))
     }
 
     // MARK: Conditional requests

@@ -43,10 +43,13 @@ final class Admission: Sendable {
     }
 
     /// Runs `body` as the task of `key` unless that key is running here or, with a key lock,
-    /// in another process.
-    func admit<Value: Sendable>(key: String, _ body: @escaping @Sendable () async -> Value) async -> Admitted<Value> {
+    /// in another process. `body` runs in the calling task and gets the job's cancellation;
+    /// `continuations`: the group whose cancel reaches the fresh tasks the job may go on in.
+    func admit<Value: Sendable>(
+        key: String, continuations: Continuations, _ body: @escaping @Sendable (JobCancellation) async -> Value
+    ) async -> Admitted<Value> {
         let keyLock = self.keyLock
-        let admitted = await taskManager.run(key: key) { () async -> Admitted<Value> in
+        let admitted = await taskManager.run(key: key, continuations: continuations) { cancellation async -> Admitted<Value> in
             var release: (@Sendable () -> Void)?
             if let keyLock {
                 // A lock that cannot be taken is never "no lock".
@@ -57,7 +60,7 @@ final class Admission: Sendable {
                 }
             }
             defer { release?() }
-            return .ran(await body())
+            return .ran(await body(cancellation))
         }
         return admitted ?? .duplicate(elsewhere: false)
     }

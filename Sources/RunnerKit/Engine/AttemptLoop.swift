@@ -27,17 +27,43 @@ struct AttemptLoop: Sendable {
         var resumedFrom = 0
         /// Why bytes kept from an earlier attempt were fetched again, when they were.
         var startedOver: String?
+        /// A deadline cancelled the task the attempts were called in (which stays cancelled).
+        var deadlineCancelledTask = false
     }
 
     /// Runs the attempts of `job`; `operation` is one attempt's work inside the deadline.
-    /// `host` is the job's URL's (read once per job by the caller).
+    /// `host` is the job's URL's (read once per job by the caller). With `cancellation` (the
+    /// engine's), the attempts run in the calling task and a deadline cancels it: the retries
+    /// after such an attempt go on in a fresh task, and `Report.deadlineCancelledTask` tells
+    /// the caller that its task stays cancelled.
     func run(
         _ job: JobDescriptor, host: String, hostSlots: SlotLimiter, pacer: HostPacer, observer: any RunObserver,
-        makeContext: @Sendable () -> JobContext,
+        cancellation: JobCancellation? = nil,
+        makeContext: @escaping @Sendable () -> JobContext,
         operation: @escaping @Sendable (JobContext) async throws -> Committed
     ) async -> Report {
-        var report = Report()
+        await run(
+            job, host: host, hostSlots: hostSlots, pacer: pacer, observer: observer, cancellation: cancellation, makeContext: makeContext,
+            operation: operation, from: Report(), after: nil)
+    }
+
+    /// The attempts from `report` on, the next one after `delay` when it is not nil.
+    private func run(
+        _ job: JobDescriptor, host: String, hostSlots: SlotLimiter, pacer: HostPacer, observer: any RunObserver,
+        cancellation: JobCancellation?, makeContext: @escaping @Sendable () -> JobContext,
+        operation: @escaping @Sendable (JobContext) async throws -> Committed, from start: Report, after delay: Duration?
+    ) async -> Report {
+        var report = start
+        var delay = delay
         while true {
+            if let wait = delay {
+                do {
+                    try await clock.sleep(for: wait, tolerance: nil)
+                } catch {
+                    report.failure = JobFailure(.cancelled, "cancelled")
+                    break
+                }
+            }
             report.attempts += 1
             // The slot, then the token, both before the deadline starts: waiting for either
             // costs the job none of its timeout.
@@ -56,13 +82,23 @@ struct AttemptLoop: Sendable {
             }
             let context = makeContext()
             let number = report.attempts
-            let attempt = await policy.attempt(
-                host: host, timeout: job.timeout, noticeAfter: job.noticeAfter,
-                onNotice: { observer.jobNotice(job, message: "no network connection") },
-                onWaiting: { observer.jobWaiting(job, for: .network) }
-            ) {
+            let onNotice: @Sendable () -> Void = { observer.jobNotice(job, message: "no network connection") }
+            let onWaiting = { observer.jobWaiting(job, for: .network) }
+            let attemptOperation: @Sendable () async throws -> Committed = {
                 observer.jobAttempting(job, attempt: number)
                 return try await operation(context)
+            }
+            let attempt: AttemptPolicy.Report<Committed>
+            if cancellation != nil {
+                let (ended, cancelledTask) = await policy.attemptInCallingTask(
+                    host: host, timeout: job.timeout, noticeAfter: job.noticeAfter, onNotice: onNotice, onWaiting: onWaiting,
+                    operation: attemptOperation)
+                attempt = ended
+                report.deadlineCancelledTask = report.deadlineCancelledTask || cancelledTask
+            } else {
+                attempt = await policy.attempt(
+                    host: host, timeout: job.timeout, noticeAfter: job.noticeAfter, onNotice: onNotice, onWaiting: onWaiting,
+                    operation: attemptOperation)
             }
             hostSlots.release()
             context.discardLeftovers()
@@ -89,7 +125,7 @@ struct AttemptLoop: Sendable {
             if let failure = report.failure, let retryAfter = failure.retryAfter, failure.httpStatus == 429 || failure.httpStatus == 503 {
                 await pacer.pauseForTheFleet(host: host, for: retryAfter)
             }
-            guard let failure = report.failure, failure.isTransient, !Task.isCancelled else { break }
+            guard let failure = report.failure, failure.isTransient, !Self.isCancelled(report, cancellation) else { break }
             guard report.attempts <= job.retries else {
                 // Retried out: the message says so, not only how the last attempt ended.
                 if report.attempts > 1 {
@@ -97,16 +133,27 @@ struct AttemptLoop: Sendable {
                 }
                 break
             }
-            let delay = backoff.delay(afterAttempt: report.attempts, retryAfter: failure.retryAfter)
-            observer.jobRetrying(job, attempt: report.attempts + 1, after: delay, reason: failure.message)
-            do {
-                try await clock.sleep(for: delay, tolerance: nil)
-            } catch {
-                report.failure = JobFailure(.cancelled, "cancelled")
-                break
+            let wait = backoff.delay(afterAttempt: report.attempts, retryAfter: failure.retryAfter)
+            observer.jobRetrying(job, attempt: report.attempts + 1, after: wait, reason: failure.message)
+            if report.deadlineCancelledTask, let cancellation {
+                // This task stays cancelled: the retries go on in a fresh one.
+                let resumed = report
+                return await cancellation.inFreshTask {
+                    await self.run(
+                        job, host: host, hostSlots: hostSlots, pacer: pacer, observer: observer, cancellation: cancellation,
+                        makeContext: makeContext, operation: operation, from: resumed, after: wait)
+                }
             }
+            delay = wait
         }
         return report
+    }
+
+    /// Whether the job was cancelled: its task says so, unless a deadline cancelled the task
+    /// (then only a cancel of the job itself counts).
+    static func isCancelled(_ report: Report, _ cancellation: JobCancellation?) -> Bool {
+        guard report.deadlineCancelledTask, let cancellation else { return Task.isCancelled }
+        return cancellation.isRequested
     }
 
     static func seconds(_ duration: Duration) -> String {

@@ -120,7 +120,9 @@ public final class JobEngine: Sendable {
     /// taking jobs and cancels the running ones, which end `cancelled`.
     public func run(_ feed: some JobFeed) async -> RunSummary {
         let summary = Locked(RunSummary())
-        await withDiscardingTaskGroup { group in
+        let continuations = Continuations()
+        await continuations.cancelledWithCaller {
+          await withDiscardingTaskGroup { group in
             while let entry = await feed.next() {
                 observer.jobQueued(entry.job)
                 let slot: Slot
@@ -133,11 +135,12 @@ public final class JobEngine: Sendable {
                 group.addTask {
                     let end = await self.execute(
                         entry.job, slot: slot, start: entry.start, lastRecord: entry.lastRecord, takesChildren: entry.takesChildren,
-                        awaitRecord: entry.ended != nil)
+                        awaitRecord: entry.ended != nil, continuations: continuations)
                     if case .recorded(let result, _) = end { summary.withLock { $0.add(result) } }
                     await entry.ended?(end)
                 }
             }
+          }
         }
         await records.flush()
         await PartialDownload.settle()
@@ -146,10 +149,17 @@ public final class JobEngine: Sendable {
 
     /// Runs one job (and its children) and returns its result, once its record is written.
     public func run(_ job: JobDescriptor) async -> JobResult {
-        await run(job, awaitRecord: true)
+        let continuations = Continuations()
+        return await continuations.cancelledWithCaller {
+            // In a task of its own, which a deadline cancels without cancelling the caller.
+            await withTaskGroup(of: JobResult.self) { group in
+                group.addTask { await self.run(job, awaitRecord: true, continuations: continuations) }
+                return await group.next()!
+            }
+        }
     }
 
-    private func run(_ job: JobDescriptor, awaitRecord: Bool) async -> JobResult {
+    private func run(_ job: JobDescriptor, awaitRecord: Bool, continuations: Continuations) async -> JobResult {
         observer.jobQueued(job)
         let slot: Slot
         do {
@@ -159,7 +169,9 @@ public final class JobEngine: Sendable {
             await records.write(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
             return result
         }
-        guard case .recorded(let result, _) = await execute(job, slot: slot, start: nil, lastRecord: nil, takesChildren: nil, awaitRecord: awaitRecord)
+        guard
+            case .recorded(let result, _) = await execute(
+                job, slot: slot, start: nil, lastRecord: nil, takesChildren: nil, awaitRecord: awaitRecord, continuations: continuations)
         else {
             preconditionFailure("a job without a feed is never skipped")
         }
@@ -169,10 +181,12 @@ public final class JobEngine: Sendable {
     /// One job under the TaskManager; `slot` is already held and is released here. `start`, the
     /// feed's, says whether it runs once its key is held. With `awaitRecord`, it returns once
     /// the record is written (and with the record's line), else once it is queued. `lastRecord`:
-    /// the key's last record as a shared feed knows it (`FeedJob.lastRecord`).
+    /// the key's last record as a shared feed knows it (`FeedJob.lastRecord`). The job runs in
+    /// the calling task; `continuations` is its group, whose cancel reaches a fresh task the job
+    /// may go on in after a deadline.
     private func execute(
         _ job: JobDescriptor, slot: Slot, start: (@Sendable () -> FeedJob.Start)?, lastRecord: JSONValue?,
-        takesChildren: (@Sendable (ChildJobs) -> Void)?, awaitRecord: Bool
+        takesChildren: (@Sendable (ChildJobs) -> Void)?, awaitRecord: Bool, continuations: Continuations
     ) async -> FeedJob.End {
         let startedAt = Date()
         // Before the key: the feed may leave the job (shutdown). Once the key is held, only a
@@ -181,14 +195,15 @@ public final class JobEngine: Sendable {
             slot.release()
             return .notStarted
         }
-        let admitted = await admission.admit(key: job.key) { () async -> FeedJob.End in
+        let admitted = await admission.admit(key: job.key, continuations: continuations) { cancellation async -> FeedJob.End in
             if case .cancel(let reason) = start?() ?? .run {
                 // Through the TaskManager like any: never written beside a running task of the key.
                 let result = JobResult.ended(job, .cancelled, error: reason, startedAt: startedAt)
                 return await self.record(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
             }
             return await self.perform(
-                job, slot: slot, startedAt: startedAt, lastRecord: lastRecord, takesChildren: takesChildren, awaitRecord: awaitRecord)
+                job, slot: slot, startedAt: startedAt, lastRecord: lastRecord, takesChildren: takesChildren, awaitRecord: awaitRecord,
+                cancellation: cancellation)
         }
         // The slot is released only now that the TaskManager has let go of the key (and the
         // record is queued): a next job of the same key, which may be waiting for this very slot
@@ -217,7 +232,7 @@ public final class JobEngine: Sendable {
 
     private func perform(
         _ job: JobDescriptor, slot: Slot, startedAt: Date, lastRecord: JSONValue?, takesChildren: (@Sendable (ChildJobs) -> Void)?,
-        awaitRecord: Bool
+        awaitRecord: Bool, cancellation: JobCancellation
     ) async -> FeedJob.End {
         observer.jobStarted(job)
         let started = ContinuousClock.now
@@ -228,8 +243,10 @@ public final class JobEngine: Sendable {
         let requests = configuration.requests
         let host = job.url.host ?? ""
         let bandwidth = bandwidth(forHost: host)
+        let observer = self.observer
         let report = await attempts.run(
             job, host: host, hostSlots: admission.hostSlots(for: host), pacer: admission.pacer, observer: observer,
+            cancellation: cancellation,
             makeContext: {
                 JobContext(
                     job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests, bandwidth: bandwidth,
@@ -241,8 +258,16 @@ public final class JobEngine: Sendable {
             takesChildren(children)  // a shared queue runs them, for any runner
         } else if let children = report.committed?.children, !children.isEmpty {
             slot.release()  // the children need slots of their own
-            let counts = await runChildren(children, of: job)
-            ResultAssembly.addChildren(counts, total: children.count, cancelled: Task.isCancelled, to: &result)
+            let counts: ChildCounts
+            if report.deadlineCancelledTask {
+                // The deadline came as the parent's attempt ended and cancelled this task: the
+                // children run in a fresh one.
+                counts = await cancellation.inFreshTask { await self.runChildren(children, of: job) }
+            } else {
+                counts = await runChildren(children, of: job)
+            }
+            ResultAssembly.addChildren(
+                counts, total: children.count, cancelled: AttemptLoop.isCancelled(report, cancellation), to: &result)
         }
         result.finishedAt = Date()
         result.durationMs = started.duration(to: .now).inMilliseconds
@@ -260,7 +285,9 @@ public final class JobEngine: Sendable {
     private func runChildren(_ children: ChildJobs, of parent: JobDescriptor) async -> ChildCounts {
         let registry = configuration.registry
         let limits = configuration.limits
-        return await withTaskGroup(of: JobResult.self) { group in
+        let continuations = Continuations()
+        return await continuations.cancelledWithCaller {
+          await withTaskGroup(of: JobResult.self) { group in
             var counts = ChildCounts()
             var running = 0
             for index in 0..<children.count {
@@ -288,10 +315,11 @@ public final class JobEngine: Sendable {
                     continue
                 }
                 running += 1
-                group.addTask { await self.run(job, awaitRecord: false) }
+                group.addTask { await self.run(job, awaitRecord: false, continuations: continuations) }
             }
             for await child in group { counts.add(child) }
             return counts
+          }
         }
     }
 

@@ -62,6 +62,53 @@ public struct AttemptPolicy: Sendable {
             operation: operation)
     }
 
+    /// `attempt` for the engine, whose job runs in one task: when the host is reachable at
+    /// once, the operation runs in the calling task and the deadline cancels that task (not a
+    /// task made for the attempt). `deadlineCancelledCaller` says when it did: the caller's task
+    /// then stays cancelled, and what the job does next must run in another.
+    func attemptInCallingTask<Value: Sendable>(
+        host: String,
+        timeout: Duration,
+        noticeAfter: Duration,
+        onNotice: @escaping @Sendable () -> Void,
+        onWaiting: () -> Void,
+        operation: @escaping @Sendable () async throws -> Value
+    ) async -> (report: Report<Value>, deadlineCancelledCaller: Bool) {
+        guard monitor.isReachable(host: host), let caller = RunningTask.current else {
+            let report = await attempt(
+                clock: clock, host: host, timeout: timeout, noticeAfter: noticeAfter, onNotice: onNotice, onWaiting: onWaiting,
+                operation: operation)
+            return (report, false)
+        }
+        // The caller is cancelled only while the operation runs: the deadline's action and the
+        // end of the operation take this lock, so a deadline that comes as it ends is either
+        // seen (and the task cancelled) or never acts.
+        let deadline = Locked<(armed: Bool, fired: Bool)>((true, false))
+        let disarm = deadlines.arm(after: timeout) {
+            deadline.withLock { state in
+                guard state.armed else { return }
+                state.fired = true
+                caller.cancel()
+            }
+        }
+        let result: Result<Value, any Error>
+        do {
+            result = .success(try await operation())
+        } catch {
+            result = .failure(error)
+        }
+        let fired = deadline.withLock { state -> Bool in
+            state.armed = false
+            return state.fired
+        }
+        disarm()
+        if case .failure = result {
+            if fired { return (Report(outcome: .timedOut, waitedForNetwork: .zero), true) }
+            if Task.isCancelled { return (Report(outcome: .cancelled, waitedForNetwork: .zero), false) }
+        }
+        return (Report(outcome: .completed(result), waitedForNetwork: .zero), fired)
+    }
+
     private enum Phase { case waiting, running, ended }
 
     private enum Race<Value: Sendable>: Sendable {

@@ -5,13 +5,13 @@ import Synchronization
 ///
 /// A second `run` with a key that is running returns nil at once (the caller records
 /// `duplicate`); the key is forgotten the moment its task ends, so memory does not grow with
-/// the number of keys seen.
+/// the number of keys seen. The operation runs in the caller's own task (no task of its own):
+/// a cancel by key cancels that task.
 public final class TaskManager: Sendable {
     private struct Entry {
         let token: UInt64
         let startedAt: Date
-        var cancel: (@Sendable () -> Void)?
-        var cancelRequested = false
+        let cancellation: JobCancellation
     }
 
     private let state = Mutex<(entries: [String: Entry], nextToken: UInt64)>(([:], 0))
@@ -21,27 +21,25 @@ public final class TaskManager: Sendable {
     /// Runs `operation` as the task of `key`, unless a task with that key is running:
     /// then returns nil without running anything. Cancelling the caller cancels the task.
     public func run<T: Sendable>(key: String, _ operation: @escaping @Sendable () async -> T) async -> T? {
-        let token: UInt64? = state.withLock { state in
-            guard state.entries[key] == nil else { return nil }
+        await run(key: key, continuations: nil) { _ in await operation() }
+    }
+
+    /// `run(key:_:)` for the engine: `operation` gets the job's cancellation, through which it
+    /// may go on in a fresh task once a deadline has used the cancellation of its own.
+    func run<T: Sendable>(
+        key: String, continuations: Continuations?, _ operation: @Sendable (JobCancellation) async -> T
+    ) async -> T? {
+        let cancellation = JobCancellation(continuations: continuations)
+        let admitted: Bool = state.withLock { state in
+            guard state.entries[key] == nil else { return false }
             state.nextToken += 1
-            state.entries[key] = Entry(token: state.nextToken, startedAt: Date())
-            return state.nextToken
+            state.entries[key] = Entry(token: state.nextToken, startedAt: Date(), cancellation: cancellation)
+            return true
         }
-        guard let token else { return nil }
-        let task = Task { await operation() }
-        let cancelNow = state.withLock { state -> Bool in
-            guard state.entries[key]?.token == token else { return true }
-            state.entries[key]?.cancel = { task.cancel() }
-            return state.entries[key]?.cancelRequested ?? false
-        }
-        if cancelNow { task.cancel() }
-        let value = await withTaskCancellationHandler {
-            await task.value
-        } onCancel: {
-            task.cancel()
-        }
+        guard admitted else { return nil }
+        let value = await cancellation.running { await operation(cancellation) }
         state.withLock { state in
-            if state.entries[key]?.token == token { state.entries[key] = nil }
+            if state.entries[key]?.cancellation === cancellation { state.entries[key] = nil }
         }
         return value
     }
@@ -49,23 +47,14 @@ public final class TaskManager: Sendable {
     /// Cancels the running task of `key`; returns whether one was running.
     @discardableResult
     public func cancel(key: String) -> Bool {
-        let cancel = state.withLock { state -> (@Sendable () -> Void)?? in
-            guard state.entries[key] != nil else { return nil }
-            state.entries[key]?.cancelRequested = true
-            return .some(state.entries[key]?.cancel)
-        }
-        guard let cancel else { return false }
-        cancel?()
+        guard let cancellation = state.withLock({ $0.entries[key]?.cancellation }) else { return false }
+        cancellation.cancel()
         return true
     }
 
     /// Cancels every running task.
     public func cancelAll() {
-        let cancels = state.withLock { state -> [(@Sendable () -> Void)?] in
-            for key in state.entries.keys { state.entries[key]?.cancelRequested = true }
-            return state.entries.values.map(\.cancel)
-        }
-        for cancel in cancels { cancel?() }
+        for cancellation in state.withLock({ $0.entries.values.map(\.cancellation) }) { cancellation.cancel() }
     }
 
     public func isRunning(key: String) -> Bool { state.withLock { $0.entries[key] != nil } }
