@@ -238,6 +238,40 @@ struct EngineTests {
         clock.expectNoPendingSleeps()
     }
 
+    /// A feed hears of a timed-out job in a task that is not cancelled (as of any job, unless
+    /// the run is cancelled): it may store the end, run hooks, or wait for a store to come back.
+    @Test func aFeedHearsOfATimedOutJobOutsideTheCancelledTask() async throws {
+        final class OneJob: JobFeed, @unchecked Sendable {
+            let job: JobDescriptor
+            let heard = Locked<[(status: JobStatus?, cancelled: Bool)]>([])
+            var given = false
+            init(_ job: JobDescriptor) { self.job = job }
+            func next() async -> FeedJob? {
+                guard !given else { return nil }
+                given = true
+                return FeedJob(job, ended: { [heard] end in
+                    guard case .recorded(let result, _) = end else { return }
+                    heard.withLock { $0.append((result.status, Task.isCancelled)) }
+                })
+            }
+        }
+        let url = "http://host.test/slow"
+        http.script(url, .hang)
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let feed = OneJob(job(url, key: "slow", timeout: .seconds(2)))
+        let run = Task { await engine.run(feed) }
+
+        await http.waitForRequests(1)
+        _ = await clock.nextSleep(within: .seconds(2))
+        clock.advance(by: .seconds(2))
+        _ = await run.value
+
+        let heard = feed.heard.value
+        #expect(heard.count == 1)
+        #expect(heard.first?.status == .timedOut)
+        #expect(heard.first?.cancelled == false, "the feed was told in the task the deadline cancelled")
+    }
+
     @Test func aParentWhoseDeadlineCameAsItsAttemptEndedStillRunsItsChildren() async throws {
         let base = "http://host.test/items"
         http.script(base, .ok("[1, 2]"))

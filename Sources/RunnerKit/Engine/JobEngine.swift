@@ -13,7 +13,7 @@ import Synchronization
 ///          ─► RecordWriter (record, run log, observer) ─► key released ─► slot released
 /// ```
 /// The engine knows no job kind: it calls `JobParameters.run(in:)`, commits what it returned, and
-/// counts statuses.
+/// counts statuses. A job runs in one task, which its deadlines cancel (see `JobCancellation`).
 public final class JobEngine: Sendable {
     public let configuration: Configuration
     /// Where payloads and records go (`configuration.store`, or the one made for `out`).
@@ -137,7 +137,18 @@ public final class JobEngine: Sendable {
                         entry.job, slot: slot, start: entry.start, lastRecord: entry.lastRecord, takesChildren: entry.takesChildren,
                         awaitRecord: entry.ended != nil, continuations: continuations)
                     if case .recorded(let result, _) = end { summary.withLock { $0.add(result) } }
-                    await entry.ended?(end)
+                    guard let ended = entry.ended else { return }
+                    if Task.isCancelled && !continuations.isCancelled {
+                        // A deadline cancelled this task, for good: what the feed does with the
+                        // end (store it, run hooks, retry a store that is away) runs in one that
+                        // only a cancel of the run reaches, as for a job that never timed out.
+                        let task = Task { await ended(end) }
+                        let id = continuations.add { task.cancel() }
+                        await task.value
+                        continuations.remove(id)
+                    } else {
+                        await ended(end)
+                    }
                 }
             }
           }
