@@ -135,8 +135,8 @@ struct AttemptLoop: Sendable {
             }
             let wait = backoff.delay(afterAttempt: report.attempts, retryAfter: failure.retryAfter)
             observer.jobRetrying(job, attempt: report.attempts + 1, after: wait, reason: failure.message)
-            if report.deadlineCancelledTask, let cancellation {
-                // This task stays cancelled: the retries go on in a fresh one.
+            if report.deadlineCancelledTask, Task.isCancelled, let cancellation {
+                // A deadline cancelled this task, for good: the retries go on in a fresh one.
                 let resumed = report
                 return await cancellation.inFreshTask {
                     await self.run(

@@ -122,36 +122,33 @@ public final class JobEngine: Sendable {
         let summary = Locked(RunSummary())
         let continuations = Continuations()
         await continuations.cancelledWithCaller {
-          await withDiscardingTaskGroup { group in
-            while let entry = await feed.next() {
-                observer.jobQueued(entry.job)
-                let slot: Slot
-                do {
-                    slot = try await admission.acquireSlot()
-                } catch {
-                    await entry.ended?(.notStarted)
-                    break
-                }
-                group.addTask {
-                    let end = await self.execute(
-                        entry.job, slot: slot, start: entry.start, lastRecord: entry.lastRecord, takesChildren: entry.takesChildren,
-                        awaitRecord: entry.ended != nil, continuations: continuations)
-                    if case .recorded(let result, _) = end { summary.withLock { $0.add(result) } }
-                    guard let ended = entry.ended else { return }
-                    if Task.isCancelled && !continuations.isCancelled {
-                        // A deadline cancelled this task, for good: what the feed does with the
-                        // end (store it, run hooks, retry a store that is away) runs in one that
-                        // only a cancel of the run reaches, as for a job that never timed out.
-                        let task = Task { await ended(end) }
-                        let id = continuations.add { task.cancel() }
-                        await task.value
-                        continuations.remove(id)
-                    } else {
-                        await ended(end)
+            await withDiscardingTaskGroup { group in
+                while let entry = await feed.next() {
+                    observer.jobQueued(entry.job)
+                    let slot: Slot
+                    do {
+                        slot = try await admission.acquireSlot()
+                    } catch {
+                        await entry.ended?(.notStarted)
+                        break
+                    }
+                    group.addTask {
+                        let end = await self.execute(
+                            entry.job, slot: slot, start: entry.start, lastRecord: entry.lastRecord, takesChildren: entry.takesChildren,
+                            awaitRecord: entry.ended != nil, continuations: continuations)
+                        if case .recorded(let result, _) = end { summary.withLock { $0.add(result) } }
+                        guard let ended = entry.ended else { return }
+                        if Task.isCancelled && !continuations.isCancelled {
+                            // A deadline cancelled this task, for good: what the feed does with the
+                            // end (store it, run hooks, retry a store that is away) runs in one that
+                            // only a cancel of the run reaches, as for a job that never timed out.
+                            await continuations.inFreshTask { await ended(end) }
+                        } else {
+                            await ended(end)
+                        }
                     }
                 }
             }
-          }
         }
         await records.flush()
         await PartialDownload.settle()
@@ -298,39 +295,39 @@ public final class JobEngine: Sendable {
         let limits = configuration.limits
         let continuations = Continuations()
         return await continuations.cancelledWithCaller {
-          await withTaskGroup(of: JobResult.self) { group in
-            var counts = ChildCounts()
-            var running = 0
-            for index in 0..<children.count {
-                // Cancelled: the children not started yet are not made at all.
-                if Task.isCancelled { break }
-                if running >= childWindow, let child = await group.next() {
-                    running -= 1
-                    counts.add(child)
-                }
-                var job: JobDescriptor
-                switch children.child(at: index) {
-                case .success(let child):
-                    do {
-                        job = try JobDescriptor.decode(child.fields, registry: registry, parent: parent, limits: limits)
-                        // The parent's headers, still bound to the parent's origin.
-                        job.headers = parent.headers
-                    } catch {
+            await withTaskGroup(of: JobResult.self) { group in
+                var counts = ChildCounts()
+                var running = 0
+                for index in 0..<children.count {
+                    // Cancelled: the children not started yet are not made at all.
+                    if Task.isCancelled { break }
+                    if running >= childWindow, let child = await group.next() {
+                        running -= 1
+                        counts.add(child)
+                    }
+                    var job: JobDescriptor
+                    switch children.child(at: index) {
+                    case .success(let child):
+                        do {
+                            job = try JobDescriptor.decode(child.fields, registry: registry, parent: parent, limits: limits)
+                            // The parent's headers, still bound to the parent's origin.
+                            job.headers = parent.headers
+                        } catch {
+                            counts.invalid += 1
+                            if counts.firstInvalid == nil { counts.firstInvalid = "child \(index + 1): \(error)" }
+                            continue
+                        }
+                    case .failure(let invalid):
                         counts.invalid += 1
-                        if counts.firstInvalid == nil { counts.firstInvalid = "child \(index + 1): \(error)" }
+                        if counts.firstInvalid == nil { counts.firstInvalid = "child \(index + 1): \(invalid)" }
                         continue
                     }
-                case .failure(let invalid):
-                    counts.invalid += 1
-                    if counts.firstInvalid == nil { counts.firstInvalid = "child \(index + 1): \(invalid)" }
-                    continue
+                    running += 1
+                    group.addTask { await self.run(job, awaitRecord: false, continuations: continuations) }
                 }
-                running += 1
-                group.addTask { await self.run(job, awaitRecord: false, continuations: continuations) }
+                for await child in group { counts.add(child) }
+                return counts
             }
-            for await child in group { counts.add(child) }
-            return counts
-          }
         }
     }
 

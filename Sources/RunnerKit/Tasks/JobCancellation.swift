@@ -94,6 +94,15 @@ final class Continuations: Sendable {
 
     var isCancelled: Bool { state.withLock { $0.cancelled } }
 
+    /// Runs `body` in a fresh task that the group's cancel reaches, and returns its value.
+    func inFreshTask<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+        let task = Task { await body() }
+        let id = add { task.cancel() }
+        let value = await task.value
+        remove(id)
+        return value
+    }
+
     /// Adds a fresh task's cancel (called at once when the group is cancelled already).
     func add(_ cancel: @escaping @Sendable () -> Void) -> UInt64 {
         let (id, cancelled) = state.withLock { state -> (UInt64, Bool) in
