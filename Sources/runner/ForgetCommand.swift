@@ -7,7 +7,7 @@ enum ForgetCommand {
 
     static let spec: CommandSpec = CommandSpec(
         name: "forget",
-        summary: "Remove keys' payloads, records and validators, so the next run fetches them afresh.",
+        summary: "Remove keys' payloads, records and validators, and bytes their cut transfers kept, so the next run fetches them afresh.",
         synopsis: "[KEY…]",
         arguments: [("KEY…", "Keys to forget, as in the job files and records.")],
         options: [

@@ -155,6 +155,31 @@ struct RangeResumeTests {
         #expect(w.outputFiles().filter { $0.contains(".partial-") }.isEmpty, "\(w.outputFiles())")
     }
 
+    @Test func forgetRemovesTheBytesACutTransferKeptForItsKeyAlone() async throws {
+        let w = try Workspace()
+        Self.writeKind(w)
+        let id = UUID().uuidString.prefix(8)
+        w.write("jobs.json", """
+            [{"kind": "file", "name": "a", "url": "\(w.base)/ranged/\(Self.size)?id=\(id)-a&cut=\(Self.cut)", "timeout": 20},
+             {"kind": "file", "name": "b", "url": "\(w.base)/ranged/\(Self.size)?id=\(id)-b&cut=\(Self.cut)", "timeout": 20}]
+            """)
+        #expect(try await w.run(["run", "jobs.json", "--kinds", "k"]).status != 0)
+        let kept = w.outputFiles().filter { $0.contains(".partial-") }
+        #expect(kept.count == 4, "two partials and their sidecars: \(w.outputFiles())")
+
+        let forget = try await w.run(["forget", "file:a"])
+        #expect(forget.status == 0, "\(forget.stderr)")
+        let left = w.outputFiles().filter { $0.contains(".partial-") }
+        #expect(left.count == 2, "b's partial and sidecar stay: \(left)")
+        for path in kept where !left.contains(path) {
+            #expect(forget.stdout.contains(path), "the removed \(path) is named: \(forget.stdout)")
+        }
+        // b still resumes from what it kept; a starts afresh.
+        #expect(try await w.run(["run", "jobs.json", "--kinds", "k"]).status == 0)
+        #expect(try w.record("file:b")["resumedFrom"]?.intValue == Self.cut)
+        #expect(try w.record("file:a")["resumedFrom"] == nil)
+    }
+
     @Test func theNextRunResumesWhatAnEarlierOneKeptAndAChangedURLStartsAfresh() async throws {
         let w = try Workspace()
         Self.writeKind(w)

@@ -8,8 +8,9 @@ extension OutputStore {
         public var removed: [String]
     }
 
-    /// Removes a key's record (with its validators) and its payload, so the next run fetches
-    /// afresh. Returns nil when the key has no record.
+    /// Removes a key's record (with its validators), its payload and the bytes a cut transfer of
+    /// it kept (`.partial-…` and its sidecar, wherever in the output directory), so the next run
+    /// fetches afresh. Returns nil when the key has no record.
     public func forget(key: String) -> Forgotten? {
         let recordPath = recordPath(forKey: key)
         guard isConfined(recordPath), fileExists(recordPath) else { return nil }
@@ -20,8 +21,41 @@ extension OutputStore {
         {
             removed.append(output)
         }
+        for partial in keptPartial(forKey: key) where unlink(absolute(partial)) == 0 { removed.append(partial) }
         if unlink(absolute(recordPath)) == 0 { removed.append(recordPath) }
         return Forgotten(key: key, removed: removed)
+    }
+
+    /// The relative paths of the bytes a cut transfer of `key` kept, and of their sidecar, in any
+    /// folder of the output directory (a sidecar naming another key, whose name has the same
+    /// hash, is left with its partial). Folders are told by their directory entries: links are
+    /// never followed.
+    private func keptPartial(forKey key: String) -> [String] {
+        let name = PartialDownload.name(forKey: key)
+        var found: [String] = []
+        func walk(_ relative: String) {
+            var folders: [String] = []
+            var here: [String] = []
+            FolderReader.forEachEntry(in: relative.isEmpty ? root : root + "/" + relative) { entry in
+                guard let entryName = entry.name else { return }
+                let path = relative.isEmpty ? entryName : relative + "/" + entryName
+                if entry.isDirectory {
+                    if !entryName.hasPrefix(".") && !(relative.isEmpty && (entryName == "results" || entryName == "runs")) { folders.append(path) }
+                } else if entryName == name || entryName == name + ".json" {
+                    here.append(path)
+                }
+            }
+            if let sidecar = here.first(where: { $0.hasSuffix(".json") }),
+                let bytes = Self.readFile(in: AT_FDCWD, absolute(sidecar)), let named = (try? JSONParser.parse(bytes))?["key"]?.stringValue,
+                named != key
+            {
+                here.removeAll()
+            }
+            found.append(contentsOf: here)
+            for folder in folders { walk(folder) }
+        }
+        walk("")
+        return found.sorted()
     }
 
     /// The keys that have a record.
