@@ -133,9 +133,12 @@ public final class OutputStore: Sendable {
         try write(bytes, to: "results/" + fileName)
     }
 
-    /// Writes a record already made one line of JSON (ending in a newline) as `results/<fileName>`.
+    /// Writes a record already made one line of JSON (ending in a newline) as `results/<fileName>`:
+    /// from the slice as it is, in the held-open folder, with no path made (once per job).
     func writeRecord(line: ArraySlice<UInt8>, fileName: String) throws {
-        try write(Array(line), to: "results/" + fileName)
+        let file = try makeTemporaryFile(in: "results")
+        try line.withUnsafeBytes { try file.append($0) }
+        try file.commit(to: openFolder("results"), name: fileName)
     }
 
     /// The key's last result record, if one exists and parses.
