@@ -187,6 +187,22 @@ import Testing
         #expect(folder.files() == ["out/files/" + young.name], "\(folder.files())")
     }
 
+    /// `forget` removes the key's kept bytes and sidecar in whatever folder they are, and leaves
+    /// a pair whose sidecar names another key (the same name from the same hash).
+    @Test func forgetRemovesTheKeysPartialsAndLeavesAnotherKeysOfTheSameName() throws {
+        let store = try OutputStore(root: folder.path + "/out")
+        let mine = PartialDownload(folder: "a/b", key: "file:a", url: URL(string: "http://h.example/a")!)
+        try store.write(Array(#"{"key": "file:a"}"#.utf8), to: store.recordPath(forKey: "file:a"))
+        try store.write([1, 2], to: "a/b/" + mine.name)
+        try store.write(Array(#"{"key": "file:a"}"#.utf8), to: "a/b/" + mine.sidecarName)
+        try store.write([3], to: "c/" + mine.name)
+        try store.write(Array(#"{"key": "file:other"}"#.utf8), to: "c/" + mine.sidecarName)
+
+        let forgotten = try #require(store.forget(key: "file:a"))
+        #expect(forgotten.removed.sorted() == ["a/b/" + mine.name, "a/b/" + mine.sidecarName, store.recordPath(forKey: "file:a")].sorted())
+        #expect(folder.files().sorted() == ["out/c/" + mine.name, "out/c/" + mine.sidecarName].sorted(), "\(folder.files())")
+    }
+
     @Test func aSmallPayloadStaysInMemoryUntilCommittedAndALargeOneSpills() throws {
         let store = try OutputStore(root: folder.path + "/out")
         // The last is hashed by the hash thread, reading the file back, beside the writes.

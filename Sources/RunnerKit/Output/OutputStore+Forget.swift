@@ -27,35 +27,23 @@ extension OutputStore {
     }
 
     /// The relative paths of the bytes a cut transfer of `key` kept, and of their sidecar, in any
-    /// folder of the output directory (a sidecar naming another key, whose name has the same
-    /// hash, is left with its partial). Folders are told by their directory entries: links are
-    /// never followed.
+    /// payload folder of the output directory (a sidecar naming another key, whose name has the
+    /// same hash, is left with its partial).
     private func keptPartial(forKey key: String) -> [String] {
         let name = PartialDownload.name(forKey: key)
+        let sidecar = name + ".json"
         var found: [String] = []
-        func walk(_ relative: String) {
-            var folders: [String] = []
-            var here: [String] = []
-            FolderReader.forEachEntry(in: relative.isEmpty ? root : root + "/" + relative) { entry in
-                guard let entryName = entry.name else { return }
-                let path = relative.isEmpty ? entryName : relative + "/" + entryName
-                if entry.isDirectory {
-                    if !entryName.hasPrefix(".") && !(relative.isEmpty && (entryName == "results" || entryName == "runs")) { folders.append(path) }
-                } else if entryName == name || entryName == name + ".json" {
-                    here.append(path)
-                }
-            }
-            if let sidecar = here.first(where: { $0.hasSuffix(".json") }),
-                let bytes = Self.readFile(in: AT_FDCWD, absolute(sidecar)), let named = (try? JSONParser.parse(bytes))?["key"]?.stringValue,
-                named != key
+        var othersFolders = Set<String>()
+        forEachPayloadFile { path, entry in
+            guard entry == name || entry == sidecar else { return }
+            found.append(path)
+            if entry == sidecar, let bytes = Self.readFile(in: AT_FDCWD, absolute(path)),
+                let named = (try? JSONParser.parse(bytes))?["key"]?.stringValue, named != key
             {
-                here.removeAll()
+                othersFolders.insert(Self.folder(of: path))
             }
-            found.append(contentsOf: here)
-            for folder in folders { walk(folder) }
         }
-        walk("")
-        return found.sorted()
+        return found.filter { !othersFolders.contains(Self.folder(of: $0)) }.sorted()
     }
 
     /// The keys that have a record.

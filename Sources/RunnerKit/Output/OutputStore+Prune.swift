@@ -24,43 +24,50 @@ extension OutputStore {
         }
         var pruned = Pruned()
         let now = Int(time(nil))
-        func walk(_ relative: String) {
-            let folder = relative.isEmpty ? root : root + "/" + relative
-            var names: [(name: String, directory: Bool)] = []
-            FolderReader.forEachEntry(in: folder) { entry in
-                guard let name = entry.name, !name.hasPrefix(".") || name.hasPrefix(PartialDownload.prefix) else { return }
-                if relative.isEmpty && (name == "results" || name == "runs") { return }
-                names.append((name, entry.isDirectory))
-            }
-            for (name, _) in names {
-                let path = relative.isEmpty ? name : relative + "/" + name
-                var info = stat()
-                guard lstat(root + "/" + path, &info) == 0 else { continue }
-                switch info.st_mode & S_IFMT {
-                case S_IFDIR:
-                    walk(path)
-                case S_IFREG where name.hasPrefix(PartialDownload.prefix):
-                    guard now - info.st_mtim.wholeSeconds >= Int(PartialDownload.keptFor.inSeconds) else { continue }
-                    if dryRun || unlink(root + "/" + path) == 0 {
-                        pruned.files.append(path)
-                        pruned.bytes += Int(info.st_size)
-                    }
-                case S_IFREG where !referenced.contains(path):
-                    if now - info.st_mtim.wholeSeconds < minimumAge {
-                        pruned.young += 1
-                        continue
-                    }
-                    if dryRun || unlink(root + "/" + path) == 0 {
-                        pruned.files.append(path)
-                        pruned.bytes += Int(info.st_size)
-                    }
-                default:
-                    continue
+        forEachPayloadFile { path, name in
+            var info = stat()
+            guard lstat(root + "/" + path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return }
+            if name.hasPrefix(PartialDownload.prefix) {
+                guard now - info.st_mtim.wholeSeconds >= Int(PartialDownload.keptFor.inSeconds) else { return }
+            } else {
+                guard !referenced.contains(path) else { return }
+                if now - info.st_mtim.wholeSeconds < minimumAge {
+                    pruned.young += 1
+                    return
                 }
             }
+            if dryRun || unlink(root + "/" + path) == 0 {
+                pruned.files.append(path)
+                pruned.bytes += Int(info.st_size)
+            }
         }
-        walk("")
         pruned.files.sort()
         return pruned
+    }
+
+    /// Calls `visit` with the relative path and name of every entry in the output directory's
+    /// payload folders that is not a folder: all but `results/` and `runs/`, and no dot-file but a
+    /// cut transfer's kept bytes and sidecar (`.partial-…`). Folders are descended into when their
+    /// directory entry says so (or, where the file system does not say, `lstat` does): never
+    /// through a link.
+    func forEachPayloadFile(_ visit: (_ path: String, _ name: String) -> Void) {
+        func walk(_ relative: String) {
+            var folders: [String] = []
+            FolderReader.forEachEntry(in: relative.isEmpty ? root : root + "/" + relative) { entry in
+                guard let name = entry.name, !name.hasPrefix(".") || name.hasPrefix(PartialDownload.prefix) else { return }
+                if relative.isEmpty && (name == "results" || name == "runs") { return }
+                let path = relative.isEmpty ? name : relative + "/" + name
+                var info = stat()
+                if entry.isDirectory
+                    || (entry.type == UInt8(DT_UNKNOWN) && lstat(root + "/" + path, &info) == 0 && (info.st_mode & S_IFMT) == S_IFDIR)
+                {
+                    folders.append(path)
+                } else {
+                    visit(path, name)
+                }
+            }
+            for folder in folders { walk(folder) }
+        }
+        walk("")
     }
 }
