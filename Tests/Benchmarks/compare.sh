@@ -3,7 +3,10 @@
 # against the floor of its output contract: floor.c, beside this script, fetches with libcurl as
 # curl does and writes what a runner job must write (payload and record each to a temporary file
 # renamed into place, a run-log line, one syncfs) with nothing else, its files on a second thread.
-# What the runner spends above the floor is its engine's own cost.
+# What the runner spends above the floor is its engine's own cost. floor.swift does the same in
+# Swift, two ways: as floor.c (no task; `floor-swift`) and with a Swift task per job that awaits
+# its transfer and writes its files (`floor-tasks`): what the language and a task per job cost,
+# before any engine.
 #
 # Serves N small JSON entries and M small images from nginx on loopback, then fetches all of
 # them with each tool, P at once, every tool writing one file per URL into a fresh folder.
@@ -17,8 +20,8 @@
 #   --images M    images to fetch (default 200, env BENCH_IMAGES)
 #   --runs R      runs per tool; the median is shown (default 3, env BENCH_RUNS)
 #   --parallel P  fetches at once, for every tool (default 32, env BENCH_PARALLEL)
-#   --tools LIST  comma-separated subset of runner,floor,curl,aria2c,xargs (default all, env
-#                 BENCH_TOOLS)
+#   --tools LIST  comma-separated subset of runner,floor,floor-swift,floor-tasks,curl,aria2c,xargs
+#                 (default runner,floor,curl,aria2c,xargs; env BENCH_TOOLS)
 #   --https       serve over TLS with HTTP/2 (nginx, a CA and certificate made by the script for
 #                 127.0.0.1; every tool is given the CA); env BENCH_HTTPS=1
 #   --out-dir DIR where the tools write (default: a tmpfs, /dev/shm, when there is one, so that
@@ -27,8 +30,8 @@
 #   --runner PATH measure this binary (for example the one .ci/install.sh installs, with the Swift
 #                 runtime linked in, which starts faster) instead of building; env RUNNER_BIN
 #
-# Needs nginx, aria2c, curl, GNU time, (for --https) openssl and (for floor) a C compiler and
-# libcurl's headers; installs the missing ones from Debian's packages (apt-get, as root). The
+# Needs nginx, aria2c, curl, GNU time, (for --https) openssl and (for the floors) a C compiler and
+# libcurl's headers (floor.swift is built by the Swift toolchain's swiftc); installs the missing ones from Debian's packages (apt-get, as root). The
 # compiler is $CC, else cc, else the Swift toolchain's clang. Listens on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -66,7 +69,7 @@ done
     || { echo "compare.sh: runs, parallel and entries+images must be at least 1" >&2; exit 2; }
 IFS=, read -r -a tool_list <<<"$tools"
 for tool in "${tool_list[@]}"; do
-    case "$tool" in runner|floor|curl|aria2c|xargs) ;; *) echo "compare.sh: unknown tool '$tool'" >&2; exit 2 ;; esac
+    case "$tool" in runner|floor|floor-swift|floor-tasks|curl|aria2c|xargs) ;; *) echo "compare.sh: unknown tool '$tool'" >&2; exit 2 ;; esac
 done
 total=$((entries + images))
 
@@ -91,7 +94,7 @@ find_cc() {
     return 1
 }
 cc=""
-if [[ ",$tools," == *,floor,* ]]; then
+if [[ ",$tools," == *,floor* ]]; then
     cc=$(find_cc) || missing+=(gcc)
     { [ -n "$cc" ] && echo '#include <curl/curl.h>' | "$cc" -E - >/dev/null 2>&1; } || missing+=(libcurl4-openssl-dev)
 fi
@@ -137,11 +140,17 @@ trap 'exit 143' TERM
 # --- The runner, in release ------------------------------------------------------------------
 release_runner "$runner" "$build"
 
-# --- The floor, compiled for this machine ----------------------------------------------------
+# --- The floors, compiled for this machine ---------------------------------------------------
 floor_bin=$work/floor
 if [[ ",$tools," == *,floor,* ]]; then
     "$cc" -O2 -o "$floor_bin" Tests/Benchmarks/floor.c -lcurl -lpthread 2>"$work/cc.log" \
         || { cat "$work/cc.log" >&2; fail "$cc could not build Tests/Benchmarks/floor.c"; }
+fi
+floor_swift_bin=$work/floor-swift
+if [[ ",$tools," == *,floor-swift,* || ",$tools," == *,floor-tasks,* ]]; then
+    swiftc -O -import-objc-header Tests/Benchmarks/floor-shim.h Tests/Benchmarks/floor.swift -lcurl \
+        -module-cache-path "$work/module-cache" -o "$floor_swift_bin" 2>"$work/swiftc.log" \
+        || { cat "$work/swiftc.log" >&2; fail "swiftc could not build Tests/Benchmarks/floor.swift"; }
 fi
 
 
@@ -307,6 +316,8 @@ tool_command() {
         runner) cmd=("$runner_abs" run "$lists/batch.jsonl" --concurrency "$parallel" --per-host "$parallel" --out .
                      ${tls:+--cacert "$tls/ca.pem"}) ;;
         floor) cmd=("$floor_bin" "$lists/paths" . --parallel "$parallel" --writer ${tls:+--cacert "$tls/ca.pem"}) ;;
+        floor-swift) cmd=("$floor_swift_bin" "$lists/paths" . --parallel "$parallel" --mode callbacks ${tls:+--cacert "$tls/ca.pem"}) ;;
+        floor-tasks) cmd=("$floor_swift_bin" "$lists/paths" . --parallel "$parallel" --mode tasks ${tls:+--cacert "$tls/ca.pem"}) ;;
         curl) cmd=(curl --silent --show-error --fail "${curl_tls[@]}" --parallel --parallel-max "$parallel" -K "$lists/curl.config") ;;
         aria2c) cmd=(aria2c --no-conf -j "$parallel" -x1 -i "$lists/aria2.list" --allow-overwrite=true
                      --auto-file-renaming=false --console-log-level=warn --summary-interval=0
@@ -322,7 +333,7 @@ check_output() {
     bytes=$(find "$dir/entries" "$dir/images" -type f ! -name '.*' ! -name '*.aria2' -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
     [ "$count" -eq "$total" ] || fail "$tool wrote $count of $total files"
     [ "$bytes" -eq "$expected_bytes" ] || fail "$tool wrote $bytes bytes, expected $expected_bytes"
-    if [ "$tool" = runner ] || [ "$tool" = floor ]; then
+    if [ "$tool" = runner ] || [[ "$tool" == floor* ]]; then
         count=$(find "$dir/results" -type f -name '*.json' | wc -l)
         [ "$count" -eq "$total" ] || fail "$tool wrote $count of $total result records"
     fi
@@ -385,6 +396,8 @@ for tool in "${tool_list[@]}"; do
     case "$tool" in
         runner) label="\`runner run\` (JSONL batch)" ;;
         floor) label="floor: libcurl and the runner's files, in C" ;;
+        floor-swift) label="the floor in Swift, no task" ;;
+        floor-tasks) label="the floor in Swift, a task per job" ;;
         curl) label="\`curl --parallel -K\`" ;;
         aria2c) label="\`aria2c -j -i\`" ;;
         xargs) label="\`xargs -P curl\`" ;;
@@ -408,6 +421,20 @@ if [[ ",$tools," == *,floor,* ]]; then
         }'
     fi
 fi
+# Each other tool against the C floor, and the runner against the Swift floor with a task per job.
+for tool in "${tool_list[@]}"; do
+    case "$tool" in floor-swift|floor-tasks) ;; *) continue ;; esac
+    if [[ ",$tools," == *,floor,* ]]; then
+        awk -v t="$tool" -v sw="$(median "$tool" 2)" -v sc="$(median "$tool" 3)" -v fw="$(median floor 2)" -v fc="$(median floor 3)" 'BEGIN {
+            if (fw > 0 && fc > 0) printf "%s against the floor in C: %.2f× the wall time, %.2f× the CPU.\n", t, sw / fw, sc / fc
+        }'
+    fi
+    if [ "$tool" = floor-tasks ] && [[ ",$tools," == *,runner,* ]]; then
+        awk -v rw="$(median runner 2)" -v rc="$(median runner 3)" -v fw="$(median floor-tasks 2)" -v fc="$(median floor-tasks 3)" -v n="$total" 'BEGIN {
+            if (fw > 0 && fc > 0) printf "runner against the floor in Swift with a task per job: %.2f× the wall time, %.2f× the CPU (%.0f µs of CPU a job above it).\n", rw / fw, rc / fc, 1e6 * (rc - fc) / n
+        }'
+    fi
+done
 nginx_version=$("$nginx_bin" -v 2>&1 | sed 's/.*nginx\///')
 echo "Machine: $(nproc) cores ($(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)), \
 $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), Linux $(uname -r), \
