@@ -158,45 +158,63 @@ public final class OutputStore: Sendable {
     }
 
     /// The name of a key's record file in `results/`.
-    static func recordFileName(forKey key: String) -> String { fileName(forKey: key) + ".json" }
+    static func recordFileName(forKey key: String) -> String { fileName(forKey: key, suffix: ".json") }
 
     // MARK: - Names
 
     /// A key made filename-safe: letters, digits and `._-` stay; anything else becomes `_`.
     /// When that changed the key (or it was long), a short hash of the key is appended, so two
     /// different keys never share a file.
-    public static func fileName(forKey key: String) -> String {
-        let bytes = Array(key.utf8)
-        var changed = bytes.isEmpty || bytes.count > 100
-        // Byte-wise, as every kept character is ASCII: any other byte (a part of a UTF-8
-        // sequence) becomes `_`, one per character.
-        var out: [UInt8] = []
-        out.reserveCapacity(min(bytes.count, 100) + 11)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
-                out.append(byte)
-                index += 1
-            default:
-                out.append(UInt8(ascii: "_"))
-                changed = true
-                index += 1
-                if byte >= 0xC0 { while index < bytes.count, bytes[index] & 0xC0 == 0x80 { index += 1 } }
+    public static func fileName(forKey key: String) -> String { fileName(forKey: key, suffix: "") }
+
+    /// `fileName(forKey:)` and `suffix` after it, made as one string (a name is made for every
+    /// job's record and payload).
+    private static func fileName(forKey key: String, suffix: StaticString) -> String {
+        var key = key
+        return key.withUTF8 { bytes in
+            // Byte-wise, as every kept character is ASCII: any other byte (a part of a UTF-8
+            // sequence) becomes `_`, one per character.
+            var changed = bytes.isEmpty || bytes.count > 100 || bytes[0] == UInt8(ascii: ".")
+            let hashLength = 11  // "-" and ten hex digits
+            return String(unsafeUninitializedCapacity: min(bytes.count, 100) + hashLength + suffix.utf8CodeUnitCount) { out in
+                var count = 0
+                var index = 0
+                while index < bytes.count {
+                    let byte = bytes[index]
+                    var kept = byte
+                    index += 1
+                    switch byte {
+                    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                        UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+                        break
+                    default:
+                        kept = UInt8(ascii: "_")
+                        changed = true
+                        if byte >= 0xC0 { while index < bytes.count, bytes[index] & 0xC0 == 0x80 { index += 1 } }
+                    }
+                    if count < 100 {
+                        out[count] = kept
+                        count += 1
+                    }
+                }
+                if count > 0, out[0] == UInt8(ascii: ".") { out[0] = UInt8(ascii: "_") }
+                if changed {
+                    out[count] = UInt8(ascii: "-")
+                    count += 1
+                    for digit in SHA256.hex(bytes).utf8.prefix(hashLength - 1) {
+                        out[count] = digit
+                        count += 1
+                    }
+                }
+                suffix.withUTF8Buffer { tail in
+                    for byte in tail {
+                        out[count] = byte
+                        count += 1
+                    }
+                }
+                return count
             }
         }
-        if out.first == UInt8(ascii: ".") {
-            out[0] = UInt8(ascii: "_")
-            changed = true
-        }
-        if out.count > 100 { out.removeLast(out.count - 100) }
-        if changed {
-            out.append(UInt8(ascii: "-"))
-            out.append(contentsOf: SHA256.hex(bytes).utf8.prefix(10))
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 
     // MARK: - Confinement

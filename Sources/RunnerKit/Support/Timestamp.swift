@@ -2,30 +2,37 @@ import Foundation
 
 /// UTC timestamps with milliseconds, as records show them: `2026-11-22T10:00:00.041Z`.
 public enum Timestamp {
-    private static let template = Array("0000-00-00T00:00:00.000Z".utf8)
-
     public static func iso8601(_ date: Date) -> String {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         var seconds = time_t(millis >= 0 ? millis / 1000 : (millis - 999) / 1000)
         var parts = tm()
         gmtime_r(&seconds, &parts)
-        // Fixed width, so built as bytes: this runs twice for every record.
-        var bytes = template
-        func put(_ value: Int32, at offset: Int, width: Int) {
-            var value = value
-            for i in stride(from: offset + width - 1, through: offset, by: -1) {
-                bytes[i] = UInt8(ascii: "0") + UInt8(value % 10)
-                value /= 10
+        // Fixed width, so written as bytes straight into the string's storage: this runs twice
+        // for every record.
+        return String(unsafeUninitializedCapacity: 24) { bytes in
+            func put(_ value: Int32, at offset: Int, width: Int) {
+                var value = value
+                for i in stride(from: offset + width - 1, through: offset, by: -1) {
+                    bytes[i] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
             }
+            put(parts.tm_year + 1900, at: 0, width: 4)
+            bytes[4] = UInt8(ascii: "-")
+            put(parts.tm_mon + 1, at: 5, width: 2)
+            bytes[7] = UInt8(ascii: "-")
+            put(parts.tm_mday, at: 8, width: 2)
+            bytes[10] = UInt8(ascii: "T")
+            put(parts.tm_hour, at: 11, width: 2)
+            bytes[13] = UInt8(ascii: ":")
+            put(parts.tm_min, at: 14, width: 2)
+            bytes[16] = UInt8(ascii: ":")
+            put(parts.tm_sec, at: 17, width: 2)
+            bytes[19] = UInt8(ascii: ".")
+            put(Int32((millis % 1000 + 1000) % 1000), at: 20, width: 3)
+            bytes[23] = UInt8(ascii: "Z")
+            return 24
         }
-        put(parts.tm_year + 1900, at: 0, width: 4)
-        put(parts.tm_mon + 1, at: 5, width: 2)
-        put(parts.tm_mday, at: 8, width: 2)
-        put(parts.tm_hour, at: 11, width: 2)
-        put(parts.tm_min, at: 14, width: 2)
-        put(parts.tm_sec, at: 17, width: 2)
-        put(Int32((millis % 1000 + 1000) % 1000), at: 20, width: 3)
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// A compact, sortable id for a run: `20261122T100000Z-4f2a`.
