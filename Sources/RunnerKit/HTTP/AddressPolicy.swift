@@ -39,7 +39,8 @@ public struct AddressPolicy: Sendable, Equatable {
 
     /// Whether a connection to `host` (the URL's host) at `address` may be made.
     public func refusal(host: String, address: NetworkAddress) -> Refusal? {
-        let target = Self.describe(host: host, address: address)
+        // Made only for a refusal's message: a connection that may be made describes nothing.
+        var target: String { Self.describe(host: host, address: address) }
         if !allowedHosts.isEmpty {
             if isNamed(host: host, address: address) { return nil }
             return Refusal("refused to connect to \(target): not matched by any --allow-host")

@@ -456,7 +456,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         // behind a slow first answer from an HTTP/1 server every other transfer to it would wait
         // too (measured here: a 2 s stall held a moving body; curl issue 15838).
         // Redirects are followed by the fetcher, hop by hop (libcurl's default is not to).
-        if library.easySetoptPointer(easy, Curl.Option.protocolsString, "http,https") != Curl.Code.ok {
+        if library.easySetoptPointer(easy, Curl.Option.protocolsString, Self.protocols.utf8Start) != Curl.Code.ok {
             setLong(Curl.Option.protocols, Curl.protocolHTTP | Curl.protocolHTTPS)
         }
         setString(Curl.Option.acceptEncoding, "")  // every coding libcurl can decode
@@ -486,7 +486,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         }
         if !headers.isEmpty {
             for header in headers {
-                headerList = library.slistAppend(headerList, "\(header.name): \(header.value)")
+                headerList = "\(header.name): \(header.value)".withCString { library.slistAppend(headerList, $0) }
             }
             _ = library.easySetoptPointer(easy, Curl.Option.httpHeader, headerList)
         }
@@ -503,9 +503,13 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         _ = library.easySetoptLong(easy, option, value)
     }
 
-    /// libcurl copies the strings it is given.
+    /// The schemes a transfer may use (null-terminated, as a literal's bytes are).
+    private static let protocols: StaticString = "http,https"
+
+    /// libcurl copies the strings it is given. Through `withCString`: a `String` handed to C
+    /// as it is becomes a copy on the heap first, at every call.
     private func setString(_ option: Int32, _ value: String) {
-        _ = library.easySetoptPointer(easy, option, value)
+        _ = value.withCString { library.easySetoptPointer(easy, option, $0) }
     }
 
     // MARK: Finishing
@@ -640,12 +644,20 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
             return endOfHeaders() ? line.count : 0
         }
         guard let colon = text.firstIndex(of: UInt8(ascii: ":")) else { return line.count }
-        let name = String(decoding: UnsafeRawBufferPointer(rebasing: text[..<colon]), as: UTF8.self).lowercased()
+        // Lower-cased as it is made: one string, not one and then its lower-case copy.
+        let name = String(unsafeUninitializedCapacity: colon) { out in
+            for index in 0..<colon {
+                let byte = text[index]
+                out[index] = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+            }
+            return colon
+        }
         var start = colon + 1
         var stop = text.count
         while start < stop, text[start] == UInt8(ascii: " ") || text[start] == UInt8(ascii: "\t") { start += 1 }
         while stop > start, text[stop - 1] == UInt8(ascii: " ") || text[stop - 1] == UInt8(ascii: "\t") { stop -= 1 }
         let value = String(decoding: UnsafeRawBufferPointer(rebasing: text[start..<stop]), as: UTF8.self)
+        if headers.isEmpty { headers.reserveCapacity(16) }  // grown once, not at every doubling
         if let earlier = headers[name] {
             headers[name] = earlier + ", " + value
         } else {

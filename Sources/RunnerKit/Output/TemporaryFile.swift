@@ -24,7 +24,7 @@ public final class TemporaryFile: Sendable {
     init(folder: OutputStore.Folder, mode: mode_t? = nil) throws(OutputStore.WriteError) {
         while true {
             let name = Self.prefix + String(Self.counter.add(1, ordering: .relaxed).newValue, radix: 36)
-            let fd = openat(folder.fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode ?? 0o666)
+            let fd = name.withCString { openat(folder.fd, $0, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode ?? 0o666) }
             if fd >= 0 {
                 if let mode { _ = fchmod(fd, mode) }
                 self.folder = folder
@@ -119,7 +119,8 @@ public final class TemporaryFile: Sendable {
                 unlinkat(folder.fd, name, 0)
                 throw OutputStore.WriteError(path: targetPath, errno: code)
             }
-            if renameat(folder.fd, name, target.fd, targetName) != 0 {
+            let renamed = name.withCString { from in targetName.withCString { to in renameat(folder.fd, from, target.fd, to) } }
+            if renamed != 0 {
                 let code = errno
                 unlinkat(folder.fd, name, 0)
                 throw OutputStore.WriteError(path: targetPath, errno: code)

@@ -33,16 +33,18 @@ public struct NetworkAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses dotted IPv4 ("192.0.2.1") or IPv6 ("fe80::1", "::ffff:10.0.0.1"; brackets allowed).
     public init?(_ text: String) {
-        var text = Substring(text)
-        if text.hasPrefix("["), text.hasSuffix("]") { text = text.dropFirst().dropLast() }
-        if let percent = text.firstIndex(of: "%") { text = text[..<percent] }  // fe80::1%eth0
+        var bare = Substring(text)
+        if bare.hasPrefix("["), bare.hasSuffix("]") { bare = bare.dropFirst().dropLast() }
+        if let percent = bare.firstIndex(of: "%") { bare = bare[..<percent] }  // fe80::1%eth0
+        // Through `withCString`, with no copy of a plain address: this runs for every request.
+        let address = bare.utf8.count == text.utf8.count ? text : String(bare)
         var v4 = in_addr()
-        if inet_pton(AF_INET, String(text), &v4) == 1 {
+        if address.withCString({ inet_pton(AF_INET, $0, &v4) }) == 1 {
             self.init(ipv4: UInt32(bigEndian: v4.s_addr))
             return
         }
         var v6 = in6_addr()
-        guard inet_pton(AF_INET6, String(text), &v6) == 1 else { return nil }
+        guard address.withCString({ inet_pton(AF_INET6, $0, &v6) }) == 1 else { return nil }
         self.init(bytes16: withUnsafeBytes(of: &v6) { Array($0) })
     }
 
