@@ -110,6 +110,7 @@ public struct JSONParser {
             depth -= 1
             return .object(members)
         }
+        members.reserveCapacity(8)  // a job's line or a small payload: one allocation, not one per doubling
         while true {
             skipWhitespace()
             guard peek() == UInt8(ascii: "\"") else { throw error("expected a member name in double quotes") }
