@@ -105,6 +105,7 @@ final class RecordWriter: Sendable {
         var lines: [UInt8] = []
         var ends: [Int] = []
         var held: [Queued] = []
+        lines.reserveCapacity(batch.count * 512)  // a record's line is about 400 bytes: grown rarely, not at every doubling
         ends.reserveCapacity(batch.count)
         for item in batch {
             let start = lines.count

@@ -324,7 +324,7 @@ public final class OutputStore: Sendable {
     /// The bytes of the file `name` in the folder open as `folder` (or at the path `name` for
     /// AT_FDCWD), never through a link; nil when it cannot be read (most often: it does not exist).
     static func readFile(in folder: Int32, _ name: String) -> [UInt8]? {
-        let fd = openat(folder, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let fd = name.withCString { openat(folder, $0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }  // a record read per job on a rerun
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()
