@@ -29,6 +29,8 @@
 #   --no-build    use the existing .build/release/runner instead of building it
 #   --runner PATH measure this binary (for example the one .ci/install.sh installs, with the Swift
 #                 runtime linked in, which starts faster) instead of building; env RUNNER_BIN
+#   (env BENCH_RUNNER_PRELOAD=LIB: the runner runs with LD_PRELOAD=LIB; allocations.sh counts
+#   allocations so)
 #
 # Needs nginx, aria2c, curl, GNU time, (for --https) openssl and (for the floors) a C compiler and
 # libcurl's headers (floor.swift is built by the Swift toolchain's swiftc); installs the missing ones from Debian's packages (apt-get, as root). The
@@ -313,7 +315,8 @@ case "$runner" in /*) runner_abs=$runner ;; *) runner_abs=$PWD/$runner ;; esac
 tool_command() {
     case "$1" in
         # Every URL is on one host, so --per-host (8 by default, to be polite) is raised to P too.
-        runner) cmd=("$runner_abs" run "$lists/batch.jsonl" --concurrency "$parallel" --per-host "$parallel" --out .
+        runner) cmd=(${BENCH_RUNNER_PRELOAD:+env "LD_PRELOAD=$BENCH_RUNNER_PRELOAD"}
+                     "$runner_abs" run "$lists/batch.jsonl" --concurrency "$parallel" --per-host "$parallel" --out .
                      ${tls:+--cacert "$tls/ca.pem"}) ;;
         floor) cmd=("$floor_bin" "$lists/paths" . --parallel "$parallel" --writer ${tls:+--cacert "$tls/ca.pem"}) ;;
         floor-swift) cmd=("$floor_swift_bin" "$lists/paths" . --parallel "$parallel" --mode callbacks ${tls:+--cacert "$tls/ca.pem"}) ;;
