@@ -456,7 +456,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         // behind a slow first answer from an HTTP/1 server every other transfer to it would wait
         // too (measured here: a 2 s stall held a moving body; curl issue 15838).
         // Redirects are followed by the fetcher, hop by hop (libcurl's default is not to).
-        if library.easySetoptPointer(easy, Curl.Option.protocolsString, Self.protocols.utf8Start) != Curl.Code.ok {
+        if "http,https".withCString({ library.easySetoptPointer(easy, Curl.Option.protocolsString, $0) }) != Curl.Code.ok {
             setLong(Curl.Option.protocols, Curl.protocolHTTP | Curl.protocolHTTPS)
         }
         setString(Curl.Option.acceptEncoding, "")  // every coding libcurl can decode
@@ -502,9 +502,6 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     private func setLong(_ option: Int32, _ value: Int) {
         _ = library.easySetoptLong(easy, option, value)
     }
-
-    /// The schemes a transfer may use (null-terminated, as a literal's bytes are).
-    private static let protocols: StaticString = "http,https"
 
     /// libcurl copies the strings it is given. Through `withCString`: a `String` handed to C
     /// as it is becomes a copy on the heap first, at every call.
