@@ -33,8 +33,9 @@
 #   allocations so)
 #
 # Needs nginx, aria2c, curl, GNU time, (for --https) openssl and (for the floors) a C compiler and
-# libcurl's headers (floor.swift is built by the Swift toolchain's swiftc); installs the missing ones from Debian's packages (apt-get, as root). The
-# compiler is $CC, else cc, else the Swift toolchain's clang. Listens on 127.0.0.1 only.
+# libcurl's headers (floor.swift is built by the Swift toolchain's swiftc); installs the missing
+# ones from Debian's packages (apt-get, as root). The compiler is $CC, else cc, else the Swift
+# toolchain's clang. Listens on 127.0.0.1 only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -424,7 +425,7 @@ if [[ ",$tools," == *,floor,* ]]; then
         }'
     fi
 fi
-# Each other tool against the C floor, and the runner against the Swift floor with a task per job.
+# Each Swift floor against the C floor, and the runner against the Swift floor with a task per job.
 for tool in "${tool_list[@]}"; do
     case "$tool" in floor-swift|floor-tasks) ;; *) continue ;; esac
     if [[ ",$tools," == *,floor,* ]]; then
