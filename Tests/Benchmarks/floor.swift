@@ -349,7 +349,8 @@ if !tasks {
                 group.addTask {
                     await withCheckedContinuation { continuation in
                         job.ended = continuation
-                        // The transfers' thread is woken only when the inbox was empty: one on its way takes this too.
+                        // The transfers' thread is woken only when the inbox was empty: a wake-up
+                        // on its way takes this job too.
                         let wasEmpty = inbox.withLock { jobs in
                             jobs.append(job)
                             return jobs.count == 1
