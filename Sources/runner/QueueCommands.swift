@@ -68,35 +68,46 @@ enum QueueCommands {
         }
         let queue: JobQueue
         let batch = JobQueue.newBatchID()
-        let left: [String]
+        let submitted: JobQueue.Submitted
         do {
             queue = try JobQueue(url: url)
-            left = try queue.submit(submissions, batch: batch)
+            submitted = try queue.submit(submissions, batch: batch)
         } catch {
             Console.err("Nothing was queued.")
             return fail(error)
         }
         for (file, jobs) in zip(inputs.files, counts) {
-            Console.out("queued \(inputs.display(file)) in \(queue.connection.display) (\(jobs) job\(jobs == 1 ? "" : "s"))")
+            let name = (inputs.display(file) as NSString).lastPathComponent
+            let left = submitted.leftOut.filter { $0.file == name }.count
+            let queued = "\(jobs - left) job\(jobs - left == 1 ? "" : "s")"
+            Console.out("queued \(inputs.display(file)) in \(queue.connection.display) (\(queued)\(left > 0 ? ", \(left) left out" : ""))")
         }
-        if !left.isEmpty {
-            let shown = left.prefix(5).map { Printable.escaped($0) }.joined(separator: ", ") + (left.count > 5 ? ", …" : "")
-            Console.out("left out \(left.count) unique job\(left.count == 1 ? "" : "s") whose key is queued or running already: \(shown)")
+        if !submitted.leftOut.isEmpty {
+            let left = submitted.leftOut.map(\.key)
+            let shown = left.prefix(5).map { Printable.escaped($0) }.joined(separator: ", ") + (left.count > 5 ? ", and \(left.count - 5) more" : "")
+            let held = options.wait && !submitted.holding.isEmpty ? "; --wait waits for them too" : ""
+            Console.out("left out \(left.count) unique job\(left.count == 1 ? "" : "s") whose key is queued or running already: \(shown)\(held)")
         }
-        Console.out("batch \(batch): \(submissions.count - left.count) job\(submissions.count - left.count == 1 ? "" : "s") ('runner status --queue URL --batch \(batch)')")
+        Console.out("batch \(batch): \(submitted.inserted) job\(submitted.inserted == 1 ? "" : "s") ('runner status --queue URL --batch \(batch)')")
         guard options.wait else { return 0 }
-        return await waitForBatch(batch, queue: queue, allowing: options.maxFailed)
+        return await waitForBatch(batch, holding: submitted.holding, queue: queue, allowing: options.maxFailed)
     }
 
-    /// Waits until no job of `batch` is queued or running, saying how far it got now and then
-    /// on stderr; prints the counts as `run` does, and returns `run`'s exit code for them.
-    static func waitForBatch(_ batch: String, queue: JobQueue, allowing allowance: RunSummary.FailureAllowance?) async -> Int32 {
+    /// Waits until no job of `batch` is queued or running, nor any of `holding` (the jobs of
+    /// other batches that hold keys the submit left out), saying how far it got now and then on
+    /// stderr; prints the counts and the failed jobs as `run` does, and returns `run`'s exit code
+    /// for them. A held key's job counts as one top-level job of the batch: it did the work.
+    static func waitForBatch(
+        _ batch: String, holding: [String] = [], queue: JobQueue, allowing allowance: RunSummary.FailureAllowance?
+    ) async -> Int32 {
         var said = ContinuousClock.now
         var unreachable = false
         while true {
             let status: JobQueue.BatchStatus
+            let held: (pending: Int, ended: [String: Int])
             do {
                 status = try queue.batchStatus(batch)
+                held = try queue.jobsStatus(holding)
                 if unreachable { Console.err("runner: the queue is back") }
                 unreachable = false
             } catch {
@@ -105,30 +116,36 @@ enum QueueCommands {
                 try? await Task.sleep(for: .seconds(1))
                 continue
             }
-            if status.isOver {
-                let summary = batchSummary(status)
-                let counts = JobStatus.allCases.compactMap { status in summary.counts[status].map { "\($0) \(status.rawValue)" } }
-                Console.out("\(summary.total) job\(summary.total == 1 ? "" : "s"): \(counts.joined(separator: ", ")). Batch \(batch) in \(queue.connection.display).")
+            if status.isOver && held.pending == 0 {
+                var summary = status.summary
+                for (name, count) in held.ended { summary.add(JobStatus(rawValue: name) ?? .failed, count: count) }
+                printFailures(of: batch, queue: queue)
+                Console.out("\(summary.countsText). Batch \(batch) in \(queue.connection.display).")
                 return summary.exitCode(allowing: allowance)
             }
             if said.duration(to: .now) >= .seconds(10) {
                 said = .now
-                Console.err("runner: batch \(batch): \(status.total - status.queued - status.running) of \(status.total) ended, \(status.running) running")
+                var line = "runner: batch \(batch): \(status.total - status.queued - status.running) of \(status.total) ended, \(status.running) running"
+                if held.pending > 0 { line += "; \(held.pending) job\(held.pending == 1 ? "" : "s") of other batches holding left-out keys" }
+                Console.err(line)
             }
             try? await Task.sleep(for: .milliseconds(500))
         }
     }
 
-    /// A batch's ended jobs as a run's summary: each is a top-level job.
-    static func batchSummary(_ status: JobQueue.BatchStatus) -> RunSummary {
-        var summary = RunSummary()
-        for (name, count) in status.ended {
-            let status = JobStatus(rawValue: name) ?? .failed
-            summary.counts[status, default: 0] += count
-            summary.topLevel[status, default: 0] += count
-            if !status.isSuccess { summary.failures += count }
+    /// The batch's top-level jobs that did not succeed, as `run`'s table shows them: at most 20,
+    /// then how many more (`status --batch ID --json` lists them all).
+    static func printFailures(of batch: String, queue: JobQueue) {
+        guard let (failures, total) = try? queue.batchFailures(batch, limit: 20), !failures.isEmpty else { return }
+        let width = min(44, failures.map { $0.key.count }.max() ?? 0)
+        for failure in failures {
+            let key = Printable.escaped(failure.key)
+            let shown = key.count > 44 ? String(key.prefix(43)) + "…" : key.padding(toLength: width, withPad: " ", startingAt: 0)
+            Console.out("\(failure.status.padding(toLength: 12, withPad: " ", startingAt: 0)) \(shown)  \(Printable.escaped(failure.error))")
         }
-        return summary
+        if total > failures.count {
+            Console.out("  … and \(total - failures.count) more ('runner status --queue URL --batch \(batch) --json' lists them all)")
+        }
     }
 
     /// `84/200 ended (80 succeeded, 4 failed), 6 running, 110 queued`.
@@ -163,10 +180,12 @@ enum QueueCommands {
     static func status(url: String, batch: String, json: Bool) -> Int32 {
         let status: JobQueue.BatchStatus
         let display: String
+        var failures: [(key: String, status: String, error: String)] = []
         do {
             let queue = try JobQueue(url: url)
             status = try queue.batchStatus(batch)
             display = queue.connection.display
+            if json { failures = try queue.batchFailures(batch, limit: Int(Int32.max)).failures }
         } catch {
             return fail(error)
         }
@@ -180,6 +199,7 @@ enum QueueCommands {
                 ("queue", .string(display)), ("batch", .string(batch)), ("total", JSONValue(status.total)),
                 ("queued", JSONValue(status.queued)), ("running", JSONValue(status.running)),
                 ("ended", .object(ended.map { ($0.key, JSONValue($0.value)) })), ("over", .bool(status.isOver)),
+                ("failed", .array(failures.map { .object([("key", .string($0.key)), ("status", .string($0.status)), ("error", .string($0.error))]) })),
             ])))
             return 0
         }

@@ -130,9 +130,7 @@ final class RunReporter: RunObserver {
         clearProgress()
         let paceLine = paceWaits.flatMap { $0.isNoticeable ? Self.describe($0) : nil }
         let hostLine = paceLine ?? hostWaits.flatMap { $0.isNoticeable ? Self.describe($0) : nil }
-        let counts = JobStatus.allCases.compactMap { status in summary.counts[status].map { "\($0) \(status.rawValue)" } }
-            + (summary.invalidChildren > 0 ? ["\(summary.invalidChildren) not made into jobs"] : [])
-        let countsLine = "\(summary.total) job\(summary.total == 1 ? "" : "s"): \(counts.joined(separator: ", ")). "
+        let countsLine = summary.countsText + ". "
             + "Payloads and records in \(Self.relative(store.root))/, run log \(Self.relative(runLog.path))."
         // With --json, standard output holds records only; what a person reads goes to stderr,
         // where cron's mail and a terminal still show it.

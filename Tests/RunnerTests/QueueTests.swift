@@ -488,10 +488,58 @@ struct QueueTests {
         #expect(again.stdout.contains("left out 1 unique job whose key is queued or running already: q:slow"), "\(again.stdout)")
         let marked = world.w.write("marked.jsonl", entry("q:slow").dropLast() + #", "unique": true}"# + "\n" + entry("q:other") + "\n")
         let partly = try await world.w.run(["submit", "--queue", db.url, "--wait", marked])
+        #expect(partly.stdout.contains("queued \(marked) in ") && partly.stdout.contains("(1 job, 1 left out)"), "\(partly.stdout)")
         #expect(partly.stdout.contains("left out 1 unique job"), "\(partly.stdout)")
-        #expect(partly.stdout.contains("1 job: 1 succeeded."), "only the other one ran: \(partly.stdout)")
+        #expect(partly.stdout.contains("batch ") && partly.stdout.contains(": 1 job ("), "\(partly.stdout)")
+        // --wait waited for the slow job that holds the key it left out, and counts it.
+        #expect(partly.stdout.contains("2 jobs: 2 succeeded."), "the other one and the slow one: \(partly.stdout)")
+        #expect(try await db.psql("SELECT state FROM runner.jobs WHERE key = 'q:slow' ORDER BY id DESC LIMIT 1").trimmingCharacters(in: .whitespacesAndNewlines) == "done")
         #expect(partly.status == 0)
         #expect(try await world.w.run(["submit", "--wait", slow]).status == 2, "--wait needs a queue")
+        #expect(await Self.stop(watcher, world) == 0)
+    }
+
+    /// One batch judged by `run` and by `submit --wait`: the same summary line and exit code,
+    /// children counted as children (a missing image is an answer, a broken one a failure),
+    /// `--max-failed` counting the same failures; the failed top-level jobs named.
+    @Test func submitWaitJudgesABatchAsRunDoes() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let watcher = try Self.startWatcher(world, db, "out")
+        defer { if watcher.isRunning { watcher.terminate() } }
+        #expect(await world.wait(upTo: .seconds(10)) { world.log("out").contains("watching the queue") })
+        let base = world.base
+        let list = #"[{"id": 1, "imageUrl": "\#(base)/images/png.png"}, {"id": 2, "imageUrl": "\#(base)/images/missing.png"}, "#
+            + #"{"id": 3, "imageUrl": "\#(base)/say?text=not-an-image"}]"#
+        let listURL = "\(base)/say?text=" + list.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        func entry(_ key: String, _ query: String = "") -> String {
+            #"{"kind": "entry", "key": "\#(key)", "id": "imgly.A.1", "url": "\#(base)/entries/{id}.json\#(query)", "timeout": 10}"#
+        }
+        let catalog = #"{"kind": "image-list", "key": "j:catalog", "url": "\#(listURL)", "timeout": 10}"#
+        let mixed = world.w.write("night.jsonl", [catalog, entry("j:good"), entry("j:gone", "?status=404")].joined(separator: "\n") + "\n")
+        let onlyList = world.w.write("list.jsonl", catalog + "\n")
+
+        func countsLine(_ output: String) -> String? {
+            output.split(separator: "\n").first { $0.contains(" jobs: ") }.map { String($0.prefix { $0 != "." }) }
+        }
+        for (file, extra) in [(mixed, [String]()), (mixed, ["--max-failed", "2"]), (mixed, ["--max-failed", "1"]), (onlyList, [])] {
+            let ran = try await world.w.run(["run", file, "--out", "\(world.w.root)/run-out"] + extra)
+            let waited = try await world.w.run(["submit", "--queue", db.url, "--wait", file] + extra)
+            #expect(countsLine(ran.stdout) != nil && countsLine(ran.stdout) == countsLine(waited.stdout), "\(extra)\n\(ran.stdout)\n\(waited.stdout)")
+            #expect(ran.status == waited.status, "\(extra): run \(ran.status), submit --wait \(waited.status)\n\(waited.stdout)")
+        }
+        let run = try await world.w.run(["run", mixed, "--out", "\(world.w.root)/fresh-out"])
+        #expect(countsLine(run.stdout) == "6 jobs: 3 succeeded, 2 notFound, 1 failed", "\(run.stdout)")
+        #expect(run.status == 1)
+        #expect(try await world.w.run(["run", mixed, "--out", "\(world.w.root)/fresh-out", "--max-failed", "2"]).status == 0)
+        // The failed top-level job is named, with its status and why.
+        let waited = try await world.w.run(["submit", "--queue", db.url, "--wait", mixed])
+        #expect(waited.stdout.split(separator: "\n").contains { $0.hasPrefix("notFound") && $0.contains("j:gone") }, "\(waited.stdout)")
+        #expect(!waited.stdout.contains("j:good"), "\(waited.stdout)")
+        let batch = try #require(waited.stdout.split(separator: "\n").first { $0.hasPrefix("batch ") }?.split(separator: " ")[1].dropLast())
+        let listed = try JSONParser.parse(try await world.w.run(["status", "--queue", db.url, "--batch", String(batch), "--json"]).stdout)
+        let failed = listed["failed"]?.arrayValue ?? []
+        #expect(failed.count == 1 && failed.first?["key"] == .string("j:gone") && failed.first?["status"] == .string("notFound"), "\(listed)")
         #expect(await Self.stop(watcher, world) == 0)
     }
 

@@ -395,17 +395,37 @@ public struct RunSummary: Sendable {
 
     /// Adds a top-level job, and the jobs it started.
     public mutating func add(_ result: JobResult) {
-        counts[result.status, default: 0] += 1
-        topLevel[result.status, default: 0] += 1
-        if !result.status.isSuccess { failures += 1 }
-        for (status, count) in result.descendants.byStatus { counts[status, default: 0] += count }
-        invalidChildren += result.descendants.invalid
-        failures += result.descendants.failures
+        add(result.status, count: 1)
+        add(descendants: result.descendants)
         slowest.append((result.key, result.ownMs))
         if slowest.count > 10 {
             slowest.sort { $0.ownMs > $1.ownMs }
             slowest.removeLast(slowest.count - 5)
         }
+    }
+
+    /// Adds `count` top-level jobs that ended `status`: each fails the run unless it succeeded
+    /// or was not modified.
+    public mutating func add(_ status: JobStatus, count: Int) {
+        guard count > 0 else { return }
+        counts[status, default: 0] += count
+        topLevel[status, default: 0] += count
+        if !status.isSuccess { failures += count }
+    }
+
+    /// Adds jobs that top-level jobs started, judged as children: `notFound` and `duplicate`
+    /// are answers, not failures; elements not made into jobs are counted, not failures.
+    public mutating func add(descendants: JobResult.Descendants) {
+        for (status, count) in descendants.byStatus { counts[status, default: 0] += count }
+        invalidChildren += descendants.invalid
+        failures += descendants.failures
+    }
+
+    /// `4 jobs: 3 succeeded, 1 notFound`: every job by status, and the elements not made into jobs.
+    public var countsText: String {
+        let parts = JobStatus.allCases.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
+            + (invalidChildren > 0 ? ["\(invalidChildren) not made into jobs"] : [])
+        return "\(total) job\(total == 1 ? "" : "s"): \(parts.joined(separator: ", "))"
     }
 
     /// The five slowest, slowest first.

@@ -184,23 +184,35 @@ public final class JobQueue: Sendable {
         return stamp + "-" + String(format: "%04x", UInt16.random(in: 0...UInt16.max))
     }
 
+    /// What a submit inserted and what it left out.
+    public struct Submitted: Sendable {
+        /// The jobs inserted.
+        public var inserted = 0
+        /// The unique jobs not inserted because a job of their key was queued or running (or came
+        /// earlier in the same submit).
+        public var leftOut: [Submission] = []
+        /// The ids of the queued or running jobs of other batches that hold the left-out keys:
+        /// what a submitter that waits for its work waits for too.
+        public var holding: [String] = []
+    }
+
     /// Inserts every job in one transaction, or none, as one batch, and wakes the idle runners.
     /// A unique job whose key is queued or running (or came earlier in the same submit) is not
-    /// inserted; returns the keys left out so.
+    /// inserted; the answer names them, and the jobs that hold their keys.
     @discardableResult
-    public func submit(_ jobs: [Submission], batch: String? = nil) throws(QueueError) -> [String] {
+    public func submit(_ jobs: [Submission], batch: String? = nil) throws(QueueError) -> Submitted {
         var seen = Set<String>()
         var inserted: [Submission] = []
-        var skipped: [String] = []
+        var outcome = Submitted()
         for job in jobs {
             if job.unique && seen.contains(job.key) {
-                skipped.append(job.key)
+                outcome.leftOut.append(job)
                 continue
             }
             seen.insert(job.key)
             inserted.append(job)
         }
-        return try connection.transaction { db throws(QueueError) -> [String] in
+        return try connection.transaction { db throws(QueueError) -> Submitted in
             // Two submits of one unique key at once: one inserts it, the other sees it.
             if inserted.contains(where: \.unique) { try db.query("SELECT pg_advisory_xact_lock(74170002)") }
             var start = 0
@@ -209,18 +221,20 @@ public final class JobQueue: Sendable {
                 let refused = try db.query(
                     """
                     WITH given AS (
-                        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::bool[]) AS g(key, kind, job, file, uniq)),
+                        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $6::bool[])
+                            WITH ORDINALITY AS g(key, kind, job, file, uniq, ordinality)),
                     put AS (
                         INSERT INTO runner.jobs (key, kind, job, file, batch)
                         SELECT key, kind, job, file, $5 FROM given
-                        WHERE NOT (uniq AND EXISTS (SELECT 1 FROM runner.jobs j WHERE j.key = given.key AND j.state IN ('queued', 'running')))
+                        WHERE NOT (uniq AND EXISTS (SELECT 1 FROM runner.jobs j WHERE j.key = given.key AND j.state IN ('queued', 'running', 'waiting')))
                         RETURNING 1)
-                    SELECT key FROM given
-                    WHERE uniq AND EXISTS (SELECT 1 FROM runner.jobs j WHERE j.key = given.key AND j.state IN ('queued', 'running'))
+                    SELECT ordinality - 1 FROM given
+                    WHERE uniq AND EXISTS (SELECT 1 FROM runner.jobs j WHERE j.key = given.key AND j.state IN ('queued', 'running', 'waiting'))
                     """,
                     [Self.array(chunk.map(\.key)), Self.array(chunk.map(\.kind)), Self.array(chunk.map(\.job)), Self.array(chunk.map(\.file)),
                      batch, "{" + chunk.map { $0.unique ? "t" : "f" }.joined(separator: ",") + "}"])
-                skipped += refused.compactMap { $0[0] }
+                let indices = refused.compactMap { $0[0].flatMap { Int($0) } }
+                outcome.leftOut += indices.map { chunk[chunk.startIndex + $0] }
                 start += chunk.count
             }
             if inserted.count >= Self.analyzeAfter {
@@ -233,8 +247,17 @@ public final class JobQueue: Sendable {
                 try db.query("SET LOCAL client_min_messages = error")
                 try db.query("ANALYZE runner.jobs")
             }
+            if !outcome.leftOut.isEmpty {
+                let keys = Set(outcome.leftOut.map(\.key)).sorted()
+                let batchClause = batch == nil ? "" : " AND batch IS DISTINCT FROM $2"
+                outcome.holding = try db.query(
+                    "SELECT id FROM runner.jobs WHERE key = ANY($1::text[]) AND state IN ('queued', 'running', 'waiting')" + batchClause,
+                    batch == nil ? [Self.array(keys)] : [Self.array(keys), batch]
+                ).compactMap { $0[0] }
+            }
+            outcome.inserted = jobs.count - outcome.leftOut.count
             try db.query("SELECT pg_notify('runner_jobs', '')")
-            return skipped
+            return outcome
         }
     }
 
@@ -245,25 +268,83 @@ public final class JobQueue: Sendable {
     public struct BatchStatus: Sendable {
         public var queued = 0
         public var running = 0
+        /// Every ended job of the batch by status, children included.
         public var ended: [String: Int] = [:]
+        /// The ended jobs of the batch's files (not children) by status.
+        public var topLevel: [String: Int] = [:]
+        /// Elements of the batch's parents' payloads that could not be made into jobs.
+        public var invalidChildren = 0
         public var total: Int { queued + running + ended.values.reduce(0, +) }
         public var isOver: Bool { queued == 0 && running == 0 }
+
+        public init() {}
+
+        /// The batch's counts as `run` counts its own: one top-level job a job of the files, the
+        /// children each counted once, judged as children (a child's `notFound` is an answer).
+        public var summary: RunSummary {
+            var summary = RunSummary()
+            var children = JobResult.Descendants()
+            for (name, count) in ended {
+                let status = JobStatus(rawValue: name) ?? .failed
+                let top = topLevel[name] ?? 0
+                summary.add(status, count: top)
+                if count > top { children.byStatus[status, default: 0] += count - top }
+            }
+            children.invalid = invalidChildren
+            summary.add(descendants: children)
+            return summary
+        }
     }
 
     /// The jobs of `batch` (none: no such batch).
     public func batchStatus(_ batch: String) throws(QueueError) -> BatchStatus {
         var status = BatchStatus()
         for row in try connection.query(
-            "SELECT state, coalesce(status, ''), count(*) FROM runner.jobs WHERE batch = $1 GROUP BY 1, 2", [batch])
+            """
+            SELECT state, coalesce(status, ''), parent_id IS NULL, count(*), coalesce(sum(children_invalid), 0)
+            FROM runner.jobs WHERE batch = $1 GROUP BY 1, 2, 3
+            """, [batch])
         {
-            let count = Int(row[2] ?? "0") ?? 0
+            let count = Int(row[3] ?? "0") ?? 0
             switch row[0] {
             case "queued": status.queued += count
             case "running", "waiting": status.running += count
-            default: status.ended[row[1] ?? "", default: 0] += count
+            default:
+                status.ended[row[1] ?? "", default: 0] += count
+                if row[2] == "t" { status.topLevel[row[1] ?? "", default: 0] += count }
+                status.invalidChildren += Int(row[4] ?? "0") ?? 0
             }
         }
         return status
+    }
+
+    /// The ended top-level jobs of `batch` that did not succeed (nor were not modified), as
+    /// `run`'s table shows them: key, status and why; at most `limit`, oldest end first, and how
+    /// many there are in all.
+    public func batchFailures(_ batch: String, limit: Int) throws(QueueError) -> (failures: [(key: String, status: String, error: String)], total: Int) {
+        let rows = try connection.query(
+            """
+            SELECT key, status, coalesce(reason, ''), count(*) OVER ()
+            FROM runner.jobs
+            WHERE batch = $1 AND parent_id IS NULL AND state = 'done' AND status NOT IN ('succeeded', 'notModified')
+            ORDER BY finished_at, id LIMIT $2
+            """, [batch, String(limit)])
+        let total = rows.first.flatMap { Int($0[3] ?? "0") } ?? 0
+        return (rows.map { ($0[0] ?? "", $0[1] ?? "", $0[2] ?? "") }, total)
+    }
+
+    /// How many of the jobs `ids` are still queued or running, and how the others ended.
+    public func jobsStatus(_ ids: [String]) throws(QueueError) -> (pending: Int, ended: [String: Int]) {
+        guard !ids.isEmpty else { return (0, [:]) }
+        var pending = 0
+        var ended: [String: Int] = [:]
+        for row in try connection.query(
+            "SELECT state, coalesce(status, ''), count(*) FROM runner.jobs WHERE id = ANY($1::bigint[]) GROUP BY 1, 2", [Self.array(ids)])
+        {
+            let count = Int(row[2] ?? "0") ?? 0
+            if row[0] == "done" { ended[row[1] ?? "", default: 0] += count } else { pending += count }
+        }
+        return (pending, ended)
     }
 
     /// A text array literal: every element quoted, `"` and `\` escaped; nil is NULL.
