@@ -130,9 +130,20 @@ public final class OnFinishHooks: RunObserver, Sendable {
             fail(result, "the --on-finish hook for \(result.key) did not run: \(problem)")
             return
         }
+        // A record read back (a dead watcher's, a queue row) is checked like any other: the hook
+        // gets a path only when it lies inside the output.
+        var output = ""
+        switch result.output.map({ store.confined(recordOutput: $0) }) {
+        case .success(let path): output = path
+        case .failure(let refusal):
+            let message = "the --on-finish hook for \(result.key) gets no RUNNER_OUTPUT: \(refusal.description)"
+            report(Printable.escaped("runner: \(message)"))
+            observer.hookNotice(result, message: message)
+        case nil: break
+        }
         let environment = [
             "RUNNER_KEY": result.key, "RUNNER_KIND": result.kind, "RUNNER_STATUS": result.status.rawValue,
-            "RUNNER_URL": result.url ?? "", "RUNNER_OUTPUT": result.output.map { store.absolute($0) } ?? "",
+            "RUNNER_URL": result.url ?? "", "RUNNER_OUTPUT": output,
         ]
         let process: KindProcess
         do {

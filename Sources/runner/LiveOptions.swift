@@ -87,6 +87,8 @@ enum LiveOptions {
             throw UsageError(
                 "--listen-token \(path): the token has \(token.count) characters; use at least \(minimumTokenLength) (for example: openssl rand -hex 16 > \(path))")
         }
+        // Hooks and executable kinds never see it, whatever variable the watcher was given it in.
+        ChildEnvironment.withhold(token)
         return token
     }
 

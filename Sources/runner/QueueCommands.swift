@@ -16,10 +16,14 @@ enum QueueCommands {
         help: "With --queue: how many days finished jobs stay in the queue (for status and records) before they are removed.")
 
     /// The queue's URL: `--queue`, else a non-empty `$RUNNER_QUEUE`; nil: the spool folder.
+    /// Hooks and executable kinds never see the URL (nor its password), whatever variable the
+    /// runner was given it in.
     static func url(_ arguments: ParsedArguments) throws(UsageError) -> String? {
-        if let given = try arguments[queueOption] { return given }
         let environment = ProcessInfo.processInfo.environment["RUNNER_QUEUE"] ?? ""
-        return environment.isEmpty ? nil : environment
+        guard let url = try arguments[queueOption] ?? (environment.isEmpty ? nil : environment) else { return nil }
+        ChildEnvironment.withhold(url)
+        if let password = URLComponents(string: url)?.password, password.count >= 4 { ChildEnvironment.withhold(password) }
+        return url
     }
 
     /// A queue error in one line: exit 2 for the command line's fault, 1 for the database's.

@@ -46,24 +46,35 @@ struct SpoolLockTests {
         #expect(!engine.taskManager.isRunning(key: "probe:busy"), "a refused key leaves the TaskManager")
     }
 
-    @Test func recoveryTakesBackOnlyTheFilesOfDeadWatchers() throws {
+    @Test func recoveryTakesBackOnlyTheFilesOfDeadWatchersAndTheirRecordsNeverPassThroughInbox() throws {
         let folder = TemporaryFolder()
         let spool = Spool(root: folder.path + "/spool")
         let live = try WatcherLease(spool: spool)
         defer { live.end() }
         folder.write("spool/active/\(live.id)/mine.json", "{}")
-        try FileManager.default.createDirectory(atPath: spool.active + "/4242-dead", withIntermediateDirectories: true)
+        // A dead watcher's folder, as a watcher makes it (0700): a file whose jobs partly ended,
+        // and one none of whose jobs ended.
+        try FileManager.default.createDirectory(atPath: spool.active + "/4242-dead", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         folder.write("spool/active/4242-dead/lost.json", "{}")
         folder.write("spool/active/4242-dead/.lost.json.results.jsonl", #"{"key":"k","status":"succeeded"}"# + "\n")
+        folder.write("spool/active/4242-dead/fresh.json", "{}")
         folder.write("spool/inbox/lost.json", "{}")
+        // A folder a producer made (open to its group): its records are a forgery.
+        try FileManager.default.createDirectory(atPath: spool.active + "/666-forged", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o770])
+        folder.write("spool/active/666-forged/planted.json", "{}")
+        folder.write("spool/active/666-forged/.planted.json.results.jsonl", #"{"key":"p","status":"succeeded"}"# + "\n")
+        // A replay file a producer dropped in inbox/ is never read.
+        folder.write("spool/inbox/.lost.json.replay.jsonl", #"{"key":"k","status":"succeeded","output":"../x"}"# + "\n")
 
-        let back = WatcherLease.recover(spool: spool, except: "someone-else")
-        #expect(back == ["lost-2.json"], "a waiting file of the same name is kept")
-        #expect(FileSystem.names(in: spool.inbox).sorted() == [".lost-2.json.replay.jsonl", "lost-2.json", "lost.json"])
-        let replay = try String(contentsOfFile: spool.inbox + "/.lost-2.json.replay.jsonl", encoding: .utf8)
-        #expect(replay == #"{"key":"k","status":"succeeded"}"# + "\n", "the records of its ended jobs go back with it, under its new name")
-        #expect(FileSystem.names(in: spool.active) == [live.id], "the dead folder is gone, the live one stays")
-        #expect(FileSystem.names(in: "\(spool.active)/\(live.id)") == ["mine.json"])
+        let recovered = WatcherLease.recover(spool: spool, into: live)
+        #expect(recovered.returned.sorted() == ["fresh.json", "planted.json"], "\(recovered.returned)")
+        #expect(recovered.adopted == ["lost.json"], "\(recovered.adopted)")
+        #expect(recovered.refused.count == 1 && recovered.refused[0].hasPrefix("planted.json: records in "), "\(recovered.refused)")
+        #expect(FileSystem.names(in: spool.inbox).sorted() == [".lost.json.replay.jsonl", "fresh.json", "lost.json", "planted.json"])
+        let replay = try String(contentsOfFile: "\(live.folder)/.lost.json.replay.jsonl", encoding: .utf8)
+        #expect(replay == #"{"key":"k","status":"succeeded"}"# + "\n", "the records of its ended jobs come with it, into the live watcher's folder")
+        #expect(FileSystem.names(in: spool.active) == [live.id], "the dead folders are gone, the live one stays")
+        #expect(FileSystem.names(in: live.folder).sorted() == [".lost.json.replay.jsonl", "lost.json", "mine.json"])
         #expect(WatcherLease.isAlive(spool: spool, folder: live.id))
     }
 

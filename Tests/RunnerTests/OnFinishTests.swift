@@ -29,6 +29,27 @@ struct OnFinishTests {
         #expect(gone == "entry|notFound|\(w.base)/entries/missing.json|\n", "no payload: RUNNER_OUTPUT empty")
     }
 
+    /// The runner's secrets stay with it: a hook gets no PGPASSWORD, PGPASSFILE or RUNNER_QUEUE,
+    /// nor any variable that holds the queue's URL, whatever the runner was started with; the
+    /// rest of the environment is passed on.
+    @Test func aHookGetsNoneOfTheRunnersSecrets() async throws {
+        let w = try Workspace()
+        w.write("jobs.jsonl", #"{"kind": "image", "key": "image-a", "url": "\#(w.base)/images/png.png"}"# + "\n")
+        let url = "postgresql://runner:pw-in-url@/jobs?host=/nowhere"
+        let result = try await w.run(
+            ["run", "jobs.jsonl", "--on-finish", "env > hook.env"],
+            environment: [
+                "PGPASSWORD": "hunter2-secret", "PGPASSFILE": "/somewhere/pgpass", "RUNNER_QUEUE": url, "MY_COPY_OF_THE_URL": url,
+                "KEPT_FOR_THE_HOOK": "yes",
+            ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let environment = try String(contentsOfFile: "\(w.root)/hook.env", encoding: .utf8)
+        for secret in ["PGPASSWORD", "PGPASSFILE", "RUNNER_QUEUE=", "hunter2-secret", "pw-in-url"] {
+            #expect(!environment.contains(secret), "\(secret) reached the hook")
+        }
+        #expect(environment.contains("KEPT_FOR_THE_HOOK=yes") && environment.contains("RUNNER_KEY=image-a"), "\(environment)")
+    }
+
     @Test func aFailingOrHangingHookIsReportedAndChangesNoStatusAndNoExitCode() async throws {
         let w = try Workspace()
         w.write("jobs.jsonl", """

@@ -1,3 +1,4 @@
+import FixtureServer
 import Foundation
 import Glibc
 import RunnerKit
@@ -47,6 +48,35 @@ struct SpoolAttackTests {
         try s.drop("after.json", s.imageJob("image:after"))
         #expect(await s.wait(upTo: .seconds(10)) { s.jobFiles(s.spool.done).contains("after.json") })
         #expect(watcher.isRunning)
+    }
+
+    /// A producer that may write only to inbox/ drops a replay file (the records a dead watcher
+    /// would leave) beside its job file, claiming the job succeeded with an output outside the
+    /// output folder: the watcher does not believe it, the job runs, and the hook gets the
+    /// record the watcher wrote.
+    @Test func aReplayFilePlantedInInboxIsNotBelieved() async throws {
+        let s = try SpoolWorld()
+        try s.spool.makeFolders()
+        try FileManager.default.createDirectory(atPath: "\(s.w.root)/elsewhere", withIntermediateDirectories: true)
+        s.w.write("elsewhere/secret.txt", "secret\n")
+        let forged = #"{"key":"image:forged","kind":"image","status":"succeeded","output":"../elsewhere/secret.txt","attempts":1,"#
+            + #""startedAt":"2026-11-27T10:00:00.000Z","finishedAt":"2026-11-27T10:00:00.010Z"}"#
+        s.w.write("planted", forged + "\n")
+        #expect(rename("\(s.w.root)/planted", "\(s.spool.inbox)/.job.jsonl\(Spool.replaySuffix)") == 0)
+        let hook = #"printf '%s|%s\n' "$RUNNER_STATUS" "$RUNNER_OUTPUT" >> hook.log"#
+        let watcher = try s.startWatcher(["--on-finish", hook])
+        defer { watcher.terminate() }
+        try s.drop("job.jsonl", s.imageJob("image:forged"))
+        #expect(await s.wait(upTo: .seconds(20)) { s.jobFiles(s.spool.done) == ["job.jsonl"] }, "\(s.log())")
+        #expect(s.w.server.arrivals(pathPrefix: "/images/").count == 1, "the job ran")
+        let record = try #require(s.records(s.spool.done, "job.jsonl").first)
+        let output = try #require(record["output"]?.stringValue)
+        #expect(!output.contains(".."), "\(record)")
+        let ran = (try? String(contentsOfFile: "\(s.w.root)/hook.log", encoding: .utf8)) ?? ""
+        #expect(ran == "succeeded|\(s.w.out)/\(output)\n", "the hook got the watcher's own record: \(ran)")
+        #expect(try String(contentsOfFile: "\(s.w.root)/elsewhere/secret.txt", encoding: .utf8) == "secret\n")
+        kill(watcher.processIdentifier, SIGTERM)
+        #expect(await s.exit(of: watcher, upTo: .seconds(20)) == 0)
     }
 
     /// A cancel request for a key nobody runs, and junk in cancel/: said plainly, and harmless.

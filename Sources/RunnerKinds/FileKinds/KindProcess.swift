@@ -75,7 +75,8 @@ final class KindProcess: Sendable {
     /// Process ids of running programs, for tests that check nothing outlives its job.
     static let running = Mutex<Set<pid_t>>([])
 
-    /// Starts `command` in `directory`, with the runner's environment and `environment` over it.
+    /// Starts `command` in `directory`, with the runner's environment (less its secrets:
+    /// `ChildEnvironment`) and `environment` over it.
     /// With `lifeline`, the program's descriptor 3 is the read end of a pipe whose other end
     /// only this process holds: it reads end-of-file once the runner is gone, however it ended.
     init(command: [String], directory: String, environment: [String: String] = [:], lifeline: Bool = false) throws(SpawnError) {
@@ -127,18 +128,12 @@ final class KindProcess: Sendable {
         var argv: [UnsafeMutablePointer<CChar>?] = command.map { strdup($0) }
         argv.append(nil)
         defer { for arg in argv { free(arg) } }
-        var envp: [UnsafeMutablePointer<CChar>?] = []
-        if !environment.isEmpty {
-            var merged = ProcessInfo.processInfo.environment
-            merged.merge(environment) { $1 }
-            envp = merged.map { strdup("\($0.key)=\($0.value)") }
-            envp.append(nil)
-        }
+        // The runner's environment without its secrets (ChildEnvironment), `environment` over it.
+        var envp: [UnsafeMutablePointer<CChar>?] = ChildEnvironment.make(adding: environment).map { strdup("\($0.key)=\($0.value)") }
+        envp.append(nil)
         defer { for entry in envp { free(entry) } }
         var child: pid_t = 0
-        let status = envp.isEmpty
-            ? posix_spawnp(&child, command[0], &actions, &attributes, argv, environ)
-            : posix_spawnp(&child, command[0], &actions, &attributes, argv, envp)
+        let status = posix_spawnp(&child, command[0], &actions, &attributes, argv, envp)
         close(input.0)
         close(output.1)
         close(errors.1)

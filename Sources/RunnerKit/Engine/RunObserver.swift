@@ -21,6 +21,9 @@ public protocol RunObserver: TransferProgressObserving {
     func problem(_ message: String)
     /// A job's `--on-finish` hook failed or timed out (the job's status stands).
     func hookFailed(_ result: JobResult, reason: String)
+    /// A job's `--on-finish` hook runs, but not as asked: e.g. its record's output did not lie
+    /// inside the output, so the hook gets no path.
+    func hookNotice(_ result: JobResult, message: String)
 }
 
 /// What a job waits for.
@@ -44,6 +47,7 @@ extension RunObserver {
     public func jobFinished(_ result: JobResult) {}
     public func problem(_ message: String) {}
     public func hookFailed(_ result: JobResult, reason: String) {}
+    public func hookNotice(_ result: JobResult, message: String) {}
 }
 
 /// An observer that hears nothing.

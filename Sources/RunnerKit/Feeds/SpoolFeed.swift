@@ -158,6 +158,9 @@ public final class SpoolFeed: JobFeed {
         var settling: [String: Settling] = [:]
         var filesDone = 0
         var filesFailed = 0
+        /// Files recovery took from dead watchers into this one's folder, with the records of
+        /// their jobs that ended there; opened as claimed at the next claim.
+        var adopted: [String] = []
     }
 
     public let configuration: Configuration
@@ -202,11 +205,11 @@ public final class SpoolFeed: JobFeed {
         let startedAt = FileSystem.seconds(FileSystem.now())
         let lease = try WatcherLease(spool: spool)
         defer { lease.end() }
-        let recovered = WatcherLease.recover(spool: spool, except: lease.id)
+        let recovered = recover(lease: lease)
         // Temporary files that crashed producers and runners left behind (and every few minutes
         // after, for a crash that came less than a minute before this start).
         sweepSpool()
-        onEvent(.started(watcher: lease.id, recovered: recovered))
+        onEvent(.started(watcher: lease.id, recovered: recovered.returned + recovered.adopted))
 
         let events = configuration.inotify ? FolderEvents(folders: [spool.inbox, spool.cancel]) : nil
         if configuration.inotify, events == nil { onEvent(.problem("inotify is not available; polling \(spool.inbox) every 250 ms")) }
@@ -267,7 +270,7 @@ public final class SpoolFeed: JobFeed {
                 case .cancel(let name):
                     handleCancelRequest(name)
                 case .rescan:
-                    _ = WatcherLease.recover(spool: spool, except: lease.id)
+                    _ = recover(lease: lease)
                     rescan()
                     if timeline.now - lastSweep > .seconds(300) {
                         lastSweep = timeline.now
@@ -317,9 +320,26 @@ public final class SpoolFeed: JobFeed {
         return first
     }
 
-    /// Claims files from the front of the line while there is room.
+    /// Recovers what dead watchers left: files back to inbox/, or into `lease`'s folder with
+    /// their records, to be opened at the next claim; says which records were not believed.
+    private func recover(lease: WatcherLease) -> WatcherLease.Recovered {
+        let recovered = WatcherLease.recover(spool: configuration.spool, into: lease)
+        for refusal in recovered.refused { onEvent(.problem(refusal)) }
+        if !recovered.adopted.isEmpty { state.withLock { $0.adopted += recovered.adopted } }
+        return recovered
+    }
+
+    /// Claims files from the front of the line while there is room; first the files recovery
+    /// took from dead watchers.
     private func claim(lease: WatcherLease, group: inout DiscardingTaskGroup) {
         let inbox = configuration.spool.inbox
+        for name in state.withLock({ state in defer { state.adopted.removeAll() }; return state.adopted }) {
+            guard let entry = FileSystem.entry("\(lease.folder)/\(name)") else { continue }
+            state.withLock { _ = $0.claimed.insert(name) }
+            onEvent(.claimed(name: name))
+            let file = SpoolFile(name: name, folder: lease.folder, arrived: entry.changed, written: entry.modified)
+            group.addTask { await self.open(file) }
+        }
         var postponed: [String] = []
         defer {
             if !postponed.isEmpty {
@@ -352,8 +372,8 @@ public final class SpoolFeed: JobFeed {
             // A file that did not arrive by rename is taken only once it is complete.
             if !state.withLock({ $0.renamed.contains(name) }), !isComplete(name: name, path: source) { continue }
             guard rename(source, "\(lease.folder)/\(name)") == 0 else { continue }
-            // The records of its jobs that ended under a watcher that died come with it.
-            _ = rename("\(inbox)/.\(name)\(Spool.replaySuffix)", "\(lease.folder)/.\(name)\(Spool.replaySuffix)")
+            // A replay file beside it in inbox/ is not taken: the records of jobs that ended
+            // under a watcher that died never pass through inbox/, where producers write.
             state.withLock { state in
                 state.claimed.insert(name)
                 state.renamed.remove(name)

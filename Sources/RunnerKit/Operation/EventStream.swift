@@ -58,6 +58,7 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     }
     public func jobFinished(_ result: JobResult) { lines.jobFinished(result) }
     public func hookFailed(_ result: JobResult, reason: String) { lines.hookFailed(result, reason: reason) }
+    public func hookNotice(_ result: JobResult, message: String) { lines.hookNotice(result, message: message) }
 
     /// Queues one line for the writer thread, or counts it as dropped.
     public func take(_ line: [UInt8]) {
@@ -256,6 +257,10 @@ public struct EventLines: RunObserver {
 
     public func hookFailed(_ result: JobResult, reason: String) {
         emit("hook", result.key, result.kind, [("error", .string(reason))])
+    }
+
+    public func hookNotice(_ result: JobResult, message: String) {
+        emit("hook", result.key, result.kind, [("notice", .string(message))])
     }
 
     private func emit(_ event: String, _ key: String, _ kind: String, _ fields: [(key: String, value: JSONValue)] = []) {

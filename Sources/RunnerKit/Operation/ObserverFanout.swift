@@ -21,4 +21,7 @@ public struct ObserverFanout: RunObserver {
     public func hookFailed(_ result: JobResult, reason: String) {
         for observer in observers { observer.hookFailed(result, reason: reason) }
     }
+    public func hookNotice(_ result: JobResult, message: String) {
+        for observer in observers { observer.hookNotice(result, message: message) }
+    }
 }

@@ -29,4 +29,42 @@ extension OutputStore {
         }
         return String(decoding: Array(parts.joined(separator: [slash])), as: UTF8.self)
     }
+
+    /// The absolute path of a record's `output`, or why it does not lie inside the output.
+    ///
+    /// A record that reaches a hook may have been read back (the records a dead watcher left, a
+    /// row of the queue), so its `output` is checked as a job's is, and then walked folder by
+    /// folder from the output's root without following a link: a path that climbs out, or
+    /// passes through a link (a neighbour's, planted in a shared output), gives the hook no path.
+    public func confined(recordOutput output: String) -> Result<String, ConfinementError> {
+        let normalized: String
+        do {
+            normalized = try Self.validateOutput(output)
+        } catch {
+            return .failure(ConfinementError(description: "its output \(Printable.escaped(output)) \(error.message)"))
+        }
+        let parts = normalized.split(separator: "/")
+        var fd = dup(rootFolder.fd)
+        guard fd >= 0 else { return .failure(ConfinementError(description: "the output folder cannot be opened")) }
+        defer { close(fd) }
+        for part in parts.dropLast() {
+            let next = String(part).withCString { openat(fd, $0, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+            guard next >= 0 else {
+                if errno == ENOENT { return .success(root + "/" + normalized) }  // nothing there: nothing to read
+                return .failure(ConfinementError(description: "its output \(Printable.escaped(output)) passes through something that is not a folder (a link?)"))
+            }
+            close(fd)
+            fd = next
+        }
+        var info = stat()
+        if String(parts.last!).withCString({ fstatat(fd, $0, &info, AT_SYMLINK_NOFOLLOW) }) == 0, (info.st_mode & S_IFMT) == S_IFLNK {
+            return .failure(ConfinementError(description: "its output \(Printable.escaped(output)) is a symbolic link"))
+        }
+        return .success(root + "/" + normalized)
+    }
+
+    /// Why a record's `output` was not given to a hook.
+    public struct ConfinementError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
 }

@@ -52,7 +52,7 @@ public final class OutputStore: Sendable {
 
     /// The output directory, absolute.
     public let root: String
-    private let rootFolder: Folder
+    let rootFolder: Folder
     /// Folders already made and checked, by relative path, each held open.
     private let folders = Mutex<[String: Folder]>([:])
     /// How many folders stay open at most; past that, a folder is opened for each write.

@@ -42,45 +42,95 @@ final class WatcherLease: Sendable {
         close(fd)
     }
 
-    /// Puts the files of dead watchers back in inbox/ and removes their folders; files lying in
-    /// active/ itself (no owner) go back too. Returns the names put back.
-    static func recover(spool: Spool, except own: String? = nil) -> [String] {
+    /// What recovery did with the files of dead watchers.
+    struct Recovered {
+        /// Files put back in inbox/ (their names there).
         var returned: [String] = []
+        /// Files taken into the recovering watcher's own folder with the records of the jobs
+        /// that ended under the dead one (their names there): they go on from where it stopped.
+        var adopted: [String] = []
+        /// Why records a dead watcher seemed to leave were not believed.
+        var refused: [String] = []
+    }
+
+    /// Puts the files of dead watchers back in inbox/ and removes their folders; files lying in
+    /// active/ itself (no owner) go back too.
+    ///
+    /// A file whose jobs partly ended under the dead watcher keeps their records, and the
+    /// records never pass through inbox/, where producers write: the file and its records move
+    /// from the dead watcher's folder into `own` (the recovering watcher's), which takes the file
+    /// as claimed. Records are believed only from a folder a watcher made: owned by the runner's
+    /// user and open to no one else (a lease folder is made 0700); anything else is a forgery
+    /// (producers may write to active/ under `--group`), whose files go back to inbox/ to run in
+    /// full.
+    static func recover(spool: Spool, into own: WatcherLease?) -> Recovered {
+        var recovered = Recovered()
         for name in FileSystem.names(in: spool.active) {
             let path = "\(spool.active)/\(name)"
             guard let entry = FileSystem.entry(path) else { continue }
             if entry.type != .directory {
                 if !name.hasPrefix("."), let back = try? FileSystem.moveKeepingBoth(path, into: spool.inbox, name: name) {
-                    returned.append(back)
+                    recovered.returned.append(back)
                 }
                 continue
             }
-            if name == own { continue }
+            if name == own?.id { continue }
             if name.hasPrefix(".new-") {
                 // A staging folder: its watcher either renames it within microseconds or died.
                 guard let age = age(of: entry), age > 60 else { continue }
             }
-            let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)
             guard fd >= 0 else { continue }
             defer { close(fd) }
             guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }  // its watcher lives
+            var info = stat()
+            let trusted = fstat(fd, &info) == 0 && info.st_uid == geteuid() && info.st_mode & 0o077 == 0
             let names = FileSystem.names(in: path)
             for file in names where !file.hasPrefix(".") {
-                guard let back = try? FileSystem.moveKeepingBoth("\(path)/\(file)", into: spool.inbox, name: file) else { continue }
-                returned.append(back)
-                // The records of its jobs that ended go with it: they do not run again.
-                var replay: [UInt8] = []
+                var records: [UInt8] = []
                 for part in [".\(file)\(Spool.resultsSuffix)", ".\(file)\(Spool.replaySuffix)"] {
-                    replay += OutputStore.readFile(in: AT_FDCWD, "\(path)/\(part)") ?? []
+                    records += OutputStore.readFile(in: fd, part) ?? []
                 }
-                if !replay.isEmpty { try? FileSystem.writeAtomically(replay, to: "\(spool.inbox)/.\(back)\(Spool.replaySuffix)", mode: spool.fileMode) }
+                if !records.isEmpty && !trusted {
+                    recovered.refused.append(
+                        "\(file): records in \(path) were not believed (the folder is not one a watcher made: owner \(info.st_uid), mode "
+                            + "\(String(info.st_mode & 0o7777, radix: 8))); its jobs run again")
+                }
+                if !records.isEmpty, trusted, let own, FileSystem.entry("\(path)/\(file)")?.type == .regular,
+                    let taken = try? own.adopt("\(path)/\(file)", name: file, records: records, mode: spool.fileMode)
+                {
+                    recovered.adopted.append(taken)
+                    continue
+                }
+                guard let back = try? FileSystem.moveKeepingBoth("\(path)/\(file)", into: spool.inbox, name: file) else { continue }
+                recovered.returned.append(back)
             }
             for file in FileSystem.names(in: path) { unlink("\(path)/\(file)") }
             rmdir(path)
         }
         // Back in line for good: the names in inbox/ survive a power loss.
-        if !returned.isEmpty { try? Durability.syncFolder(spool.inbox) }
-        return returned
+        if !recovered.returned.isEmpty { try? Durability.syncFolder(spool.inbox) }
+        if !recovered.adopted.isEmpty, let own { try? Durability.syncFolder(own.folder) }
+        return recovered
+    }
+
+    /// Takes a dead watcher's file into this folder with the records of its jobs that ended
+    /// there (written first, beside the name the file gets); the name it got.
+    func adopt(_ source: String, name: String, records: [UInt8], mode: mode_t) throws(FileSystem.Failure) -> String {
+        var attempt = 1
+        while true {
+            let candidate = FileSystem.numbered(name, attempt)
+            attempt += 1
+            guard FileSystem.entry("\(folder)/\(candidate)") == nil else { continue }
+            try FileSystem.writeAtomically(records, to: "\(folder)/.\(candidate)\(Spool.replaySuffix)", mode: mode)
+            do {
+                try FileSystem.moveNoReplace(source, to: "\(folder)/\(candidate)")
+            } catch {
+                unlink("\(folder)/.\(candidate)\(Spool.replaySuffix)")
+                throw error
+            }
+            return candidate
+        }
     }
 
     /// Whether the watcher that owns the folder `name` under active/ is alive (it holds its lock).
