@@ -11,7 +11,7 @@ enum WatchCommand {
     private static let spoolDefaults = SpoolFeed.Configuration.watch(spool: Spool(root: Spool.defaultRoot), registry: KindRegistry())
 
     static let grace = CommandOption<Duration>.seconds(
-        "grace", default: spoolDefaults.grace, help: "On SIGTERM or SIGINT, how long running jobs may go on before they are cancelled.")
+        "grace", default: spoolDefaults.grace, help: "On SIGTERM or SIGINT, how long running jobs may go on before they are cancelled (a folder's files go back to inbox/) or, with --queue, handed back to the queue.")
     static let settle = CommandOption<Duration>.seconds(
         "settle", default: spoolDefaults.settle,
         help: "A file written in place (not renamed in) is taken once no process writes it and it has not changed for this long (not with --queue).")

@@ -403,7 +403,7 @@ struct QueueFeedTests {
         await run.value
     }
 
-    @Test func shutdownGivesUnstartedClaimsBackAtOnceAndCancelsRunningJobsAfterTheGrace() async throws {
+    @Test func shutdownGivesUnstartedClaimsBackAtOnceAndHandsRunningJobsBackAfterTheGrace() async throws {
         for key in ["one", "two", "three"] { w.http.script("http://queue.test/\(key)", .hang) }
         let feed = try w.feed {
             $0.engine.concurrency = 1
@@ -417,10 +417,22 @@ struct QueueFeedTests {
         await eventually("the two unstarted given back") { w.store.rows.filter { $0.state == "queued" && $0.runner == nil }.count == 2 }
         #expect(w.row("one")?.state == "running", "the running job has its grace")
         w.clock.advance(by: .seconds(5))
-        await w.waitDone(["one"])
-        #expect(w.row("one")?.status == "cancelled")
+        // Stopping the watcher is not the job's end: it goes back to the queue, unrecorded.
+        await eventually("the running one given back") { w.row("one")?.state == "queued" }
         await run.value
+        #expect(w.row("one")?.status == nil && w.row("one")?.runner == nil && w.row("one")?.claims == 0, "\(String(describing: w.row("one")))")
+        #expect(!w.records.read { $0.contains { $0.key == "one" } }, "no record of a job that did not end")
+        #expect(!FileManager.default.fileExists(atPath: w.folder.path + "/out/results/" + OutputStore.fileName(forKey: "one") + ".json"))
         #expect(w.http.requests.count == 1, "none of the others started")
+
+        // Another runner takes them and ends them.
+        for key in ["one", "two", "three"] { w.http.script("http://queue.test/\(key)", .ok(key)) }
+        let other = try w.feed("b")
+        let otherRun = w.start(other)
+        await w.waitDone(["one", "two", "three"])
+        #expect(w.row("one")?.status == "succeeded" && w.row("one")?.runner == "b")
+        other.shutdown()
+        await otherRun.value
     }
 
     /// A claim given back at shutdown gives back its key first: the runner that takes the job
@@ -436,6 +448,7 @@ struct QueueFeedTests {
         w.submit(["one", "two"])
         #expect(await w.http.waitForRequests(1))
         await eventually("both claimed by a") { w.store.rows.allSatisfy { $0.runner == "a" } }
+        w.http.script("http://queue.test/one", .ok("one"))  // for whoever runs it after a
         first.shutdown(grace: .seconds(5))
         await eventually("two given back") { w.row("two")?.state == "queued" }
         let second = try w.feed("b")
@@ -444,6 +457,9 @@ struct QueueFeedTests {
         #expect(w.row("two")?.status == "succeeded" && w.row("two")?.runner == "b", "\(String(describing: w.row("two")))")
         w.clock.advance(by: .seconds(5))
         await firstRun.value
+        // a handed its running job back after the grace; b ran it.
+        await w.waitDone(["one"])
+        #expect(w.row("one")?.status == "succeeded" && w.row("one")?.runner == "b", "\(String(describing: w.row("one")))")
         second.shutdown()
         await secondRun.value
     }

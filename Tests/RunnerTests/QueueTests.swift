@@ -605,6 +605,44 @@ struct QueueTests {
         #expect(await Self.stop(second, world) == 0)
     }
 
+    /// SIGTERM of a watcher (a restart, a deploy) is not the end of the download it runs: after
+    /// its grace the job goes back to the queue with its partial kept, another watcher resumes
+    /// it, and no row ends `cancelled`.
+    @Test func sigtermHandsARunningDownloadBackAndAnotherWatcherResumesIt() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        RangeResumeTests.writeKind(world.w)
+        let kinds = ["--kinds", "\(world.w.root)/k"]
+        let first = try Self.startWatcher(world, db, "first", ["--grace", "1", "--limit-rate", "300K"] + kinds)
+        defer { if first.isRunning { first.terminate() } }
+        let file = world.w.write(
+            "big.jsonl", #"{"kind": "file", "name": "big", "url": "\#(world.base)/ranged/\#(RangeResumeTests.size)", "timeout": 60}"# + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, file] + kinds).status == 0)
+        func partialBytes() -> Int {
+            let folder = "\(world.w.root)/out/files"
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            return names.filter { $0.hasPrefix(PartialDownload.prefix) && !$0.hasSuffix(".json") }
+                .compactMap { (try? FileManager.default.attributesOfItem(atPath: "\(folder)/\($0)"))?[.size] as? Int }.max() ?? 0
+        }
+        #expect(await world.wait(upTo: .seconds(30)) { partialBytes() > 1_300_000 }, "\(world.log("first"))")
+        kill(first.processIdentifier, SIGTERM)
+        #expect(await world.exit(of: first, upTo: .seconds(20)) == 0)
+        let state = try await db.psql("SELECT state || ' ' || coalesce(status, '-') FROM runner.jobs")
+        #expect(state.trimmingCharacters(in: .whitespacesAndNewlines) == "queued -", "handed back, not ended: \(state)")
+        #expect(partialBytes() > 1_000_000, "its partial is kept")
+
+        let second = try Self.startWatcher(world, db, "second", kinds)
+        defer { if second.isRunning { second.terminate() } }
+        #expect(await world.wait(upTo: .seconds(30)) { Self.records(world)["file:big"] == "succeeded" }, "\(world.log("second"))")
+        let record = try JSONParser.parse(Array(try #require(FileManager.default.contents(
+            atPath: "\(world.w.root)/out/results/\(OutputStore.fileName(forKey: "file:big")).json"))))
+        #expect((record["resumedFrom"]?.intValue ?? 0) > 1_000_000, "the second watcher resumed: \(record)")
+        #expect(record["sha256"]?.stringValue == SHA256.hex(RangeResumeTests.file()), "\(record)")
+        let rows = try await db.psql("SELECT count(*) FROM runner.jobs WHERE status = 'cancelled'")
+        #expect(rows.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        #expect(await Self.stop(second, world) == 0)
+    }
+
     @Test func aJobAbandonedThreeTimesEndsFailed() async throws {
         let db = try await PostgresServer()
         let world = try SpoolWorld()

@@ -262,6 +262,11 @@ public final class JobEngine: Sendable {
             },
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)
+        if result.status == .cancelled, cancellation.isReleased {
+            // Its runner stops (`TaskManager.releaseAll`): not the job's end. No record; the feed
+            // hands the job back, and a partial it left is resumed by whoever runs it next.
+            return .notStarted
+        }
         if let children = report.committed?.children, !children.isEmpty, let takesChildren {
             takesChildren(children)  // a shared queue runs them, for any runner
         } else if let children = report.committed?.children, !children.isEmpty {

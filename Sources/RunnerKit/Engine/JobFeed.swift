@@ -29,7 +29,8 @@ public struct FeedJob: Sendable {
         /// It ran, or was refused or cancelled: its record is written; `line` is that record as
         /// one line of JSON (no newline).
         case recorded(JobResult, line: [UInt8])
-        /// It was left (`Start.skip`, or the engine stopped before it started): no record.
+        /// It was left (`Start.skip`, or the engine stopped before it started), or released
+        /// while it ran (`TaskManager.releaseAll`: its runner stops): no record.
         case notStarted
     }
 

@@ -10,7 +10,8 @@ import Synchronization
 //            retried while the store is away, given up --grace + 5 s after a shutdown;
 //            with hooks, the claim held until they ended (a runner that dies leaves them to
 //            another, which claims the row for its hooks alone and runs them with its record)
-//   shutdown ─► claims not started given back at once; after --grace, running jobs cancelled
+//   shutdown ─► claims not started given back at once; after --grace, running jobs released:
+//            stopped without a record, their claims given back for another runner
 //   children ─► queued with the parent's own record, run by any runner; the runner whose
 //            record ends the last of them completes the parent's record with their counts
 //   a listener: new jobs ring the bell; a cancel cancels the key's task; a pause another
@@ -44,7 +45,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         /// How many jobs one claim takes at least when the engine has fewer slots free (they
         /// wait for a slot under the lease); nil: a quarter of the concurrency, at most 16.
         public var prefetch: Int?
-        /// On shutdown, how long running jobs may go on before they are cancelled.
+        /// On shutdown, how long running jobs may go on before they are handed back to the queue.
         public var grace: Duration = .seconds(10)
         /// After the grace, how long records the store refuses are still retried; then the
         /// feed ends, the records on disk (the jobs run again once their leases end).
@@ -218,7 +219,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     private var kinds: [String] { configuration.engine.registry.names }
 
     /// Begins a shutdown: nothing more is claimed, claims not started go back at once, running
-    /// jobs have `grace` (the configuration's by default) before they are cancelled. `run()`
+    /// jobs have `grace` (the configuration's by default) before they are stopped and given back
+    /// to the queue (never recorded `cancelled`: the watcher stops, not the job). `run()`
     /// returns when it is done. Safe from any thread; a second call does nothing.
     public func shutdown(grace: Duration? = nil) {
         let grace = grace ?? configuration.grace
@@ -248,7 +250,9 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         }
         Task {
             try? await clock.sleep(for: grace)
-            engine.taskManager.cancelAll()
+            // Stopping a watcher is the fleet's business, not the jobs' end: what still runs
+            // goes back to the queue (its partial kept and synced) for another watcher.
+            engine.taskManager.releaseAll()
         }
     }
 

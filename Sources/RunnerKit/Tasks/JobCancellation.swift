@@ -31,7 +31,7 @@ final class JobCancellation: Sendable {
 
     /// Where the job's work runs now (nil before and after), and whether a cancel was asked for.
     /// A running task is cancelled only under this lock, while it is known to be alive.
-    private let state = Mutex<(target: Target?, requested: Bool)>((nil, false))
+    private let state = Mutex<(target: Target?, requested: Bool, released: Bool)>((nil, false, false))
     /// Fresh tasks of the group this job belongs to, cancelled with the group's task.
     private let continuations: Continuations?
 
@@ -59,6 +59,19 @@ final class JobCancellation: Sendable {
             state.target?.cancel()
         }
     }
+
+    /// Cancels the job's work because its runner stops, not because the job should end: a feed
+    /// that shares its jobs hands it back, and the job's end is not recorded here.
+    func release() {
+        state.withLock { state in
+            state.released = true
+            state.requested = true
+            state.target?.cancel()
+        }
+    }
+
+    /// Whether the job was cancelled by `release()`.
+    var isReleased: Bool { state.withLock { $0.released } }
 
     /// Whether the job was cancelled (by key, or with its group), whatever its task says: for a
     /// task whose cancellation a deadline has used.

@@ -57,6 +57,14 @@ public final class TaskManager: Sendable {
         for cancellation in state.withLock({ $0.entries.values.map(\.cancellation) }) { cancellation.cancel() }
     }
 
+    /// Stops every running task because the runner stops, not because the jobs should end: each
+    /// stops as a cancelled one does (a cut body kept for a resume), but its end is not recorded
+    /// and its feed is told it did not start (`FeedJob.End.notStarted`), so a shared queue hands it
+    /// to another runner. What a stopping watcher does after its grace.
+    public func releaseAll() {
+        for cancellation in state.withLock({ $0.entries.values.map(\.cancellation) }) { cancellation.release() }
+    }
+
     public func isRunning(key: String) -> Bool { state.withLock { $0.entries[key] != nil } }
 
     /// Number of running tasks.
