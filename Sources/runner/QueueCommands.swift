@@ -513,3 +513,37 @@ struct QueueLiveSource: LiveSource {
         ]))
     }
 }
+
+// MARK: - grant
+
+extension QueueCommands {
+    static let producerOption = CommandOption<String?>.text(
+        "producer", "ROLE",
+        help: "The existing PostgreSQL role to give what submit, submit --wait and status need, and nothing more: it may insert jobs and read the queue, never end, change or delete one.")
+
+    static let grantSpec: CommandSpec = CommandSpec(
+        name: "grant",
+        summary: "Give a PostgreSQL role the rights of a producer of the queue: submit and status, never a job's end.",
+        synopsis: "",
+        options: [producerOption.spec, queueOption.spec],
+        run: { arguments in
+            let url: String?
+            let role: String?
+            do {
+                url = try QueueCommands.url(arguments)
+                role = try arguments[producerOption]
+            } catch {
+                return Runner.usageError(error, spec: grantSpec)
+            }
+            guard let url else { return Runner.usageError(UsageError("grant needs --queue URL (or $RUNNER_QUEUE): the queue whose producer ROLE is"), spec: grantSpec) }
+            guard let role, !role.isEmpty else { return Runner.usageError(UsageError("grant needs --producer ROLE"), spec: grantSpec) }
+            do throws(QueueError) {
+                let queue = try JobQueue(url: url)
+                try queue.grant(producer: role)
+                Console.out("\(Printable.escaped(role)) may now submit to \(queue.connection.display), follow a batch and read its status; it cannot end, change or delete a job")
+                return 0
+            } catch {
+                return fail(error)
+            }
+        })
+}

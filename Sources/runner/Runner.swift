@@ -15,6 +15,7 @@ enum Runner {
         WatchCommand.spec,
         SpoolCommands.cancel,
         SpoolCommands.status,
+        QueueCommands.grantSpec,
         HelpCommand.spec,
         VersionCommand.spec,
         CompletionsCommand.spec,

@@ -147,6 +147,16 @@ start_postgres() {
     fi
     # The socket's folder as the host, percent-encoded: a URL the shell takes as one word.
     pg_url="postgresql://runner@${dir//\//%2F}/postgres"
+    pg_server_url=$pg_url
+}
+
+# A database of its own for each page that uses PostgreSQL: a page's queue starts empty, whatever
+# the pages before it queued, and its output stamp is its own.
+pg_pages=0
+fresh_database() {
+    pg_pages=$((pg_pages + 1))
+    "$pg_bin/psql" -X -q -h "$pg_dir" -U runner -d postgres -c "CREATE DATABASE page_$pg_pages" >/dev/null || return 1
+    pg_url="${pg_server_url%/postgres}/page_$pg_pages"
 }
 
 # The fixture server, on a free loopback port.
@@ -397,6 +407,9 @@ for page in "${pages[@]}"; do
             esac
         fi
     done
+    if [ -n "$pg_url" ] && [[ " ${item_pg[*]} " == *1* ]]; then
+        fresh_database || { echo "examples.sh: no database could be made for $page" >&2; exit 1; }
+    fi
     [ -n "$has_commands" ] || continue
 
     name=${page#/}

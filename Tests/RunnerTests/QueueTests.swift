@@ -643,6 +643,73 @@ struct QueueTests {
         #expect(await Self.stop(second, world) == 0)
     }
 
+    /// `runner grant --producer ROLE`: the role submits, waits for its batch and reads the
+    /// status; it cannot end, change or delete a job, nor insert one with an end of its own.
+    @Test func aProducerRoleSubmitsAndFollowsButCannotEndAJob() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let watcher = try Self.startWatcher(world, db, "out")
+        defer { if watcher.isRunning { watcher.terminate() } }
+        #expect(await world.wait(upTo: .seconds(10)) { world.log("out").contains("watching the queue") })
+        _ = try await db.psql("CREATE ROLE producer LOGIN PASSWORD 'producer-pw-1'")
+        let granted = try await world.w.run(["grant", "--queue", db.url, "--producer", "producer"])
+        #expect(granted.status == 0 && granted.stdout.contains("producer may now submit"), "\(granted.stdout)\(granted.stderr)")
+        let nobody = try await world.w.run(["grant", "--queue", db.url, "--producer", "nobody"])
+        #expect(nobody.status == 2 && nobody.stderr.contains("there is no role nobody"), "\(nobody.stderr)")
+
+        let producer = "postgresql://producer:producer-pw-1@/postgres?host=\(db.folder)"
+        let file = world.w.write("one.jsonl", #"{"kind": "entry", "key": "p:one", "id": "imgly.A.1", "url": "\#(world.base)/entries/{id}.json"}"# + "\n")
+        let waited = try await world.w.run(["submit", "--queue", producer, "--wait", "--unique", file])
+        #expect(waited.status == 0 && waited.stdout.contains("1 job: 1 succeeded."), "\(waited.stdout)\(waited.stderr)")
+        let status = try await world.w.run(["status", "--queue", producer, "--json"])
+        #expect(status.status == 0 && status.stdout.contains("\"watchers\""), "\(status.stderr)")
+
+        func asProducer(_ statement: String) async throws -> (status: Int32, output: String) {
+            try await ChildProcess.run(
+                "\(PostgresServer.bin!)/psql", ["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-h", db.folder, "-U", "producer", "-d", "postgres", "-c", statement],
+                environment: ChildProcess.environment(adding: ["PGPASSWORD": "producer-pw-1"]))
+        }
+        for statement in [
+            "UPDATE runner.jobs SET status = 'succeeded', state = 'done'",
+            "DELETE FROM runner.jobs",
+            "INSERT INTO runner.jobs (key, kind, job, file, state, status, record, lease_until) VALUES ('p:forged', 'entry', '{}', 'x', 'running', 'succeeded', '{}', now())",
+            "INSERT INTO runner.jobs (key, kind, job, file, parent_id) VALUES ('p:child', 'entry', '{}', 'x', 1)",
+            "INSERT INTO runner.results (key, record) VALUES ('p:one', '{}')",
+            "UPDATE runner.hosts SET paused_until = 'infinity'",
+        ] {
+            let result = try await asProducer(statement)
+            #expect(result.status != 0 && result.output.contains("permission denied"), "\(statement): \(result.output)")
+        }
+        let rows = try await db.psql("SELECT count(*) FROM runner.jobs WHERE key LIKE 'p:%'")
+        #expect(rows.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        #expect(await Self.stop(watcher, world) == 0)
+    }
+
+    /// A row left in the queue as "ended, hooks pending" (as one a watcher dies with) whose record
+    /// names an output outside the output folder: the hook runs without a path, and says why.
+    @Test func aHookOfARecordLeftInTheQueueGetsAPathOnlyInsideTheOutput() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let first = try Self.startWatcher(world, db, "first")
+        #expect(await world.wait(upTo: .seconds(10)) { world.log("first").contains("watching the queue") })
+        #expect(await Self.stop(first, world) == 0)
+        let record = #"{"key":"h:forged","kind":"entry","status":"succeeded","output":"../elsewhere/secret.txt","attempts":1,"#
+            + #""startedAt":"2026-11-27T10:00:00.000Z","finishedAt":"2026-11-27T10:00:00.010Z"}"#
+        _ = try await db.psql(
+            "INSERT INTO runner.jobs (key, kind, job, file, state, status, record, claims, runner, lease_until, started_at) "
+                + "VALUES ('h:forged', 'entry', '{}', 'x.jsonl', 'running', 'succeeded', '\(record)', 1, 'gone-1', now() - interval '1 minute', now())")
+        let events = "\(world.w.root)/events.jsonl"
+        let hooked = try Self.startWatcher(
+            world, db, "hooked", ["--on-finish", #"printf '%s|%s\n' "$RUNNER_KEY" "$RUNNER_OUTPUT" >> "# + "\(world.w.root)/hook.log", "--events", events])
+        defer { if hooked.isRunning { hooked.terminate() } }
+        let log = "\(world.w.root)/hook.log"
+        #expect(await world.wait(upTo: .seconds(20)) { FileManager.default.fileExists(atPath: log) }, "\(world.log("hooked"))")
+        #expect(try String(contentsOfFile: log, encoding: .utf8) == "h:forged|\n", "no path outside the output")
+        #expect(world.log("hooked").contains("gets no RUNNER_OUTPUT"), "\(world.log("hooked"))")
+        #expect(await world.wait(upTo: .seconds(5)) { ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").contains(#""notice":"#) })
+        #expect(await Self.stop(hooked, world) == 0)
+    }
+
     @Test func aJobAbandonedThreeTimesEndsFailed() async throws {
         let db = try await PostgresServer()
         let world = try SpoolWorld()

@@ -51,8 +51,11 @@ public final class JobQueue: Sendable {
         try connection.transaction { db throws(QueueError) in
             // Several runners starting at once: one makes the tables, the others wait for it.
             try db.query("SELECT pg_advisory_xact_lock(74170001)")
-            try db.query("CREATE SCHEMA IF NOT EXISTS runner")
-            try db.query("CREATE TABLE IF NOT EXISTS runner.meta (version integer NOT NULL)")
+            // Made only when missing: a producer's role (`grant(producer:)`) may not create
+            // anything, and PostgreSQL checks that right before it looks for the schema.
+            let made = try db.query("SELECT to_regnamespace('runner') IS NOT NULL, to_regclass('runner.meta') IS NOT NULL").first ?? []
+            if made.first != "t" { try db.query("CREATE SCHEMA IF NOT EXISTS runner") }
+            if made.count < 2 || made[1] != "t" { try db.query("CREATE TABLE IF NOT EXISTS runner.meta (version integer NOT NULL)") }
             let version = Self.value(try db.query("SELECT max(version) FROM runner.meta")).flatMap { Int($0) }
             if let version, version > Self.schemaVersion {
                 throw QueueError(
@@ -150,6 +153,30 @@ public final class JobQueue: Sendable {
                     heartbeat_at timestamptz NOT NULL DEFAULT now(),
                     events boolean NOT NULL DEFAULT false)
                 """)
+        }
+    }
+
+    // MARK: - Producers
+
+    /// Gives the existing PostgreSQL role `role` what `submit`, `submit --wait` and `status`
+    /// need, and nothing more: it may read the queue's tables and insert jobs (key, kind, job,
+    /// file and batch only), never update or delete a row, nor insert one with a state, status,
+    /// record, claims or hooks of its own. So only a watcher, holding the claim, ends a job.
+    /// Run by a role that owns the tables (the watchers'); the tables are made first if missing.
+    public func grant(producer role: String) throws(QueueError) {
+        try connection.transaction { db throws(QueueError) in
+            let exists = Self.value(try db.query("SELECT count(*) FROM pg_roles WHERE rolname = $1", [role]))
+            guard exists == "1" else { throw QueueError("there is no role \(Printable.escaped(role)) in the database; create it first (CREATE ROLE … LOGIN)", usage: true) }
+            let name = Self.value(try db.query("SELECT quote_ident($1)", [role])) ?? role
+            let tables = try db.query(
+                "SELECT quote_ident(tablename) FROM pg_tables WHERE schemaname = 'runner' ORDER BY 1"
+            ).compactMap { $0[0] }.map { "runner." + $0 }
+            try db.query("REVOKE ALL ON ALL TABLES IN SCHEMA runner FROM \(name)")
+            try db.query("REVOKE ALL ON ALL SEQUENCES IN SCHEMA runner FROM \(name)")
+            try db.query("GRANT USAGE ON SCHEMA runner TO \(name)")
+            try db.query("GRANT SELECT ON \(tables.joined(separator: ", ")) TO \(name)")
+            try db.query("GRANT INSERT (key, kind, job, file, batch) ON runner.jobs TO \(name)")
+            try db.query("GRANT USAGE ON SEQUENCE runner.jobs_id_seq TO \(name)")
         }
     }
 
