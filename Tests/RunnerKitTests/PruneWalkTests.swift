@@ -102,4 +102,25 @@ import Testing
         #expect(try #require(store.forget(key: "theirs")).removed == [store.recordPath(forKey: "theirs")])
         #expect(outsideNames() == ["theirs.bin"])
     }
+
+    /// A record that names no payload after an end that never gives one up (written so by a
+    /// runner from before cancels kept pointing at the last good payload) keeps the payload the
+    /// key's last good line in the run logs names; a 404's record does not.
+    @Test func aRecordThatLostItsPayloadKeepsTheOneTheRunLogNames() throws {
+        let store = try OutputStore(root: out)
+        for name in ["kept.bin", "gone.bin", "renamed.bin"] {
+            try store.write([7], to: "fetched/" + name)
+            age(store.absolute("fetched/" + name))
+        }
+        let log = try RunLog(store: store, runID: "earlier")
+        log.append(record: try JSONParser.parse(#"{"key": "lost", "status": "succeeded", "output": "fetched/kept.bin"}"#))
+        log.append(record: try JSONParser.parse(#"{"key": "gone", "status": "succeeded", "output": "fetched/gone.bin"}"#))
+        log.append(record: try JSONParser.parse(#"{"key": "other", "status": "failed", "output": "fetched/renamed.bin"}"#))
+        try store.write(Array(#"{"key": "lost", "status": "cancelled", "output": null}"#.utf8), to: store.recordPath(forKey: "lost"))
+        try store.write(Array(#"{"key": "gone", "status": "notFound", "output": null}"#.utf8), to: store.recordPath(forKey: "gone"))
+        try store.write(Array(#"{"key": "other", "status": "failed", "output": null}"#.utf8), to: store.recordPath(forKey: "other"))
+
+        let listed = store.prune(dryRun: true, minimumAge: 60)
+        #expect(listed.files == ["fetched/gone.bin", "fetched/renamed.bin"], "\(listed.files)")
+    }
 }

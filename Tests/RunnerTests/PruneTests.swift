@@ -66,4 +66,26 @@ struct PruneTests {
         #expect(pruned.stdout.contains("removed 0 payloads"), "\(pruned.stdout)")
         #expect(w.payload(old) != nil)
     }
+
+    /// A record of a cancel that names no payload (as a runner wrote before cancels kept pointing
+    /// at the last good one) does not orphan it: `prune` keeps what the key's last good line in
+    /// the run logs names. Without the run logs nothing names it any more.
+    @Test func anOlderRecordOfACancelWithoutOutputStillKeepsTheGoodPayload() async throws {
+        let w = try Workspace()
+        w.write("jobs.jsonl", Self.jobs(w, secondID: "9e.A.1"))
+        #expect(try await w.run(["run", "jobs.jsonl"]).status == 0)
+        let old = try #require(try w.record("first")["output"]?.stringValue)
+        let older = #"{"key": "first", "kind": "entry", "status": "cancelled", "output": null, "error": "cancelled"}"#
+        w.write("out/results/\(OutputStore.fileName(forKey: "first")).json", older + "\n")
+        Self.age(w)
+
+        let dry = try await w.run(["prune", "out", "--dry-run"])
+        #expect(dry.status == 0 && !dry.stdout.contains(old) && dry.stdout.contains("would remove 0 payloads"), "\(dry.stdout)")
+        #expect(try await w.run(["prune", "out"]).status == 0)
+        #expect(w.payload(old) != nil)
+
+        try FileManager.default.removeItem(atPath: "\(w.out)/runs")
+        let gone = try await w.run(["prune", "out", "--dry-run"])
+        #expect(gone.stdout.contains("  \(old)\n"), "\(gone.stdout)")
+    }
 }

@@ -54,13 +54,58 @@ extension OutputStore {
     }
 
     /// The payloads `prune` keeps, by relative path: every `output` a record in `results/` names
-    /// (a stale record names the key's last good payload).
+    /// (a stale record names the key's last good payload); and, for a key whose record names none
+    /// although its job ended in a way that never gives a payload up (`cancelled`, `failed`,
+    /// `timedOut`, `offline`: only a runner from before every such end pointed at the last good
+    /// payload wrote such a record), every `output` a good line of that key in the run logs
+    /// (`succeeded`, `notModified`, or stale) names. Only a 404 without `keepStale`, a renamed
+    /// `output` or a record removed by hand leave a payload for `prune`.
     func keptPayloads() -> Set<String> {
         var kept = Set<String>()
+        var lost = Set<String>()
         for name in recordFileNames() {
-            if let output = readRecord(fileName: name)?["output"]?.stringValue { kept.insert(output) }
+            guard let record = readRecord(fileName: name) else { continue }
+            if let output = record["output"]?.stringValue {
+                kept.insert(output)
+            } else if let key = record["key"]?.stringValue,
+                record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))?.allowsStaleFallback == true
+            {
+                lost.insert(key)
+            }
         }
+        if !lost.isEmpty { kept.formUnion(goodOutputsInRunLogs(of: lost)) }
         return kept
+    }
+
+    /// Every `output` that a good line (`succeeded`, `notModified`, or stale) of one of `keys`
+    /// names in the run logs, each read through the descriptor of `runs/`, never through a link.
+    private func goodOutputsInRunLogs(of keys: Set<String>) -> Set<String> {
+        var outputs = Set<String>()
+        let runs = openat(rootFolder.fd, "runs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard runs >= 0 else { return outputs }
+        defer { close(runs) }
+        var logs: [String] = []
+        FolderReader.forEachEntry(inFolder: runs) { entry in
+            if let name = entry.name, name.hasSuffix(".jsonl"), !name.hasPrefix(".") { logs.append(name) }
+        }
+        for log in logs {
+            let fd = openat(runs, log, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            var info = stat()
+            guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
+                close(fd)
+                continue
+            }
+            let reader = LineReader(descriptor: fd)
+            while let line = try? reader.next() {
+                guard let record = try? JSONParser.parse(Array(line)), let key = record["key"]?.stringValue, keys.contains(key),
+                    let output = record["output"]?.stringValue,
+                    record["stale"] == .bool(true) || record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))?.isSuccess == true
+                else { continue }
+                outputs.insert(output)
+            }
+        }
+        return outputs
     }
 
     /// One folder of the output directory as the walk holds it: open by its descriptor, with
