@@ -101,6 +101,37 @@ struct PruneTests {
         #expect(w.payload(old) == bytes)
     }
 
+    /// The same through a watcher and `runner cancel KEY`: the cancelled download's record
+    /// points at the good payload as stale, and `prune --dry-run` does not list it.
+    @Test func runnerCancelOfAWatchersDownloadKeepsTheGoodPayload() async throws {
+        let s = try SpoolWorld()
+        let w = s.w
+        w.write("jobs.jsonl", Self.jobs(w, secondID: "9e.A.1"))
+        #expect(try await w.run(["run", "jobs.jsonl"]).status == 0)
+        let good = try w.record("first")
+        let old = try #require(good["output"]?.stringValue)
+        let bytes = try #require(w.payload(old))
+
+        try s.spool.makeFolders()
+        let watcher = try s.startWatcher()
+        defer { watcher.terminate() }
+        try s.drop("slow.json", #"{"kind": "entry", "key": "first", "id": "imgly.A.2", "url": "\#(w.base)/entries/{id}.json?trickle=100&trickleAfter=10", "timeout": 120}"#)
+        #expect(await s.wait(upTo: .seconds(30)) { w.server.requestCount(path: "/entries/imgly.A.2.json") >= 1 }, "\(s.log())")
+        let cancel = try await w.run(["cancel", "first", "--spool", s.spool.root])
+        #expect(cancel.status == 0 && cancel.stdout.contains("its running task"), "\(cancel.stdout)\(cancel.stderr)")
+        #expect(await s.wait(upTo: .seconds(30)) { s.jobFiles(s.spool.failed) == ["slow.json"] }, "\(s.log())")
+        watcher.signal(SIGTERM)
+        #expect(await s.exit(of: watcher, upTo: .seconds(30)) != nil)
+
+        let record = try w.record("first")
+        #expect(record["status"] == .string("cancelled") && record["stale"] == .bool(true), "\(record)")
+        #expect(record["output"]?.stringValue == old && record["sha256"] == good["sha256"], "\(record)")
+        #expect(w.payload(old) == bytes, "the good payload is untouched")
+        Self.age(w)
+        let dry = try await w.run(["prune", "out", "--dry-run"])
+        #expect(dry.status == 0 && !dry.stdout.contains(old) && dry.stdout.contains("would remove 0 payloads"), "\(dry.stdout)\(dry.stderr)")
+    }
+
     /// A record of a cancel that names no payload (as a runner wrote before cancels kept pointing
     /// at the last good one) does not orphan it: `prune` keeps what the key's last good line in
     /// the run logs names. Without the run logs nothing names it any more.
