@@ -434,6 +434,36 @@ struct EngineTests {
         try expectPointsAtGoodPayload(result, good, was: before)
     }
 
+    /// A feed's cancel before the start (a spool's `runner cancel` of a waiting file's job).
+    @Test func aCancelBeforeTheStartKeepsPointingAtTheGoodPayload() async throws {
+        let url = "http://host.test/cached"
+        http.script(url, .ok("good", headers: ["ETag": "\"v1\""]))
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let good = try await goodRun(engine, url, key: "cached")
+        let before = identity(good.output)
+
+        final class CancelledBeforeTheStart: JobFeed, @unchecked Sendable {
+            var job: JobDescriptor?
+            let ended = Locked<JobResult?>(nil)
+            init(_ job: JobDescriptor) { self.job = job }
+            func next() async -> FeedJob? {
+                defer { job = nil }
+                return job.map {
+                    FeedJob($0, start: { .cancel("cancelled by request before it started") }, ended: { [ended] end in
+                        if case .recorded(let result, _) = end { ended.withLock { $0 = result } }
+                    })
+                }
+            }
+        }
+        let feed = CancelledBeforeTheStart(job(url, key: "cached"))
+        let summary = await engine.run(feed)
+        #expect(summary.counts == [.cancelled: 1])
+        #expect(http.requests(to: url).count == 1, "the cancelled job never fetched")
+        let result = try #require(feed.ended.value)
+        #expect(result.error == "cancelled by request before it started")
+        try expectPointsAtGoodPayload(result, good, was: before)
+    }
+
     @Test func aTimeoutKeepsPointingAtTheGoodPayload() async throws {
         let url = "http://host.test/cached"
         http.script(url, .ok("good", headers: ["ETag": "\"v1\""]), .hang)
