@@ -10,7 +10,7 @@ enum PruneCommand {
         name: "prune",
         summary: "Remove the payloads in an output directory that no record points to, and cut transfers' kept bytes untouched for a week; say how many bytes that frees.",
         synopsis: "[OUT]",
-        arguments: [("OUT", "The output directory (default: out). Records, run logs and files written in the last minute stay.")],
+        arguments: [("OUT", "The output directory (default: out). Records, run logs, every key's last good payload and files written in the last minute stay.")],
         options: [dryRun.spec],
         positionals: (0, 1),
         run: { arguments in

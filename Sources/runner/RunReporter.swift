@@ -143,7 +143,7 @@ final class RunReporter: RunObserver {
         Console.out(Self.table(rows))
         if omitted > 0 { Console.out("  … and \(omitted) more (every record is in \(Self.relative(store.root))/results)") }
         Console.out("\n" + countsLine)
-        if rows.contains(where: \.stale) { Console.out("* stale: the job failed; output points at the last good payload.") }
+        if rows.contains(where: \.stale) { Console.out("* stale: no new payload; output points at the last good payload.") }
         if rows.contains(where: { $0.waitedForHostMs > 0 }) {
             Console.out("MS is each job's own time; WAIT its time waiting for a slot or its turn at its host (--per-host, --rate).")
         }

@@ -15,7 +15,7 @@ import Testing
 private func makeEngine(
     _ folder: TemporaryFolder, http: RecordingHTTP, clock: TestClock,
     monitor: any ConnectivityMonitoring = AlwaysReachable(), backoff: Backoff = Backoff(), limits: JobLimits = .none,
-    observer: any RunObserver = SilentObserver()
+    concurrency: Int = 4, observer: any RunObserver = SilentObserver()
 ) throws -> JobEngine {
     let store = try OutputStore(root: folder.path)
     var registry = KindRegistry()
@@ -24,7 +24,7 @@ private func makeEngine(
         $0.monitor = monitor
         $0.clock = clock
         $0.limits = limits
-        $0.concurrency = 4
+        $0.concurrency = concurrency
         $0.backoff = backoff
     }, observer: observer)
 }
@@ -360,6 +360,148 @@ struct EngineTests {
         #expect(record["stale"] == .bool(true))
         #expect(record["output"]?.stringValue == good.output)
         #expect(leftovers.isEmpty)
+    }
+
+    /// The inode, size and modification time of a payload: what "left untouched" means.
+    func identity(_ output: String?) -> [Int]? {
+        var info = stat()
+        guard let output, lstat("\(folder.path)/\(output)", &info) == 0 else { return nil }
+        return [Int(info.st_ino), Int(info.st_size), info.st_mtim.tv_sec, info.st_mtim.tv_nsec]
+    }
+
+    /// A first run of `key` that fetched `good`: its result, checked.
+    func goodRun(_ engine: JobEngine, _ url: String, key: String) async throws -> JobResult {
+        let good = await engine.run(job(url, key: key))
+        try #require(good.status == .succeeded)
+        #expect(payload(good.output) == Array("good".utf8))
+        return good
+    }
+
+    /// The key's result and its record on disk still name the good payload, as stale, with
+    /// its size, hash and validators; the payload is the very file it was.
+    func expectPointsAtGoodPayload(_ result: JobResult, _ good: JobResult, was before: [Int]?, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(result.stale == true, sourceLocation: sourceLocation)
+        #expect(result.output == good.output, sourceLocation: sourceLocation)
+        #expect(result.bytes == good.bytes && result.sha256 == good.sha256, sourceLocation: sourceLocation)
+        let record = try record(good.key)
+        #expect(record["status"] == .string(result.status.rawValue), sourceLocation: sourceLocation)
+        #expect(record["stale"] == .bool(true), "\(record)", sourceLocation: sourceLocation)
+        #expect(record["output"]?.stringValue == good.output, sourceLocation: sourceLocation)
+        #expect(record["validators"]?["etag"]?.stringValue == #""v1""#, "the validators stay for the next conditional request: \(record)", sourceLocation: sourceLocation)
+        #expect(payload(good.output) == Array("good".utf8), sourceLocation: sourceLocation)
+        #expect(identity(good.output) == before && before != nil, "the payload file is untouched", sourceLocation: sourceLocation)
+        #expect(leftovers.isEmpty, sourceLocation: sourceLocation)
+    }
+
+    @Test func aCancelMidTransferKeepsPointingAtTheGoodPayload() async throws {
+        let url = "http://host.test/cached"
+        http.script(url, .ok("good", headers: ["ETag": "\"v1\""]), .hang)
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let good = try await goodRun(engine, url, key: "cached")
+        let before = identity(good.output)
+
+        let run = Task { await engine.run(job(url, key: "cached", retries: 3)) }
+        await http.waitForRequests(2)
+        #expect(engine.taskManager.cancel(key: "cached"))
+        let result = await run.value
+
+        #expect(result.status == .cancelled)
+        try expectPointsAtGoodPayload(result, good, was: before)
+        clock.expectNoPendingSleeps()
+    }
+
+    @Test func aCancelWhileWaitingForASlotKeepsPointingAtTheGoodPayload() async throws {
+        let url = "http://host.test/cached"
+        let holder = "http://host.test/holder"
+        http.script(url, .ok("good", headers: ["ETag": "\"v1\""]))
+        http.script(holder, .hang)
+        let engine = try makeEngine(folder, http: http, clock: clock, concurrency: 1)
+        let good = try await goodRun(engine, url, key: "cached")
+        let before = identity(good.output)
+
+        // The only slot is held by a job that hangs; the key's next job waits for it.
+        let holding = Task { await engine.run(job(holder, key: "holder")) }
+        await http.waitForRequests(2)
+        #expect(engine.freeSlots == 0)
+        let waiting = Task { await engine.run(job(url, key: "cached")) }
+        waiting.cancel()
+        let result = await waiting.value
+        #expect(engine.taskManager.cancel(key: "holder"))
+        #expect(await holding.value.status == .cancelled)
+
+        #expect(result.status == .cancelled && result.error == "cancelled before it started", "\(result.error ?? "")")
+        #expect(http.requests(to: url).count == 1, "the waiting job never fetched")
+        try expectPointsAtGoodPayload(result, good, was: before)
+    }
+
+    /// A feed's cancel before the start (a spool's `runner cancel` of a waiting file's job).
+    @Test func aCancelBeforeTheStartKeepsPointingAtTheGoodPayload() async throws {
+        let url = "http://host.test/cached"
+        http.script(url, .ok("good", headers: ["ETag": "\"v1\""]))
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let good = try await goodRun(engine, url, key: "cached")
+        let before = identity(good.output)
+
+        final class CancelledBeforeTheStart: JobFeed, @unchecked Sendable {
+            var job: JobDescriptor?
+            let ended = Locked<JobResult?>(nil)
+            init(_ job: JobDescriptor) { self.job = job }
+            func next() async -> FeedJob? {
+                defer { job = nil }
+                return job.map {
+                    FeedJob($0, start: { .cancel("cancelled by request before it started") }, ended: { [ended] end in
+                        if case .recorded(let result, _) = end { ended.withLock { $0 = result } }
+                    })
+                }
+            }
+        }
+        let feed = CancelledBeforeTheStart(job(url, key: "cached"))
+        let summary = await engine.run(feed)
+        #expect(summary.counts == [.cancelled: 1])
+        #expect(http.requests(to: url).count == 1, "the cancelled job never fetched")
+        let result = try #require(feed.ended.value)
+        #expect(result.error == "cancelled by request before it started")
+        try expectPointsAtGoodPayload(result, good, was: before)
+    }
+
+    @Test func aTimeoutKeepsPointingAtTheGoodPayload() async throws {
+        let url = "http://host.test/cached"
+        http.script(url, .ok("good", headers: ["ETag": "\"v1\""]), .hang)
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let good = try await goodRun(engine, url, key: "cached")
+        let before = identity(good.output)
+
+        let run = Task { await engine.run(job(url, key: "cached", timeout: .seconds(2))) }
+        await http.waitForRequests(2)
+        #expect(await clock.nextSleep(within: .seconds(2)) == .seconds(2))
+        clock.advance(by: .seconds(2))
+        let result = await run.value
+
+        #expect(result.status == .timedOut)
+        try expectPointsAtGoodPayload(result, good, was: before)
+        clock.expectNoPendingSleeps()
+    }
+
+    /// A cancelled job whose key had a stale record before still points at the good payload,
+    /// and the run after it asks conditionally with the good payload's validators.
+    @Test func aCancelAfterAFailureStillPointsAtTheGoodPayloadAndTheNextRunIsConditional() async throws {
+        let url = "http://host.test/cached"
+        http.script(url, .ok("good", headers: ["ETag": "\"v1\""]), .status(500), .hang, .status(304))
+        let engine = try makeEngine(folder, http: http, clock: clock)
+        let good = try await goodRun(engine, url, key: "cached")
+        let before = identity(good.output)
+        #expect(await engine.run(job(url, key: "cached")).stale == true)
+
+        let run = Task { await engine.run(job(url, key: "cached")) }
+        await http.waitForRequests(3)
+        #expect(engine.taskManager.cancel(key: "cached"))
+        let cancelled = await run.value
+        #expect(cancelled.status == .cancelled)
+        try expectPointsAtGoodPayload(cancelled, good, was: before)
+
+        let again = await engine.run(job(url, key: "cached"))
+        #expect(again.status == .notModified && again.output == good.output && again.stale == false)
+        #expect(http.requests(to: url).last?.header("If-None-Match") == "\"v1\"")
     }
 
     @Test func aFailureWithNoGoodRunBeforeIsNotStale() async throws {

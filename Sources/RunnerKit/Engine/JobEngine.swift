@@ -173,8 +173,10 @@ public final class JobEngine: Sendable {
         do {
             slot = try await admission.acquireSlot()
         } catch {
-            let result = JobResult.ended(job, .cancelled, error: "cancelled before it started", startedAt: Date())
-            await records.write(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
+            let file = OutputStore.recordFileName(forKey: job.key)
+            let result = JobResult.ended(
+                job, .cancelled, error: "cancelled before it started", startedAt: Date(), previous: records.previous(file: file))
+            await records.write(result, file: file, wait: awaitRecord)
             return result
         }
         guard
@@ -206,8 +208,10 @@ public final class JobEngine: Sendable {
         let admitted = await admission.admit(key: job.key, continuations: continuations) { cancellation async -> FeedJob.End in
             if case .cancel(let reason) = start?() ?? .run {
                 // Through the TaskManager like any: never written beside a running task of the key.
-                let result = JobResult.ended(job, .cancelled, error: reason, startedAt: startedAt)
-                return await self.record(result, file: OutputStore.recordFileName(forKey: job.key), wait: awaitRecord)
+                let file = OutputStore.recordFileName(forKey: job.key)
+                let result = JobResult.ended(
+                    job, .cancelled, error: reason, startedAt: startedAt, previous: self.records.previous(file: file, shared: lastRecord))
+                return await self.record(result, file: file, wait: awaitRecord)
             }
             return await self.perform(
                 job, slot: slot, startedAt: startedAt, lastRecord: lastRecord, takesChildren: takesChildren, awaitRecord: awaitRecord,

@@ -28,15 +28,22 @@ enum ResultAssembly {
             result.error = failure.message
             result.httpStatus = failure.httpStatus
             if failure.status.allowsStaleFallback || (failure.status == .notFound && job.keepStale), let previous {
-                result.output = previous.output
-                result.bytes = previous.bytes
-                result.sha256 = previous.sha256
-                result.validators = previous.validators
-                result.stale = true
+                fallBack(to: previous, in: &result)
             }
         }
         addTransfer(report, to: &result)
         return result
+    }
+
+    /// A job that ended without a payload of its own points at the key's last good one, which
+    /// stays untouched: `stale`, with that payload's path, size, hash and validators (so the
+    /// next run's request is still conditional, and `prune` leaves the payload alone).
+    static func fallBack(to previous: PreviousResult, in result: inout JobResult) {
+        result.output = previous.output
+        result.bytes = previous.bytes
+        result.sha256 = previous.sha256
+        result.validators = previous.validators
+        result.stale = true
     }
 
     /// What the transfers did, when it is more than one whole body: bytes kept from before,
@@ -139,9 +146,13 @@ struct ChildCounts: Sendable {
 extension JobResult {
     /// The record of a job that ended without an attempt (refused, cancelled before it started):
     /// `status` and why, nothing fetched.
-    static func ended(_ job: JobDescriptor, _ status: JobStatus, error: String, startedAt: Date) -> JobResult {
-        JobResult(
+    /// With `previous` (the key's last good result) and a status that falls back, it points at
+    /// that payload as stale: a job cancelled before it started leaves the key's payload named.
+    static func ended(_ job: JobDescriptor, _ status: JobStatus, error: String, startedAt: Date, previous: PreviousResult? = nil) -> JobResult {
+        var result = JobResult(
             key: job.key, kind: job.kindName, url: job.recordURL, status: status, error: error,
             startedAt: startedAt, finishedAt: Date(), parent: job.parent)
+        if status.allowsStaleFallback, let previous { ResultAssembly.fallBack(to: previous, in: &result) }
+        return result
     }
 }

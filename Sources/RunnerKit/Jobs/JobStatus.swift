@@ -24,6 +24,8 @@ public enum JobStatus: String, Sendable, CaseIterable, Codable {
     /// child already being fetched by another task is not the parent's failure.
     public var isAcceptableForChild: Bool { isSuccess || self == .notFound || self == .duplicate }
 
-    /// Whether an earlier good payload is offered as a stale fallback after this status.
-    public var allowsStaleFallback: Bool { self == .offline || self == .timedOut || self == .failed }
+    /// Whether an earlier good payload is offered as a stale fallback after this status: after
+    /// every end that fetched nothing new but a 404 (a thing that is gone), so no end leaves the
+    /// key's last good payload unnamed for `prune` to remove.
+    public var allowsStaleFallback: Bool { self == .offline || self == .timedOut || self == .failed || self == .cancelled }
 }

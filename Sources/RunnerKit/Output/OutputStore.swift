@@ -301,18 +301,28 @@ public final class OutputStore: Sendable {
         deinit { close(fd) }
     }
 
-    /// Whether every folder on the way to `relativePath` is a real folder inside the root
-    /// (no link, no `..`): what `forget` checks before it removes anything.
-    func isConfined(_ relativePath: String) -> Bool {
-        var path = root
-        let parts = relativePath.split(separator: "/").filter { $0 != "." }
-        for part in parts.dropLast() {
-            guard part != ".." else { return false }
-            path += "/" + part
-            var info = stat()
-            guard lstat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR else { return false }
+    /// The existing folder `relativeFolder` ("" for the root), opened one level at a time from
+    /// the root's descriptor without following links and without making anything; nil when a
+    /// part is missing, a link, not a folder, or `..`. What `forget` removes files through.
+    func openExistingFolder(_ relativeFolder: String) -> Folder? {
+        var folder = rootFolder
+        for part in relativeFolder.split(separator: "/") where part != "." {
+            guard part != ".." else { return nil }
+            let fd = openat(folder.fd, String(part), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            folder = Folder(fd: fd, path: folder.path + "/" + part)
         }
-        return parts.last.map { $0 != ".." } ?? false
+        return folder
+    }
+
+    /// Removes the regular file at `relativePath` through the descriptor of its folder (see
+    /// `openExistingFolder`): a link, on the way or at the file, is never followed or removed.
+    func removeFile(_ relativePath: String) -> Bool {
+        guard let name = try? Self.fileName(of: relativePath), name != ".", let folder = openExistingFolder(Self.folder(of: relativePath))
+        else { return false }
+        var info = stat()
+        guard fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return false }
+        return unlinkat(folder.fd, name, 0) == 0
     }
 
     /// The folder part of a relative path ("" for a bare name); plain string work, no bridging.

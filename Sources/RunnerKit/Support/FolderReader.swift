@@ -29,6 +29,25 @@ enum FolderReader {
     static func forEachEntry(in folder: String, _ body: (Entry) throws -> Void) rethrows -> Bool {
         guard let directory = opendir(folder) else { return false }
         defer { closedir(directory) }
+        return try forEachEntry(of: directory, body)
+    }
+
+    /// Calls `body` for each entry of the folder open as `folder` (a descriptor, which stays
+    /// open and unmoved: the folder is read through a descriptor of its own); false when it
+    /// cannot be read.
+    @discardableResult
+    static func forEachEntry(inFolder folder: Int32, _ body: (Entry) throws -> Void) rethrows -> Bool {
+        let fd = openat(folder, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        guard let directory = fdopendir(fd) else {
+            close(fd)
+            return false
+        }
+        defer { closedir(directory) }
+        return try forEachEntry(of: directory, body)
+    }
+
+    private static func forEachEntry(of directory: OpaquePointer, _ body: (Entry) throws -> Void) rethrows -> Bool {
         while let entry = readdir(directory) {
             let base = UnsafeRawPointer(entry)
             let name = base + nameOffset

@@ -20,6 +20,12 @@ public final class LineReader {
         self.maxLineLength = maxLineLength
     }
 
+    /// Reads the file open as `fd`, which it then owns (and closes).
+    public init(descriptor fd: Int32, maxLineLength: Int = 16 << 20) {
+        self.fd = fd
+        self.maxLineLength = maxLineLength
+    }
+
     deinit { close(fd) }
 
     /// The next line without its line break (a trailing `\r` is dropped too), or nil at the end.
