@@ -115,12 +115,32 @@ public struct QueueStoreContract {
         await pass(lease + lease / 4)
         #expect(try await first.claim(runner: "three", limit: 5).count == 3, sourceLocation: sourceLocation)
         await pass(lease + lease / 4)
-        #expect(try await first.failAbandoned() == 2, "k1 and k3, each claimed by three runners that went", sourceLocation: sourceLocation)
+        #expect(try await first.failAbandoned().failed == 2, "k1 and k3, each claimed by three runners that went", sourceLocation: sourceLocation)
         // The second k1 waited for its key while the first ran, and was claimed twice since.
         #expect(try await second.claim(runner: "four", limit: 5).map(\.key) == ["k1"], sourceLocation: sourceLocation)
         await pass(lease + lease / 4)
-        #expect(try await first.failAbandoned() == 1, sourceLocation: sourceLocation)
+        #expect(try await first.failAbandoned().failed == 1, sourceLocation: sourceLocation)
         #expect(try await second.claim(runner: "four", limit: 5).isEmpty, sourceLocation: sourceLocation)
+
+        // A claim that made durable progress is credited, once, and is no abandon: abandoned by
+        // three runners, one of which moved it forward, the job is claimed a fourth time.
+        try await submit(Self.jobs(["c1"]))
+        var progressed = try await first.claim(runner: "p1", limit: 5)
+        #expect(progressed.map(\.key) == ["c1"], sourceLocation: sourceLocation)
+        try await first.credit(ids: [progressed[0].id], runner: "p1")
+        try await first.credit(ids: [progressed[0].id], runner: "p1")  // the same claim: once
+        try await first.credit(ids: [progressed[0].id], runner: "p2")  // not its claim: nothing
+        for runner in ["p2", "p3"] {
+            await pass(lease + lease / 4)
+            #expect(try await first.failAbandoned().failed == 0, sourceLocation: sourceLocation)
+            progressed = try await second.claim(runner: runner, limit: 5)
+            #expect(progressed.map(\.key) == ["c1"], "\(runner)", sourceLocation: sourceLocation)
+        }
+        await pass(lease + lease / 4)
+        #expect(try await first.failAbandoned().failed == 0, "two abandons and one credited claim", sourceLocation: sourceLocation)
+        #expect(try await second.claim(runner: "p4", limit: 5).map(\.key) == ["c1"], sourceLocation: sourceLocation)
+        await pass(lease + lease / 4)
+        #expect(try await first.failAbandoned().failed == 1, "three abandons without progress", sourceLocation: sourceLocation)
         #expect(try await second.nextLeaseEnd() == nil, "nothing runs", sourceLocation: sourceLocation)
 
         // The fleet's pace: slots an interval apart whoever asks; a pause pushes them back and is told.

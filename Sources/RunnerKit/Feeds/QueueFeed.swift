@@ -121,6 +121,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     private let clock: any Clock<Duration>
     private let timeline: any Timeline
     private let onEvent: @Sendable (Event) -> Void
+    /// Hears hooks that failed because runners left them (metrics, the event stream).
+    private let observer: any RunObserver
     private let bell = Bell()
     /// The most jobs claimed in one statement.
     static let batchLimit = 64
@@ -147,6 +149,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         var sideWork: [Int64: Task<Void, Never>] = [:]
         /// Children of jobs running here, from their kinds, until the jobs' records are stored.
         var children: [Int64: ChildJobs] = [:]
+        /// The claim of each key running here (started, not ended).
+        var runningIDs: [String: Int64] = [:]
     }
     private let state = Mutex(State())
 
@@ -170,8 +174,14 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         self.clock = configuration.engine.clock
         self.timeline = makeTimeline(configuration.engine.clock)
         self.onEvent = onEvent
+        self.observer = observer
         writer.onParentsReady { [weak self] ids in
             for id in ids { self?.completeParent(id) }
+        }
+        // A partial that grew and was synced is durable progress: this claim is no abandon.
+        engine.store.onPartialCheckpoint { [weak self] key in
+            guard let self, let id = self.state.withLock({ $0.runningIDs[key] }) else { return }
+            self.writer.credit(id)
         }
     }
 
@@ -283,6 +293,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                         if state.givenBack.contains(id) { return .skip }
                         state.unstarted.remove(id)
                         if let asked = state.cancels[key], asked >= claimedAt { return .cancel("cancelled (runner cancel)") }
+                        state.runningIDs[key] = id
                         return .run
                     }
                 },
@@ -452,6 +463,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         let (givenBack, children) = state.withLock { state in
             state.unstarted.remove(id)
             state.held.remove(id)
+            if state.runningIDs[key] == id { state.runningIDs[key] = nil }
             return (state.givenBack.remove(id) != nil, state.children.removeValue(forKey: id))
         }
         switch end {
@@ -669,7 +681,13 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     private func renew() async {
         var pruned: Duration?
         while !Task.isCancelled {
-            _ = try? await store.failAbandoned()  // (an outage is said by the renewal below)
+            if let abandoned = try? await store.failAbandoned() {  // (an outage is said by the renewal below)
+                for (key, record, reason) in abandoned.hooksFailed {
+                    // Never silently: said, counted, and in the event stream.
+                    report("\(key): \(reason)")
+                    if let result = JobResult(record: Array(record.utf8)) { observer.hookFailed(result, reason: reason) }
+                }
+            }
             if let keep = configuration.keep, pruned.map({ timeline.now - $0 >= .seconds(3600) }) ?? true {
                 pruned = timeline.now
                 do {

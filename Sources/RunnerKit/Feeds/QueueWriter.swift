@@ -8,6 +8,7 @@ final class QueueWriter: Sendable {
         case finish(JobQueue.Finish, CheckedContinuation<String?, Never>)
         case unlock(String)
         case lock(String, CheckedContinuation<Result<Bool, QueueError>, Never>)
+        case credit(Int64)
     }
 
     private struct Lane {
@@ -64,6 +65,9 @@ final class QueueWriter: Sendable {
     /// else is asked).
     func unlockKey(_ key: String, withNextRecord: Bool = false) { submit(.unlock(key), starting: !withNextRecord) }
 
+    /// Credits a running job's claim with durable progress (`QueueStore.credit`), without waiting.
+    func credit(_ id: Int64) { submit(.credit(id)) }
+
     /// Retries keys that could not be let go of (with each lease renewal).
     func retryUnlocks() {
         let stuck = lane.withLock { lane in
@@ -113,12 +117,15 @@ final class QueueWriter: Sendable {
             guard let next else { break }
             var jobs: [(JobQueue.Finish, CheckedContinuation<String?, Never>)] = []
             var unlocks = next.stuck
+            var credits: [Int64] = []
             for operation in next.operations {
                 switch operation {
                 case .finish(let job, let continuation):
                     jobs.append((job, continuation))
                 case .unlock(let key):
                     unlocks.append(key)
+                case .credit(let id):
+                    credits.append(id)
                 case .lock(let key, let continuation):
                     await write(jobs, unlocking: unlocks)
                     (jobs, unlocks) = ([], [])
@@ -130,6 +137,8 @@ final class QueueWriter: Sendable {
                 }
             }
             await write(jobs, unlocking: unlocks)
+            // A credit lost to an outage only makes that claim count as an abandon, as before.
+            if !credits.isEmpty { try? await store.credit(ids: credits, runner: runner) }
         }
         let flushed = lane.withLock { lane in
             defer { lane.flushed = [] }

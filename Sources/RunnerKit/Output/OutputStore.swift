@@ -55,6 +55,9 @@ public final class OutputStore: Sendable {
     let rootFolder: Folder
     /// Folders already made and checked, by relative path, each held open.
     private let folders = Mutex<[String: Folder]>([:])
+    /// Hears the key of each partial download whose kept bytes were synced and named in its
+    /// sidecar: durable progress (a shared queue does not count such a claim as an abandon).
+    private let checkpointHearer = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// How many folders stay open at most; past that, a folder is opened for each write.
     static let openFolderLimit = 256
 
@@ -66,6 +69,14 @@ public final class OutputStore: Sendable {
         guard fd >= 0 else { throw WriteError(path: self.root, errno: errno) }
         self.rootFolder = Folder(fd: fd, path: self.root)
         try makeFolder("results")
+    }
+
+    /// `hear` gets the key of each partial download whose synced bytes a sidecar now names.
+    public func onPartialCheckpoint(_ hear: @escaping @Sendable (String) -> Void) { checkpointHearer.withLock { $0 = hear } }
+
+    func partialCheckpointed(key: String) {
+        guard let hear = checkpointHearer.withLock({ $0 }) else { return }
+        hear(key)
     }
 
     /// The absolute path of a payload path relative to the root.

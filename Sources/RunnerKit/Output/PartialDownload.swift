@@ -176,7 +176,8 @@ public struct PartialDownload: Sendable {
         ])
         var text = JSONWriter.data(sidecar)
         text.append(0x0A)
-        try? store.write(text, to: folder.isEmpty ? sidecarName : folder + "/" + sidecarName)
+        guard (try? store.write(text, to: folder.isEmpty ? sidecarName : folder + "/" + sidecarName)) != nil else { return }
+        store.partialCheckpointed(key: key)
     }
 
     /// Removes the sidecar and then the partial, after the writes of the sidecar still queued.

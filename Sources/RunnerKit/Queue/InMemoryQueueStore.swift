@@ -15,6 +15,14 @@ public final class InMemoryQueueStore: QueueStore {
         public var state = "queued"
         public var runner: String?
         public var claims = 0
+        /// Claims made only to run the hooks of a job that had ended.
+        public var hookClaims = 0
+        /// Claims during which the job made durable progress (not abandons), and the last one
+        /// credited so.
+        public var credits = 0
+        public var creditedClaim = 0
+        /// Why its hooks never ran, when runners left them `maxClaims` times.
+        public var hooksFailed: String?
         public var leaseUntil: Duration?
         public var status: String?
         public var reason: String?
@@ -165,7 +173,7 @@ public final class InMemoryQueueStore: QueueStore {
         let lease = lease
         return try withState { state, now throws(QueueError) -> [JobQueue.Claim] in
             let picked = state.rows.values.filter { row in
-                (row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.claims < JobQueue.maxClaims))
+                (row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.isClaimable))
                     && (kinds?.contains(row.kind) ?? true)
                     && (row.status != nil || !((state.keys[row.key]?.until).map { $0 >= now } ?? false))
             }.sorted { $0.id < $1.id }.prefix(max(0, limit))
@@ -174,7 +182,7 @@ public final class InMemoryQueueStore: QueueStore {
             for row in picked {
                 state.rows[row.id]?.state = "running"
                 state.rows[row.id]?.runner = runner
-                state.rows[row.id]?.claims += 1
+                if row.status == nil { state.rows[row.id]?.claims += 1 } else { state.rows[row.id]?.hookClaims += 1 }
                 state.rows[row.id]?.leaseUntil = now + lease
                 var locked = false
                 if row.status != nil {
@@ -197,7 +205,7 @@ public final class InMemoryQueueStore: QueueStore {
 
     public func nextLeaseEnd() async throws(QueueError) -> Duration? {
         try withState { state, now throws(QueueError) -> Duration? in
-            state.rows.values.filter { $0.state == "running" && $0.claims < JobQueue.maxClaims }
+            state.rows.values.filter { $0.state == "running" && $0.isClaimable }
                 .compactMap(\.leaseUntil).min().map { max(.zero, $0 - now) }
         }
     }
@@ -348,21 +356,36 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func failAbandoned() async throws(QueueError) -> Int {
-        try withState { state, now throws(QueueError) -> Int in
-            var count = 0
-            for (id, row) in state.rows
-            where row.state == "running" && (row.leaseUntil ?? now) < now && row.claims >= JobQueue.maxClaims {
+    public func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned {
+        try withState { state, now throws(QueueError) -> JobQueue.Abandoned in
+            var abandoned = JobQueue.Abandoned()
+            for (id, row) in state.rows.sorted(by: { $0.key < $1.key })
+            where row.state == "running" && (row.leaseUntil ?? now) < now && !row.isClaimable {
                 state.rows[id]?.state = "done"
-                if row.status == nil {  // one whose hooks were left keeps its own status
-                    state.rows[id]?.status = "failed"
-                    state.rows[id]?.reason = "abandoned by \(row.claims) runners"
-                    state.rows[id]?.finishedAt = now
-                }
                 state.rows[id]?.leaseUntil = nil
-                count += 1
+                if row.status == nil {
+                    state.rows[id]?.status = "failed"
+                    state.rows[id]?.reason = "abandoned by \(row.claims - row.credits) runners"
+                    state.rows[id]?.finishedAt = now
+                    abandoned.failed += 1
+                } else {  // one whose hooks were left keeps its own status; its hooks failed
+                    let reason = "its --on-finish hooks were left by \(row.hookClaims) runners (each stopped while running them); they did not run"
+                    state.rows[id]?.hooksFailed = reason
+                    abandoned.hooksFailed.append((row.key, row.record ?? "", reason))
+                }
             }
-            return count
+            return abandoned
+        }
+    }
+
+    public func credit(ids: [Int64], runner: String) async throws(QueueError) {
+        try withState { state, _ throws(QueueError) in
+            for id in ids {
+                guard let row = state.rows[id], row.runner == runner, row.state == "running", row.status == nil, row.creditedClaim != row.claims
+                else { continue }
+                state.rows[id]?.credits += 1
+                state.rows[id]?.creditedClaim = row.claims
+            }
         }
     }
 
@@ -464,4 +487,12 @@ public final class InMemoryQueueStore: QueueStore {
     }
 
     public func close() {}
+}
+
+extension InMemoryQueueStore.Row {
+    /// Whether a running job whose lease ran out may be claimed again: abandoned fewer than
+    /// `JobQueue.maxClaims` times (credited claims apart), or its hooks left fewer times.
+    var isClaimable: Bool {
+        status == nil ? claims - credits < JobQueue.maxClaims : hookClaims < JobQueue.maxClaims
+    }
 }

@@ -110,8 +110,20 @@ public final class JobQueue: Sendable {
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'batch' AND NOT attisdropped),
                 to_regclass('runner.results') IS NOT NULL, to_regclass('runner.identity') IS NOT NULL,
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'parent_id' AND NOT attisdropped),
-                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('runner.watchers') AND attname = 'events' AND NOT attisdropped)
+                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('runner.watchers') AND attname = 'events' AND NOT attisdropped),
+                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'hook_claims' AND NOT attisdropped)
             """).first ?? []
+        if present.count > 6 && present[6] != "t" {
+            // Abandons counted as the rule says: a claim made only to run hooks counts apart
+            // (`hook_claims`), and a claim during which the job made durable progress is
+            // credited back (`credits`, once per claim: `credited_claim`). Hooks that could not
+            // run after as many claims of their own end with `hooks_failed` saying so.
+            try db.query("""
+                ALTER TABLE runner.jobs ADD COLUMN hook_claims integer NOT NULL DEFAULT 0,
+                    ADD COLUMN credits integer NOT NULL DEFAULT 0, ADD COLUMN credited_claim integer NOT NULL DEFAULT 0,
+                    ADD COLUMN hooks_failed text
+                """)
+        }
         if present.count > 5 && present.first == "t" && present[5] != "t" {
             // Watchers that serve a live page follow the fleet's events (`runner_events`).
             try db.query("ALTER TABLE runner.watchers ADD COLUMN events boolean NOT NULL DEFAULT false")
@@ -454,13 +466,15 @@ public final class JobQueue: Sendable {
             """
             WITH picked AS (
                 SELECT id FROM runner.jobs
-                WHERE (state = 'queued' OR (state = 'running' AND lease_until < now() AND claims < $4))
+                WHERE (state = 'queued' OR (state = 'running' AND lease_until < now() AND \(Self.claimable)))
                     \(kinds == nil ? "" : "AND array_position($5::text[], kind) IS NOT NULL")
                     AND (status IS NOT NULL OR NOT EXISTS (SELECT 1 FROM runner.keys k WHERE k.key = runner.jobs.key AND k.lease_until >= now()))
                 ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED),
             claimed AS (
-                UPDATE runner.jobs j SET state = 'running', runner = $1, claims = claims + 1,
-                    lease_until = now() + $3::interval, started_at = now()
+                UPDATE runner.jobs j SET state = 'running', runner = $1,
+                    claims = claims + CASE WHEN j.status IS NULL THEN 1 ELSE 0 END,
+                    hook_claims = hook_claims + CASE WHEN j.status IS NULL THEN 0 ELSE 1 END,
+                    lease_until = now() + $3::interval, started_at = CASE WHEN j.status IS NULL THEN now() ELSE j.started_at END
                 FROM picked WHERE j.id = picked.id
                 RETURNING j.id, j.key, j.kind, j.job, j.file, CASE WHEN j.status IS NULL THEN NULL ELSE j.record END AS outcome, j.phase),
             locked AS (
@@ -486,31 +500,72 @@ public final class JobQueue: Sendable {
         }.sorted { $0.id < $1.id }
     }
 
-    /// Ends `failed` the jobs claimed `maxClaims` times whose last runner died too (their lease
-    /// ran out): a job that crashes runners does not loop for ever. One that had ended and whose
-    /// hooks were what its runners left keeps its own status. Returns how many.
+    /// Whether a running job whose lease ran out may be claimed again (`$4`: `maxClaims`): a job
+    /// abandoned fewer times than that (claims that made durable progress are credited back), or
+    /// one whose hooks were left fewer times than that.
+    static let claimable = "CASE WHEN status IS NULL THEN claims - credits < $4 ELSE hook_claims < $4 END"
+
+    /// What `failAbandoned` ended.
+    public struct Abandoned: Sendable {
+        /// Jobs ended `failed` ("abandoned by 3 runners").
+        public var failed = 0
+        /// Jobs that had ended, whose hooks runners left `maxClaims` times: each ends with its own
+        /// status and a `hooks` failure (`hooks_failed`); their records, for the hooks' reports.
+        public var hooksFailed: [(key: String, record: String, reason: String)] = []
+
+        public init() {}
+    }
+
+    /// Ends the jobs abandoned `maxClaims` times whose last runner died too (their lease ran
+    /// out), so that a job that crashes runners does not loop for ever: a job that had not
+    /// ended ends `failed` ("abandoned by 3 runners"; claims during which it made durable
+    /// progress do not count); a job that had ended, and whose hooks its runners left as many
+    /// times, keeps its own status and ends with its hooks failed, said in `hooks_failed`.
     @discardableResult
-    public func failAbandoned() throws(QueueError) -> Int {
+    public func failAbandoned() throws(QueueError) -> Abandoned {
         let rows = try connection.query(
             """
             WITH gone AS (
                 UPDATE runner.jobs SET state = 'done', lease_until = NULL,
                     status = coalesce(status, 'failed'), finished_at = coalesce(finished_at, now()),
-                    reason = CASE WHEN status IS NULL THEN 'abandoned by ' || claims || ' runners' ELSE reason END,
+                    reason = CASE WHEN status IS NULL THEN 'abandoned by ' || claims - credits || ' runners' ELSE reason END,
+                    hooks_failed = CASE WHEN status IS NULL THEN hooks_failed
+                        ELSE 'its --on-finish hooks were left by ' || hook_claims || ' runners (each stopped while running them); they did not run' END,
                     record = CASE WHEN status IS NULL THEN json_build_object('key', key, 'kind', kind, 'status', 'failed',
-                        'error', 'abandoned by ' || claims || ' runners (each stopped while running it)')::text ELSE record END
-                WHERE state = 'running' AND lease_until < now() AND claims >= $1
-                RETURNING 1)
-            SELECT count(*) FROM gone
+                        'error', 'abandoned by ' || claims - credits || ' runners (each stopped while running it)')::text ELSE record END
+                WHERE state = 'running' AND lease_until < now() AND NOT (\(Self.claimable.replacingOccurrences(of: "$4", with: "$1")))
+                RETURNING key, record, CASE WHEN hook_claims > 0 AND reason NOT LIKE 'abandoned by %' THEN hooks_failed END)
+            SELECT * FROM gone
             """, [String(Self.maxClaims)])
-        return Self.value(rows).flatMap { Int($0) } ?? 0
+        var abandoned = Abandoned()
+        for row in rows {
+            if let hooks = row[2] {
+                abandoned.hooksFailed.append((row[0] ?? "", row[1] ?? "", hooks))
+            } else {
+                abandoned.failed += 1
+            }
+        }
+        return abandoned
+    }
+
+    /// Credits the running jobs `ids` of `runner` with one claim each: their claim made durable
+    /// progress (a partial grew and was synced), so it will not count as an abandon if the
+    /// runner dies. Once per claim.
+    public func credit(ids: [Int64], runner: String) throws(QueueError) {
+        guard !ids.isEmpty else { return }
+        try connection.query(
+            """
+            UPDATE runner.jobs SET credits = credits + 1, credited_claim = claims
+            WHERE id = ANY($1::bigint[]) AND runner = $2 AND state = 'running' AND status IS NULL AND credited_claim <> claims
+            """, [Self.array(ids), runner])
     }
 
     /// How long until the first lease of a running job ends (nil: none runs): a job whose
     /// runner died can be claimed then.
     public func nextLeaseEnd() throws(QueueError) -> Duration? {
         let rows = try connection.query(
-            "SELECT extract(epoch FROM min(lease_until) - now())::float8 FROM runner.jobs WHERE state = 'running' AND claims < $1",
+            "SELECT extract(epoch FROM min(lease_until) - now())::float8 FROM runner.jobs WHERE state = 'running' AND "
+                + Self.claimable.replacingOccurrences(of: "$4", with: "$1"),
             [String(Self.maxClaims)])
         return Self.value(rows).flatMap(Double.init).map { .seconds(max(0, $0)) }
     }
@@ -924,8 +979,9 @@ public final class JobQueue: Sendable {
             }
         let failed = try connection.query(
             """
-            SELECT key, status, reason, extract(epoch FROM finished_at)::float8 FROM runner.jobs
-            WHERE state = 'done' AND status NOT IN ('succeeded', 'notModified', 'cancelled')
+            SELECT key, CASE WHEN hooks_failed IS NULL THEN status ELSE 'hooks' END, coalesce(hooks_failed, reason),
+                extract(epoch FROM finished_at)::float8 FROM runner.jobs
+            WHERE state = 'done' AND (status NOT IN ('succeeded', 'notModified', 'cancelled') OR hooks_failed IS NOT NULL)
             ORDER BY finished_at DESC LIMIT 10
             """).map { row in
                 Status.Failed(key: row[0] ?? "", status: row[1] ?? "", reason: row[2], at: Date(timeIntervalSince1970: Double(row[3] ?? "0") ?? 0))

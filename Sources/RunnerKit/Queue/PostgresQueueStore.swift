@@ -97,9 +97,14 @@ public final class PostgresQueueStore: QueueStore {
         try await mainThread.run { () throws(QueueError) in try main.renew(runner: runner) }
     }
 
-    public func failAbandoned() async throws(QueueError) -> Int {
+    public func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned {
         let main = main
-        return try await mainThread.run { () throws(QueueError) -> Int in try main.failAbandoned() }
+        return try await mainThread.run { () throws(QueueError) -> JobQueue.Abandoned in try main.failAbandoned() }
+    }
+
+    public func credit(ids: [Int64], runner: String) async throws(QueueError) {
+        let writer = writer
+        try await writerThread.run { () throws(QueueError) in try writer.credit(ids: ids, runner: runner) }
     }
 
     public func prune(olderThan age: Duration) async throws(QueueError) -> Int {

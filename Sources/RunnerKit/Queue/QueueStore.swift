@@ -40,7 +40,10 @@ public protocol QueueStore: Sendable {
     /// Renews the leases of `runner`'s claims and keys, and says it is alive.
     func heartbeat(runner: String) async throws(QueueError)
     /// Ends `failed` the jobs abandoned `JobQueue.maxClaims` times; returns how many.
-    func failAbandoned() async throws(QueueError) -> Int
+    func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned
+    /// Credits the running jobs `ids` of `runner`: their claim made durable progress, so it is
+    /// not counted as an abandon (once per claim).
+    func credit(ids: [Int64], runner: String) async throws(QueueError)
     /// Removes finished jobs older than `age`; returns how many.
     func prune(olderThan age: Duration) async throws(QueueError) -> Int
     /// Takes `key` for `runner` unless another runner holds it under a live lease.
