@@ -55,6 +55,9 @@ public final class OutputStore: Sendable {
     private let rootFolder: Folder
     /// Folders already made and checked, by relative path, each held open.
     private let folders = Mutex<[String: Folder]>([:])
+    /// The bytes the kept partials of cut transfers may take together (`--keep-partials`):
+    /// keeping one past it removes the oldest first.
+    public let partialBudget = Atomic<Int>(PartialDownload.defaultBudget)
     /// How many folders stay open at most; past that, a folder is opened for each write.
     static let openFolderLimit = 256
 

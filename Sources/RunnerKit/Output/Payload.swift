@@ -235,6 +235,7 @@ public final class Payload: BodySink {
             memcmp(kept.baseAddress! + start, piece.baseAddress!, piece.count) == 0
         }
         guard same else {
+            state.resumedFrom = 0  // nothing of the kept bytes is used
             throw StartOver(
                 description: "the bytes the server sent again before byte \(state.count) differ from the \(state.overlap.count) kept there (the kept bytes are not the server's file)")
         }
@@ -310,6 +311,7 @@ public final class Payload: BodySink {
             if file.keep() {
                 download.writeSidecar(store: store, bytes: count, inode: file.inode, validator: validator, total: total)
             }
+            store.trimPartials()  // within --keep-partials, the oldest going first
         }
     }
 
