@@ -59,6 +59,8 @@ struct RangeResumeTests {
         Case(name: "416", query: "range=416", resumes: true, startedOver: "answered 416 to the range request"),
         Case(name: "changed", query: "change=1", resumes: true, startedOver: "answered 200 to the range request", version: 1),
         Case(name: "changedIgnoringIfRange", query: "change=1&range=ifrange", resumes: true, startedOver: "names another version", version: 1),
+        Case(name: "novalidator", query: "range=novalidator", resumes: true, startedOver: "names no version of the file (no ETag)"),
+        Case(name: "otheretag", query: "range=otheretag", resumes: true, startedOver: "names another version"),
         Case(name: "date", query: "validator=date", resumes: true, resumedFrom: cut),
         Case(name: "weak", query: "validator=weak", resumes: false),
         Case(name: "fresh", query: "validator=fresh", resumes: false),

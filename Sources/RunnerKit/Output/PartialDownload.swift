@@ -295,7 +295,7 @@ public struct PartialDownload: Sendable {
 
     /// `.partial-` and 64 bits of FNV-1a of the key in hex: a file name for the key (the sidecar
     /// names the key itself), made in one allocation.
-    static func name(forKey key: String) -> String {
+    public static func name(forKey key: String) -> String {
         var value: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in key.utf8 {
             value ^= UInt64(byte)
