@@ -67,7 +67,8 @@ public final class TemporaryFile: Sendable {
 
     /// A new partial download's file for a key: made as a temporary file, locked, then renamed
     /// over whatever was at `name` (a link is replaced, never written through). Nil when the
-    /// file at `name` is locked: another attempt is writing it, and this one leaves it alone.
+    /// file at `name` is locked (another attempt is writing it, and this one leaves it alone),
+    /// or cannot be replaced: the body then goes to an ordinary temporary file.
     static func freshPartial(folder: OutputStore.Folder, name: String) throws(OutputStore.WriteError) -> TemporaryFile? {
         // The one there is replaced only while its lock is held here: whoever holds the lock of
         // the file at the name is the one attempt writing it.
@@ -83,10 +84,10 @@ public final class TemporaryFile: Sendable {
         guard flock(fd, LOCK_EX | LOCK_NB) == 0, fstat(fd, &info) == 0,
             file.name.withCString({ from in name.withCString { renameat(folder.fd, from, folder.fd, $0) } }) == 0
         else {
-            let code = errno
+            // Something that cannot be replaced is there (a folder, say): no partial this time.
             close(fd)
             unlinkat(folder.fd, file.name, 0)
-            throw OutputStore.WriteError(path: folder.path + "/" + name, errno: code)
+            return nil
         }
         return TemporaryFile(folder: folder, name: name, fd: fd, inode: Int(info.st_ino))
     }
