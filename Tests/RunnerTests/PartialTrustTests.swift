@@ -179,6 +179,51 @@ struct PartialTrustTests {
         #expect(seen.count == 2 && seen[1].range == nil, "the second run asked for the whole file: \(seen)")
     }
 
+    /// Two runners of one key at once (a watcher frozen past its lease, and the one that took its
+    /// job over): the second leaves the partial the first is writing alone, and stores the whole
+    /// body it fetched itself.
+    @Test(arguments: ["curl", "urlsession"])
+    func aSecondRunnerOfAKeyLeavesThePartialTheFirstIsWritingAlone(http: String) async throws {
+        let w = try Workspace()
+        RangeResumeTests.writeKind(w)
+        let id = UUID().uuidString.prefix(8)
+        // The first runner's body stops after 2 000 000 bytes and then sends a byte a minute.
+        let slow = "\(w.base)/ranged/\(Self.size)?id=\(id)-slow&trickleAfter=\(Self.cut)&trickle=60000"
+        w.write("slow.json", #"{"kind": "file", "name": "both", "url": "\#(slow)", "timeout": 120, "stall": 120}"#)
+        // A watcher (watchers share an output; `run` holds it alone) runs it.
+        #expect(try await w.run(["submit", "slow.json", "--spool", "spool", "--kinds", "k"]).status == 0)
+        let first = try ChildProcess(
+            RunnerBinary.path, ["watch", "--spool", "\(w.root)/spool", "--kinds", "\(w.root)/k", "--out", w.out, "--http", http],
+            directory: w.root, stdout: .null, stderr: .file("\(w.root)/watch.stderr"))
+        defer { first.terminate(grace: .zero) }
+        let partial = "\(w.out)/files/\(PartialDownload.name(forKey: "file:both"))"
+        let deadline = ContinuousClock.now + .seconds(30)
+        while (Self.info(partial)?.st_size ?? 0) < Self.cut || !FileManager.default.fileExists(atPath: partial + ".json"),
+            ContinuousClock.now < deadline, first.isRunning
+        {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let log = (try? String(contentsOfFile: "\(w.root)/watch.stderr", encoding: .utf8)) ?? ""
+        let before = try #require(Self.info(partial), "the first runner writes its partial: \(w.outputFiles()) \(log)")
+        let sidecar = FileManager.default.contents(atPath: partial + ".json")
+        #expect(before.st_size == off_t(Self.cut) && sidecar != nil)
+
+        // The same key, fetched whole and at once by a second runner.
+        let (job, _) = Self.job(w, name: "both", query: "id=\(id)-fast")
+        w.write("fast.json", job)
+        let second = try await w.run(["run", "fast.json", "--kinds", "k", "--http", http])
+        #expect(second.status == 0, "\(second.stdout)\(second.stderr)")
+        let same = w.payload("files/both.bin") == RangeResumeTests.file()
+        #expect(same)
+        #expect(try w.record("file:both")["resumedFrom"] == nil)
+        #expect(first.isRunning, "the first runner was still writing its partial")
+        let after = try #require(Self.info(partial), "the first runner's partial is still there")
+        #expect(after.st_ino == before.st_ino, "and is the same file, not replaced")
+        #expect(FileManager.default.contents(atPath: partial + ".json") == sidecar, "its sidecar is untouched")
+        first.signal(SIGKILL)
+        await first.waitUntilExit()
+    }
+
     /// A 206 whose body ends before its Content-Range says is a cut: kept, and resumed by the
     /// next attempt; the record of the run that saw it is not a success.
     @Test(arguments: ["curl", "urlsession"])
