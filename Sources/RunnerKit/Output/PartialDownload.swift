@@ -12,13 +12,22 @@ import Synchronization
 /// -9 included, the next attempt, the next run or another watcher sharing the output resumes from
 /// the smaller of the sidecar's count and the file's size, and at most 16 MiB (and what was on its way) come again.
 ///
-/// A resume sends `Range: bytes=N-` and `If-Range` with a strong validator only (an ETag not
-/// marked `W/`, or a Last-Modified at least a second older than the answer's Date); a body
-/// without one, or with a Content-Encoding, is never kept. Which answers are appended and which
-/// start over is `Payload.begin(status:headers:)`'s to decide.
+/// A resume sends `Range: bytes=M-`, M being 64 KiB before the kept bytes end, and `If-Range`
+/// with a strong validator only (an ETag not marked `W/`, or a Last-Modified at least a second
+/// older than the answer's Date); a body without one, or with a Content-Encoding, is never kept.
+/// Which answers are appended and which start over is `Payload.begin(status:headers:)`'s to
+/// decide; the bytes before the kept ones end must equal those kept (`Payload.write`).
 ///
-/// A fresh partial is a new file (the old one and its sidecar removed first), so a sidecar left
-/// by an earlier body of the key can never describe it: their inodes differ.
+/// An output may be shared, so the partial is not trusted for being there: `load` opens it once
+/// and checks that descriptor (a regular file, one link, the runner's owner, the sidecar's inode),
+/// takes an exclusive `flock` on it, and hands that same descriptor to the file appended to. One
+/// attempt at a time writes a partial: another finds the lock taken and leaves the partial alone
+/// (`Loaded.busy`, `TemporaryFile.freshPartial`).
+///
+/// A fresh partial is a new file, renamed over the old one while the old one's lock is held,
+/// its old sidecar removed, so a sidecar left by an earlier body of the key can never describe
+/// it: their inodes differ. `--keep-partials` bounds the bytes all partials of an output keep
+/// (`OutputStore.trimPartials`).
 public struct PartialDownload: Sendable {
     /// The start of every partial's name (and its sidecar's).
     public static let prefix = ".partial-"

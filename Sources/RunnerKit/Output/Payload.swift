@@ -105,8 +105,11 @@ public final class Payload: BodySink {
     }
 
     /// Decides, from the final response's head, where its body goes: appended to the kept bytes
-    /// (a 206 that starts at or before them, for the same file and length), or from the start (a
-    /// 200, told to the record); any other answer to a range request throws `StartOver`.
+    /// (a 206 that starts at or before the byte asked for, for the same length, naming the
+    /// validator `If-Range` sent), or from the start (a 200, told to the record); any other
+    /// answer to a range request throws `StartOver`. The bytes of an appended 206 before the
+    /// kept ones end are compared with those kept as they come (`write`), and one that ends
+    /// before its Content-Range says is a cut (`cutShort`).
     public func begin(status: Int, headers: [String: String]) throws {
         let coded = HTTPResponseHead.isCoded(headers)
         let length = coded ? nil : headers["content-length"].flatMap { Int($0) }
