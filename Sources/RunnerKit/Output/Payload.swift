@@ -311,7 +311,7 @@ public final class Payload: BodySink {
         }
         let store = store
         await PartialDownload.writer.run {
-            if file.keep() {
+            file.keep {
                 download.writeSidecar(store: store, bytes: count, inode: file.inode, validator: validator, total: total)
             }
             store.trimPartials()  // within --keep-partials, the oldest going first

@@ -197,14 +197,16 @@ public final class TemporaryFile: Sendable {
         }
     }
 
-    /// Syncs the data and closes the file, leaving it on disk (a partial download to resume).
-    /// Returns whether the data reached the disk.
-    func keep() -> Bool {
+    /// Syncs the data and closes the file, leaving it on disk (a partial download to resume);
+    /// `synced` runs between the two, when the data reached the disk: a partial's sidecar is
+    /// written while its lock is still held, so no other attempt takes the partial over before
+    /// the sidecar that describes it is there.
+    func keep(synced: () -> Void) {
         state.withLock { state in
-            guard !state.done else { return false }
+            guard !state.done else { return }
             state.done = true
-            let synced = fdatasync(state.fd) == 0
-            return close(state.fd) == 0 && synced
+            if fdatasync(state.fd) == 0 { synced() }
+            close(state.fd)
         }
     }
 
