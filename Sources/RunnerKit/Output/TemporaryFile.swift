@@ -139,7 +139,10 @@ public final class TemporaryFile: Sendable {
                 unlinkat(folder.fd, name, 0)
                 throw OutputStore.WriteError(path: targetPath, errno: code)
             }
-            if close(state.fd) != 0 {
+            // A partial stays open, its lock held, until it is renamed: no other attempt takes
+            // it over (and cuts it to what its sidecar names) between the close and the rename.
+            let partial = inode != 0
+            if !partial, close(state.fd) != 0 {
                 let code = errno
                 unlinkat(folder.fd, name, 0)
                 throw OutputStore.WriteError(path: targetPath, errno: code)
@@ -148,15 +151,17 @@ public final class TemporaryFile: Sendable {
             if renamed != 0 {
                 let code = errno
                 unlinkat(folder.fd, name, 0)
+                if partial { close(state.fd) }
                 throw OutputStore.WriteError(path: targetPath, errno: code)
             }
-            if inode != 0 {
-                // A partial is renamed by its name: the file renamed must be the one written.
+            if partial {
+                // Renamed by its name: the file renamed must be the one written.
                 var info = stat()
-                guard fstatat(target.fd, targetName, &info, AT_SYMLINK_NOFOLLOW) == 0, Int(info.st_ino) == inode else {
-                    unlinkat(target.fd, targetName, 0)
-                    throw OutputStore.WriteError(path: targetPath, reason: "the partial download was replaced under the runner")
-                }
+                let same = fstatat(target.fd, targetName, &info, AT_SYMLINK_NOFOLLOW) == 0 && Int(info.st_ino) == inode
+                if !same { unlinkat(target.fd, targetName, 0) }
+                let closed = close(state.fd) == 0
+                guard same else { throw OutputStore.WriteError(path: targetPath, reason: "the partial download was replaced under the runner") }
+                guard closed else { throw OutputStore.WriteError(path: targetPath, errno: errno) }
             }
             if durable, fsync(target.fd) != 0 {
                 throw OutputStore.WriteError(path: target.path, errno: errno)
@@ -214,8 +219,9 @@ public final class TemporaryFile: Sendable {
     public func discard() {
         state.withLock { state in
             guard !state.done else { return }
-            close(state.fd)
+            // Removed before it is closed: a partial's lock is held until its name is gone.
             unlinkat(folder.fd, name, 0)
+            close(state.fd)
             state.done = true
         }
     }
