@@ -20,12 +20,17 @@ import Synchronization
 /// | `range=200cr` | 200 with `Content-Range: bytes N-…` and the bytes from N (the answer a naive client appends) |
 /// | `range=416` | 416 to any range |
 /// | `range=ifrange` | 206 from N even when `If-Range` does not match |
+/// | `range=short` | as `honor`, but the first 206 carries only `short=K` bytes (default 65 546) while its Content-Range names the rest of the file: a body that ends early, cleanly |
+/// | `range=novalidator` | as `honor`, but a 206 names no validator (no ETag, no Last-Modified) |
+/// | `range=otheretag` | 206 from N whatever `If-Range` says, naming another ETag (`"other"`) |
 /// | `gzip=1` | N zero bytes gzip-compressed (`Content-Encoding: gzip`), never ranged; `cut` counts coded bytes |
 ///
-/// `/ranged-log?id=ID` answers what the file saw: `[{"range": …, "ifRange": …, "status": …, "from": …}]`.
+/// `/ranged-log?id=ID` answers what the file saw: `[{"range": …, "ifRange": …, "status": …, "from": …,
+/// "headers": [every request header's name, in lower case]}]`.
 enum RangedFile {
     private struct State {
         var cuts = 0
+        var shorts = 0
         var log: [String] = []
     }
 
@@ -96,16 +101,25 @@ enum RangedFile {
                     case "later": (response.status, from) = (206, asked + 1000)
                     case "total": (response.status, from) = (206, asked)
                     case "200cr": from = asked
-                    case "ifrange": (response.status, from) = (206, asked)
+                    case "ifrange", "otheretag": (response.status, from) = (206, asked)
                     default:
                         if ifRangeMatches { (response.status, from) = asked < count ? (206, asked) : (416, 0) }
                     }
                 }
+                if response.status == 206 && mode == "novalidator" {
+                    (response.etag, response.lastModified) = (nil, nil)
+                }
+                if response.status == 206 && mode == "otheretag" { response.etag = "\"other\"" }
                 if response.status == 416 {
                     response.headers.append(("Content-Range", "bytes */\(count)"))
                 } else {
                     from = min(from, count)
-                    response.body = .ranged(from: from, count: count - from, version: version)
+                    var length = count - from
+                    if response.status == 206, mode == "short", state.shorts == 0 {
+                        state.shorts += 1
+                        length = min(length, query["short"].flatMap { Int($0) } ?? 65_546)
+                    }
+                    response.body = .ranged(from: from, count: length, version: version)
                     if response.status == 206 || mode == "200cr" && asked != nil {
                         let total = mode == "total" ? count + 5 : count
                         response.headers.append(("Content-Range", "bytes \(from)-\(count - 1)/\(total)"))
@@ -119,7 +133,8 @@ enum RangedFile {
                 state.cuts += 1
             }
             state.log.append(
-                "{\"range\": \(json(rangeField)), \"ifRange\": \(json(ifRange)), \"status\": \(response.status), \"from\": \(from)}")
+                "{\"range\": \(json(rangeField)), \"ifRange\": \(json(ifRange)), \"status\": \(response.status), \"from\": \(from), "
+                    + "\"headers\": [\(request.headers.map { json($0.name.lowercased()) }.joined(separator: ","))]}")
             return response
         }
     }

@@ -34,6 +34,18 @@ enum EngineCommandOptions {
             }
             return rate
         })
+    static let keepPartials = CommandOption<Int>(
+        spec: .init(
+            name: "keep-partials", value: "SIZE",
+            help: "Bytes the kept parts of cut transfers may take in the output together: 500M, 2G (powers of 1024), a number of bytes, or 0 to keep none; past it the oldest go first.",
+            defaultText: "1G"),
+        read: { text throws(UsageError) in
+            guard let text else { return defaults.keepPartials }
+            guard let size = text == "0" ? 0 : ByteRate.parse(text) else {
+                throw UsageError("--keep-partials must be a number of bytes, with K, M or G after it for 1024s (500M, 2G), or 0, not '\(text)'")
+            }
+            return size
+        })
     static let http = CommandOption<HTTPClientKind>(
         spec: .init(
             name: "http", value: "CLIENT", help: "HTTP client: curl (libcurl's multi interface) or urlsession.",
@@ -80,7 +92,7 @@ enum EngineCommandOptions {
         "hook-timeout", default: OnFinishHooks.defaultTimeout, help: "How long an --on-finish command may run before its process group is killed.")
 
     static let options: [CommandSpec.Option] =
-        KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, limitRate.spec, http.spec, cacert.spec, events.spec, eventsAppend.spec]
+        KindOptions.options + [out.spec, concurrency.spec, perHost.spec, rate.spec, limitRate.spec, keepPartials.spec, http.spec, cacert.spec, events.spec, eventsAppend.spec]
         + [onFinish.spec, hookConcurrency.spec, hookTimeout.spec] + TrustOptions.specs
 
     /// `--on-finish`, `--hook-concurrency` and `--hook-timeout`, or nil without a command.
@@ -106,6 +118,7 @@ enum EngineCommandOptions {
         // Only the rate: the rest of `requests` (a config file's) is not this option's.
         if let rate = try arguments[rate] { configuration.requests.rate = rate }
         configuration.limitRate = try arguments[limitRate]
+        configuration.keepPartials = try arguments[keepPartials]
         let trust = try TrustOptions(arguments)
         configuration.policy = trust.policy
         configuration.limits = trust.limits

@@ -8,7 +8,7 @@ enum PruneCommand {
 
     static let spec: CommandSpec = CommandSpec(
         name: "prune",
-        summary: "Remove the payloads in an output directory that no record points to, and cut transfers' kept bytes untouched for a week; say how many bytes that frees.",
+        summary: "Remove the payloads in an output directory that no record points to, and cut transfers' kept bytes untouched for a week or outdated by a later final record of their key; say how many bytes that frees.",
         synopsis: "[OUT]",
         arguments: [("OUT", "The output directory (default: out). Records, run logs, every key's last good payload and files written in the last minute stay.")],
         options: [dryRun.spec],

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension JobEngine {
     /// Everything that shapes an engine, in one value: what it runs and how much at once, where
@@ -31,6 +32,9 @@ extension JobEngine {
         public var backoff = Backoff()
         /// Bytes a second of every transfer together (`--limit-rate`); nil: unlimited.
         public var limitRate: Int?
+        /// The bytes the kept partials of cut transfers may take in the output (`--keep-partials`);
+        /// keeping one past it removes the oldest first.
+        public var keepPartials = PartialDownload.defaultBudget
 
         // MARK: Where it writes
 
@@ -121,6 +125,7 @@ extension JobEngine {
                     throw Problem("cannot use the output directory '\(out)': \(error)")
                 }
             }
+            configuration.store?.partialBudget.store(keepPartials, ordering: .relaxed)
             if configuration.monitor == nil { configuration.monitor = Self.standardMonitor() }
             return configuration
         }

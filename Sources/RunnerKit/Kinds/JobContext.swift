@@ -107,9 +107,15 @@ public final class JobContext: Sendable {
         if job.maxBytes >= PartialDownload.threshold {
             let download = PartialDownload(folder: into, key: job.key, url: job.url)
             // Read back off the concurrency pool's threads, and only when a sidecar is there.
-            let kept = download.hasSidecar(store: store) ? await PartialDownload.writer.run { [store] in download.load(store: store) } : nil
-            partial = (download, kept)
+            let loaded = download.hasSidecar(store: store) ? await PartialDownload.writer.run { [store] in download.load(store: store) } : .none
+            switch loaded {
+            case .kept(let kept): partial = (download, kept)
+            case .none: partial = (download, nil)
+            case .busy: partial = nil  // another attempt writes the key's partial: not this one
+            }
         }
+        // The kept partial's lock is let go of when this fetch is over, unless its file took it.
+        defer { partial?.kept?.handle.close() }
         if let kept = partial?.kept {
             headers = kept.requestHeaders  // not conditional: the kept bytes are of the file as it is now, or a 200 comes
         } else if let validators = previous?.validators {
@@ -126,6 +132,7 @@ public final class JobContext: Sendable {
             // An answer to the range request that cannot be appended: once more, from the start.
             startedOver.withLock { $0 = startOver.description }
             partial?.download.removeSidecar(store: store)
+            partial?.kept?.handle.close()  // so that the new partial may replace the old one
             (head, payload) = try await request(
                 job.url, folder: into, headers: [], accept: accept, inspect: inspect, partial: partial.map { ($0.download, nil) })
         }
@@ -206,6 +213,13 @@ public final class JobContext: Sendable {
         } catch {
             await payload.keep()  // a cut body that may be resumed stays, for the next attempt
             throw JobFailure(classifying: error)
+        }
+        if let (count, total) = payload.cutShort {
+            // A 206 whose body ended before its Content-Range said is a cut, never a payload.
+            await payload.keep()
+            throw JobFailure(
+                .failed, "the server's 206 ended after byte \(count) of the \(total) its Content-Range announced (cut short)",
+                httpStatus: head.status, isTransient: true)
         }
         if var failure = Self.failure(forStatus: head) {
             if head.status == 401 || head.status == 403 {

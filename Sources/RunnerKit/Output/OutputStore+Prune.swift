@@ -13,9 +13,11 @@ extension OutputStore {
 
     /// Removes (with `dryRun`, only lists) the payloads that no record in `results/` points to:
     /// those of keys that became 404, of outputs renamed, of records forgotten by hand; and the
-    /// kept bytes of cut transfers (`.partial-…` and their sidecars) untouched for
-    /// `PartialDownload.keptFor`, whose key never came back to resume them. The records, the run
-    /// logs, other dot-files (locks, temporary files) and files changed less than `minimumAge`
+    /// kept bytes of cut transfers (`.partial-…` and their sidecars) that can no longer be of use:
+    /// untouched for `PartialDownload.keptFor` (their key never came back to resume them), or of
+    /// a key whose last record is final (succeeded, notModified, notFound) and finished after the
+    /// partial was last written. A partial an attempt is writing (locked) stays. The records, the
+    /// run logs, other dot-files (locks, temporary files) and files changed less than `minimumAge`
     /// seconds ago stay; links are never followed.
     ///
     /// A key's last good payload always stays (see `keptPayloads()`), whatever its last job did.
@@ -29,19 +31,39 @@ extension OutputStore {
         let referenced = keptPayloads()
         var pruned = Pruned()
         let now = Int(time(nil))
+        let keptFor = Int(PartialDownload.keptFor.inSeconds)
+        // The partials that go, each removed with its sidecar (under the partial's lock).
+        var partialsGoing = Set<String>()
+        for partial in keptPartials() {
+            let old = now - Int(partial.writtenAt / 1000) >= keptFor
+            guard old || partialIsOutdated(partial), removeIdlePartial(partial.path, dryRun: true) else { continue }
+            partialsGoing.insert(partial.path)
+        }
         forEachPayloadFolder(afterListing: afterListing) { folder in
             for name in folder.files {
                 let path = folder.path(of: name)
                 var info = stat()
                 guard fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
                 if name.hasPrefix(PartialDownload.prefix) {
-                    guard now - info.st_mtim.wholeSeconds >= Int(PartialDownload.keptFor.inSeconds) else { continue }
-                } else {
-                    guard !referenced.contains(path) else { continue }
-                    if now - info.st_mtim.wholeSeconds < minimumAge {
-                        pruned.young += 1
-                        continue
+                    if partialsGoing.contains(path) {
+                        guard dryRun || removeIdlePartial(in: folder.fd, name: name) else { continue }
+                    } else if name.hasSuffix(".json"), partialsGoing.contains(String(path.dropLast(5))) {
+                        // Listed with its partial, and removed with it (`removeIdlePartial`).
+                    } else {
+                        // A sidecar whose partial is gone, untouched for as long.
+                        guard name.hasSuffix(".json"), now - info.st_mtim.wholeSeconds >= keptFor else { continue }
+                        var partialInfo = stat()
+                        guard fstatat(folder.fd, String(name.dropLast(5)), &partialInfo, AT_SYMLINK_NOFOLLOW) != 0 else { continue }
+                        guard dryRun || unlinkat(folder.fd, name, 0) == 0 else { continue }
                     }
+                    pruned.files.append(path)
+                    pruned.bytes += Int(info.st_size)
+                    continue
+                }
+                guard !referenced.contains(path) else { continue }
+                if now - info.st_mtim.wholeSeconds < minimumAge {
+                    pruned.young += 1
+                    continue
                 }
                 if dryRun || unlinkat(folder.fd, name, 0) == 0 {
                     pruned.files.append(path)

@@ -58,6 +58,9 @@ public final class OutputStore: Sendable {
     /// Hears the key of each partial download whose kept bytes were synced and named in its
     /// sidecar: durable progress (a shared queue does not count such a claim as an abandon).
     private let checkpointHearer = Mutex<(@Sendable (String) -> Void)?>(nil)
+    /// The bytes the kept partials of cut transfers may take together (`--keep-partials`):
+    /// keeping one past it removes the oldest first.
+    public let partialBudget = Atomic<Int>(PartialDownload.defaultBudget)
     /// How many folders stay open at most; past that, a folder is opened for each write.
     static let openFolderLimit = 256
 

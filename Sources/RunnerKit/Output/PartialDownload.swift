@@ -12,18 +12,30 @@ import Synchronization
 /// -9 included, the next attempt, the next run or another watcher sharing the output resumes from
 /// the smaller of the sidecar's count and the file's size, and at most 16 MiB (and what was on its way) come again.
 ///
-/// A resume sends `Range: bytes=N-` and `If-Range` with a strong validator only (an ETag not
-/// marked `W/`, or a Last-Modified at least a second older than the answer's Date); a body
-/// without one, or with a Content-Encoding, is never kept. Which answers are appended and which
-/// start over is `Payload.begin(status:headers:)`'s to decide.
+/// A resume sends `Range: bytes=M-`, M being 64 KiB before the kept bytes end, and `If-Range`
+/// with a strong validator only (an ETag not marked `W/`, or a Last-Modified at least a second
+/// older than the answer's Date); a body without one, or with a Content-Encoding, is never kept.
+/// Which answers are appended and which start over is `Payload.begin(status:headers:)`'s to
+/// decide; the bytes before the kept ones end must equal those kept (`Payload.write`).
 ///
-/// A fresh partial is a new file (the old one and its sidecar removed first), so a sidecar left
-/// by an earlier body of the key can never describe it: their inodes differ.
+/// An output may be shared, so the partial is not trusted for being there: `load` opens it once
+/// and checks that descriptor (a regular file, one link, the runner's owner, the sidecar's inode),
+/// takes an exclusive `flock` on it, and hands that same descriptor to the file appended to. One
+/// attempt at a time writes a partial: another finds the lock taken and leaves the partial alone
+/// (`Loaded.busy`, `TemporaryFile.freshPartial`).
+///
+/// A fresh partial is a new file, renamed over the old one while the old one's lock is held,
+/// its old sidecar removed, so a sidecar left by an earlier body of the key can never describe
+/// it: their inodes differ. `--keep-partials` bounds the bytes all partials of an output keep
+/// (`OutputStore.trimPartials`).
 public struct PartialDownload: Sendable {
     /// The start of every partial's name (and its sidecar's).
     public static let prefix = ".partial-"
     /// `runner prune` removes a partial (and its sidecar) untouched for this long.
     public static let keptFor = Duration.seconds(7 * 24 * 3600)
+    /// The bytes all kept partials of an output may take together, unless `--keep-partials`
+    /// says otherwise.
+    public static let defaultBudget = 1 << 30
     /// A cut body smaller than this is not kept.
     public static let threshold = 1 << 20
     /// How many bytes pass between two syncs of a partial and its sidecar.
@@ -74,12 +86,17 @@ public struct PartialDownload: Sendable {
             return .lastModified(modified)
         }
 
-        /// Whether a response's own validator, when it names one, is this one.
-        func agrees(with headers: [String: String]) -> Bool {
-            switch self {
-            case .etag(let tag): headers["etag"].map { $0.trimmingSpaces == tag } ?? true
-            case .lastModified(let date): headers["last-modified"].map { $0.trimmingSpaces == date } ?? true
+        /// Why a 206's own validator is not this one (nil: it is): a 206 that names no version
+        /// of the file, or another one, is not appended, whatever `If-Range` asked.
+        func disagreement(with headers: [String: String]) -> String? {
+            let (field, value) = switch self {
+            case .etag(let tag): ("ETag", tag)
+            case .lastModified(let date): ("Last-Modified", date)
             }
+            guard let sent = headers[field.lowercased()]?.trimmingSpaces, !sent.isEmpty else {
+                return "the server's 206 names no version of the file (no \(field)), so it may be of another one than the bytes kept"
+            }
+            return sent == value ? nil : "the server's 206 names another version of the file than the one kept"
         }
 
         var json: JSONValue {
@@ -89,10 +106,15 @@ public struct PartialDownload: Sendable {
             }
         }
 
+        /// From a sidecar, checked as a record's validators are (no control character, not too
+        /// long: it goes back to the server in `If-Range`), and strong: a sidecar is a file anyone
+        /// sharing the output may have written.
         init?(json: JSONValue?) {
             if let tag = json?["etag"]?.stringValue {
+                guard !tag.hasPrefix("W/"), Validators(etag: tag, lastModified: nil) != nil else { return nil }
                 self = .etag(tag)
             } else if let date = json?["lastModified"]?.stringValue {
+                guard HTTPDate.seconds(date) != nil, Validators(etag: nil, lastModified: date) != nil else { return nil }
                 self = .lastModified(date)
             } else {
                 return nil
@@ -103,8 +125,14 @@ public struct PartialDownload: Sendable {
     /// Where a resumable body goes, and what is kept of it from before (nil: nothing to resume).
     public typealias Plan = (download: PartialDownload, kept: Kept?)
 
-    /// What a kept partial gives the next attempt: where to go on from, and the hash, first and
-    /// last bytes of what is kept (read back once, before the request).
+    /// How many of the kept bytes a resume asks for again, to compare them with what the server
+    /// sends: kept bytes that are not the server's (planted by a neighbour of a shared output,
+    /// or of another file) are never gone on from.
+    public static let overlap = 64 * 1024
+
+    /// What a kept partial gives the next attempt: the partial itself, open and locked (the
+    /// descriptor the checks were made on, and the one appended to), where to go on from, and
+    /// the hash, first and last bytes of what is kept (read back once, before the request).
     public struct Kept: Sendable {
         public var offset: Int
         public var validator: Validator
@@ -112,47 +140,113 @@ public struct PartialDownload: Sendable {
         var hasher: SHA256
         var prefix: [UInt8]
         var suffix: [UInt8]
+        /// The last kept bytes (up to `overlap`), which the resume asks for again.
+        var tail: [UInt8]
+        /// The partial's descriptor and its lock, until the attempt's file takes them.
+        let handle: Handle
+
+        /// The first byte asked for: a little before the kept ones end.
+        public var askedFrom: Int { offset - tail.count }
 
         /// The request headers of the resume.
         public var requestHeaders: [(name: String, value: String)] {
-            [("Range", "bytes=\(offset)-"), ("If-Range", validator.headerValue)]
+            [("Range", "bytes=\(askedFrom)-"), ("If-Range", validator.headerValue)]
         }
     }
 
-    /// The partial kept for this key and URL, read back and hashed; nil when there is none to
-    /// resume (no sidecar, another key or URL, another file than the sidecar's, fewer bytes than
-    /// the threshold, unreadable). Blocks on the disk: not on the HTTP client's thread.
-    func load(store: OutputStore) -> Kept? {
+    /// An open partial file and the exclusive lock on it (`flock`), held while one attempt
+    /// writes it: the lock goes with the descriptor, when it is closed or handed on.
+    public final class Handle: Sendable {
+        private let fd: Mutex<Int32>
+        let inode: Int
+
+        init(fd: Int32, inode: Int) {
+            self.fd = Mutex(fd)
+            self.inode = inode
+        }
+
+        deinit { close() }
+
+        /// Hands the descriptor (and its lock) on; nil once taken or closed.
+        func take() -> Int32? {
+            fd.withLock { fd in
+                defer { fd = -1 }
+                return fd >= 0 ? fd : nil
+            }
+        }
+
+        /// Closes the descriptor, letting go of the lock, unless it was handed on.
+        public func close() {
+            if let fd = take() { Glibc.close(fd) }
+        }
+    }
+
+    /// What `load` found.
+    public enum Loaded: Sendable {
+        /// Bytes to resume from, the partial locked.
+        case kept(Kept)
+        /// Nothing this attempt may resume: a body of the key may start a new partial.
+        case none
+        /// Another attempt is writing the key's partial: this one neither resumes nor touches
+        /// it, and stores its body through an ordinary temporary file.
+        case busy
+    }
+
+    /// The partial kept for this key and URL, checked, locked, read back and hashed. `.none` when
+    /// there is none to resume: no sidecar, another key or URL, a validator that may not be sent,
+    /// fewer bytes than the threshold, or a partial that is not one the runner made (not a
+    /// regular file, more than one link, another owner, another inode than the sidecar's).
+    /// Blocks on the disk: not on the HTTP client's thread.
+    func load(store: OutputStore) -> Loaded {
         guard let folderFD = try? store.openFolder(folder),
             let text = OutputStore.readFile(in: folderFD.fd, sidecarName), let sidecar = try? JSONParser.parse(text),
             sidecar["key"]?.stringValue == key, sidecar["url"]?.stringValue == url.absoluteString,
             let validator = Validator(json: sidecar["validator"]), let bytes = sidecar["bytes"]?.intValue,
             let inode = sidecar["inode"]?.intValue
-        else { return nil }
-        let fd = openat(folderFD.fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
+        else { return .none }
+        // Opened once, without following a link and without waiting on a FIFO; every check is
+        // made on this descriptor, and it is the one written to.
+        let fd = openat(folderFD.fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        guard fd >= 0 else { return .none }
         var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_ino) == inode else { return nil }
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_nlink == 1, info.st_uid == geteuid(),
+            Int(info.st_ino) == inode
+        else {
+            close(fd)
+            return .none
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return .busy
+        }
+        // Locked: the name must still be this file (not replaced while the lock was taken).
+        var named = stat()
+        guard fstatat(folderFD.fd, name, &named, AT_SYMLINK_NOFOLLOW) == 0, named.st_ino == info.st_ino, named.st_dev == info.st_dev else {
+            close(fd)
+            return .none
+        }
+        let handle = Handle(fd: fd, inode: inode)
         let offset = min(bytes, Int(info.st_size))
         let total = sidecar["total"]?.intValue
-        guard offset >= Self.threshold, total.map({ offset < $0 }) ?? true else { return nil }
-        var kept = Kept(offset: offset, validator: validator, total: total, hasher: SHA256(), prefix: [], suffix: [])
+        guard offset >= Self.threshold, total.map({ offset < $0 }) ?? true else { return .none }
+        var kept = Kept(
+            offset: offset, validator: validator, total: total, hasher: SHA256(), prefix: [], suffix: [], tail: [], handle: handle)
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         var done = 0
         while done < offset {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress!, min($0.count, offset - done)) }
+            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, min($0.count, offset - done), off_t(done)) }
             if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return nil }
+            guard n > 0 else { return .none }
             chunk.withUnsafeBytes { kept.hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             if kept.prefix.count < Payload.prefixLimit {
                 kept.prefix.append(contentsOf: chunk[0..<min(n, Payload.prefixLimit - kept.prefix.count)])
             }
+            kept.tail.append(contentsOf: chunk[0..<n].suffix(Self.overlap))
+            if kept.tail.count > Self.overlap { kept.tail.removeFirst(kept.tail.count - Self.overlap) }
             done += n
-            if done >= offset { kept.suffix = Array(chunk[0..<n].suffix(Payload.suffixLimit)) }
         }
-        if kept.suffix.count < Payload.suffixLimit { kept.suffix = Array(kept.prefix.suffix(Payload.suffixLimit)) }
-        return kept
+        kept.suffix = Array(kept.tail.suffix(Payload.suffixLimit))
+        return .kept(kept)
     }
 
     /// Whether the key has a sidecar in the folder (one look, no read; its name made on the stack).
@@ -211,7 +305,7 @@ public struct PartialDownload: Sendable {
 
     /// `.partial-` and 64 bits of FNV-1a of the key in hex: a file name for the key (the sidecar
     /// names the key itself), made in one allocation.
-    static func name(forKey key: String) -> String {
+    public static func name(forKey key: String) -> String {
         var value: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in key.utf8 {
             value ^= UInt64(byte)

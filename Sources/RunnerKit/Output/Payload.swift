@@ -65,6 +65,10 @@ public final class Payload: BodySink {
         var received = 0
         /// Bytes still to drop: a 206 that starts before the kept bytes end repeats them.
         var skip = 0
+        /// The last kept bytes, which the last `overlap.count` of those dropped must equal.
+        var overlap: [UInt8] = []
+        /// Set for a body appended to kept bytes: the length its 206's Content-Range announced.
+        var rangedTotal: Int?
         /// Set when this body goes to its key's partial file: the validator its sidecar names.
         var resumable: PartialDownload.Validator?
         /// The whole body's length, when the server said it.
@@ -101,8 +105,11 @@ public final class Payload: BodySink {
     }
 
     /// Decides, from the final response's head, where its body goes: appended to the kept bytes
-    /// (a 206 that starts at or before them, for the same file and length), or from the start (a
-    /// 200, told to the record); any other answer to a range request throws `StartOver`.
+    /// (a 206 that starts at or before the byte asked for, for the same length, naming the
+    /// validator `If-Range` sent), or from the start (a 200, told to the record); any other
+    /// answer to a range request throws `StartOver`. The bytes of an appended 206 before the
+    /// kept ones end are compared with those kept as they come (`write`), and one that ends
+    /// before its Content-Range says is a cut (`cutShort`).
     public func begin(status: Int, headers: [String: String]) throws {
         let coded = HTTPResponseHead.isCoded(headers)
         let length = coded ? nil : headers["content-length"].flatMap { Int($0) }
@@ -125,6 +132,7 @@ public final class Payload: BodySink {
                     throw StartOver(description: "the server answered 200 with Content-Range '\(field)' to the range request")
                 }
                 state.startedOver = "the server answered \(status) to the range request (the file changed, or ranges are not served): fetched from the start"
+                kept.handle.close()  // the new partial replaces the kept one
             }
             state.total = length
             if let validator, (length ?? .max) >= PartialDownload.threshold { state.resumable = validator }
@@ -140,24 +148,24 @@ public final class Payload: BodySink {
         guard let range, let total = range.total else {
             throw StartOver(description: "the server's 206 has no usable Content-Range ('\(headers["content-range"] ?? "")')")
         }
-        guard range.start <= kept.offset else {
-            throw StartOver(description: "the server's 206 starts at byte \(range.start), after the \(kept.offset) kept")
+        guard range.start <= kept.askedFrom else {
+            throw StartOver(description: "the server's 206 starts at byte \(range.start), after the \(kept.askedFrom) asked for (\(kept.offset) kept)")
         }
         guard range.end == total - 1, kept.total.map({ $0 == total }) ?? true else {
             throw StartOver(description: "the server's 206 ('\(headers["content-range"] ?? "")') does not agree with the \(kept.total.map(String.init) ?? "unknown") bytes known")
         }
-        guard kept.validator.agrees(with: headers) else {
-            throw StartOver(description: "the server's 206 names another version of the file than the one kept")
-        }
+        if let disagreement = kept.validator.disagreement(with: headers) { throw StartOver(description: disagreement) }
         guard total <= maxBytes else { throw TooLarge(limit: maxBytes) }
         let folder = try store.openFolder(self.folder)
-        state.file = try TemporaryFile(folder: folder, partialName: download.name, keeping: kept.offset)
+        state.file = try TemporaryFile(folder: folder, partialName: download.name, handle: kept.handle, keeping: kept.offset)
         state.hasher = kept.hasher
         state.hashed = kept.offset
         state.prefix = kept.prefix
         state.suffix = kept.suffix
         state.count = kept.offset
         state.skip = kept.offset - range.start
+        state.overlap = kept.tail
+        state.rangedTotal = total
         state.resumedFrom = kept.offset
         state.resumable = kept.validator
         state.total = total
@@ -176,9 +184,13 @@ public final class Payload: BodySink {
             var bytes = bytes
             if state.skip > 0 {
                 let skipped = min(state.skip, bytes.count)
+                try compareOverlap(UnsafeRawBufferPointer(rebasing: bytes[..<skipped]), &state)
                 state.skip -= skipped
                 bytes = UnsafeRawBufferPointer(rebasing: bytes[skipped...])
                 if bytes.isEmpty { return }
+            }
+            if let total = state.rangedTotal, state.count + bytes.count > total {
+                throw StartOver(description: "the server's 206 sent more bytes than its Content-Range announced")
             }
             guard state.count + bytes.count <= maxBytes else { throw TooLarge(limit: maxBytes) }
             if !state.inspected, let inspector {
@@ -212,6 +224,26 @@ public final class Payload: BodySink {
         }
     }
 
+    /// Compares bytes the server sent again, before the kept ones end, with the kept ones
+    /// (those past the last `overlap.count` are only dropped): a mismatch means the kept bytes
+    /// are not the server's file, and the body starts over.
+    private func compareOverlap(_ bytes: UnsafeRawBufferPointer, _ state: inout State) throws {
+        // `state.skip` bytes are still to drop; the last `overlap.count` of them are compared.
+        let uncompared = state.skip - state.overlap.count
+        guard bytes.count > uncompared else { return }
+        let from = max(0, uncompared)
+        let start = state.overlap.count - (state.skip - from)
+        let piece = UnsafeRawBufferPointer(rebasing: bytes[from...])
+        let same = state.overlap.withUnsafeBytes { kept in
+            memcmp(kept.baseAddress! + start, piece.baseAddress!, piece.count) == 0
+        }
+        guard same else {
+            state.resumedFrom = 0  // nothing of the kept bytes is used
+            throw StartOver(
+                description: "the bytes the server sent again before byte \(state.count) differ from the \(state.overlap.count) kept there (the kept bytes are not the server's file)")
+        }
+    }
+
     /// The temporary file, made on first need with everything held in memory so far (the key's
     /// partial file, new, for a body that may be resumed).
     private func file(_ state: inout State) throws -> TemporaryFile {
@@ -219,15 +251,19 @@ public final class Payload: BodySink {
         guard !state.discarded else {
             throw OutputStore.WriteError(path: folder, reason: "the payload was already discarded")
         }
-        let file: TemporaryFile
+        var made: TemporaryFile?
         if state.resumable != nil, let download = partial?.download {
-            // The old sidecar goes after any write of it still queued; until then it names the
-            // old partial's inode, not this new file's.
-            download.removeSidecar(store: store)
-            file = try TemporaryFile(folder: store.openFolder(folder), partialName: download.name, keeping: 0)
-        } else {
-            file = try store.makeTemporaryFile(in: folder)
+            made = try TemporaryFile.freshPartial(folder: store.openFolder(folder), name: download.name)
+            if made == nil {
+                // Another attempt writes the key's partial: this body is not kept if cut.
+                state.resumable = nil
+            } else {
+                // The old sidecar goes after any write of it still queued; until then it names
+                // the old partial's inode, not this new file's.
+                download.removeSidecar(store: store)
+            }
         }
+        let file = try made ?? store.makeTemporaryFile(in: folder)
         try state.prefix.withUnsafeBytes { held in
             try file.append(held)
             state.hasher.update(held)
@@ -275,9 +311,10 @@ public final class Payload: BodySink {
         }
         let store = store
         await PartialDownload.writer.run {
-            if file.keep() {
+            file.keep {
                 download.writeSidecar(store: store, bytes: count, inode: file.inode, validator: validator, total: total)
             }
+            store.trimPartials()  // within --keep-partials, the oldest going first
         }
     }
 
@@ -305,6 +342,15 @@ public final class Payload: BodySink {
 
     private func removedPartial() {
         partial?.download.removeSidecar(store: store)
+    }
+
+    /// A body appended to kept bytes that ended before its 206's Content-Range said: a cut, not
+    /// a payload (nil when the body is whole, or was not appended).
+    public var cutShort: (count: Int, total: Int)? {
+        state.withLock { state in
+            guard let total = state.rangedTotal, state.count < total else { return nil }
+            return (state.count, total)
+        }
     }
 
     /// Bytes received so far.

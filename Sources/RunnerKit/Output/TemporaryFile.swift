@@ -40,32 +40,57 @@ public final class TemporaryFile: Sendable {
 
     deinit { discard() }
 
-    /// A partial download's file (`PartialDownload`), named for its key: with `keeping` 0 a new
-    /// file (what was at `name` removed first, so it gets a new inode); else the file there, cut
-    /// to its first `keeping` bytes, written on from there. It becomes a payload by rename as any
-    /// other; `keep()` leaves it on disk instead of removing it.
-    init(folder: OutputStore.Folder, partialName name: String, keeping offset: Int) throws(OutputStore.WriteError) {
-        let fd: Int32
-        if offset == 0 {
-            unlinkat(folder.fd, name, 0)
-            fd = openat(folder.fd, name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
-        } else {
-            fd = openat(folder.fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
+    private init(folder: OutputStore.Folder, name: String, fd: Int32, inode: Int) {
+        self.folder = folder
+        self.name = name
+        self.inode = inode
+        self.state = Mutex((fd, false))
+    }
+
+    /// A kept partial download's file (`PartialDownload`), through the descriptor it was checked
+    /// and locked on (never opened again by its name): cut to its first `keeping` bytes and
+    /// written on from there. It becomes a payload by rename as any other; `keep()` leaves it on
+    /// disk instead of removing it.
+    convenience init(folder: OutputStore.Folder, partialName name: String, handle: PartialDownload.Handle, keeping offset: Int) throws(OutputStore.WriteError) {
+        guard let fd = handle.take() else {
+            throw OutputStore.WriteError(path: folder.path + "/" + name, reason: "the partial download is no longer held")
         }
-        guard fd >= 0 else { throw OutputStore.WriteError(path: folder.path + "/" + name, errno: errno) }
         var info = stat()
-        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) >= offset,
-            ftruncate(fd, off_t(offset)) == 0, lseek(fd, 0, SEEK_END) == off_t(offset)
+        guard fstat(fd, &info) == 0, Int(info.st_size) >= offset, ftruncate(fd, off_t(offset)) == 0,
+            lseek(fd, 0, SEEK_END) == off_t(offset)
         else {
             close(fd)
             throw OutputStore.WriteError(path: folder.path + "/" + name, reason: "the partial download changed under the runner")
         }
-        self.folder = folder
-        self.name = name
-        self.inode = Int(info.st_ino)
-        self.state = Mutex((fd, false))
+        self.init(folder: folder, name: name, fd: fd, inode: Int(info.st_ino))
     }
 
+    /// A new partial download's file for a key: made as a temporary file, locked, then renamed
+    /// over whatever was at `name` (a link is replaced, never written through). Nil when the
+    /// file at `name` is locked (another attempt is writing it, and this one leaves it alone),
+    /// or cannot be replaced: the body then goes to an ordinary temporary file.
+    static func freshPartial(folder: OutputStore.Folder, name: String) throws(OutputStore.WriteError) -> TemporaryFile? {
+        // The one there is replaced only while its lock is held here: whoever holds the lock of
+        // the file at the name is the one attempt writing it.
+        let old = openat(folder.fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        defer { if old >= 0 { close(old) } }
+        if old >= 0, flock(old, LOCK_EX | LOCK_NB) != 0 { return nil }
+        let file = try TemporaryFile(folder: folder)
+        let fd = file.state.withLock { state in
+            state.done = true  // handed on to the partial's value below
+            return state.fd
+        }
+        var info = stat()
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0, fstat(fd, &info) == 0,
+            file.name.withCString({ from in name.withCString { renameat(folder.fd, from, folder.fd, $0) } }) == 0
+        else {
+            // Something that cannot be replaced is there (a folder, say): no partial this time.
+            close(fd)
+            unlinkat(folder.fd, file.name, 0)
+            return nil
+        }
+        return TemporaryFile(folder: folder, name: name, fd: fd, inode: Int(info.st_ino))
+    }
 
     /// The file's absolute path (for messages and reading back).
     public var path: String { folder.path + "/" + name }
@@ -114,7 +139,10 @@ public final class TemporaryFile: Sendable {
                 unlinkat(folder.fd, name, 0)
                 throw OutputStore.WriteError(path: targetPath, errno: code)
             }
-            if close(state.fd) != 0 {
+            // A partial stays open, its lock held, until it is renamed: no other attempt takes
+            // it over (and cuts it to what its sidecar names) between the close and the rename.
+            let partial = inode != 0
+            if !partial, close(state.fd) != 0 {
                 let code = errno
                 unlinkat(folder.fd, name, 0)
                 throw OutputStore.WriteError(path: targetPath, errno: code)
@@ -123,7 +151,17 @@ public final class TemporaryFile: Sendable {
             if renamed != 0 {
                 let code = errno
                 unlinkat(folder.fd, name, 0)
+                if partial { close(state.fd) }
                 throw OutputStore.WriteError(path: targetPath, errno: code)
+            }
+            if partial {
+                // Renamed by its name: the file renamed must be the one written.
+                var info = stat()
+                let same = fstatat(target.fd, targetName, &info, AT_SYMLINK_NOFOLLOW) == 0 && Int(info.st_ino) == inode
+                if !same { unlinkat(target.fd, targetName, 0) }
+                let closed = close(state.fd) == 0
+                guard same else { throw OutputStore.WriteError(path: targetPath, reason: "the partial download was replaced under the runner") }
+                guard closed else { throw OutputStore.WriteError(path: targetPath, errno: errno) }
             }
             if durable, fsync(target.fd) != 0 {
                 throw OutputStore.WriteError(path: target.path, errno: errno)
@@ -164,14 +202,16 @@ public final class TemporaryFile: Sendable {
         }
     }
 
-    /// Syncs the data and closes the file, leaving it on disk (a partial download to resume).
-    /// Returns whether the data reached the disk.
-    func keep() -> Bool {
+    /// Syncs the data and closes the file, leaving it on disk (a partial download to resume);
+    /// `synced` runs between the two, when the data reached the disk: a partial's sidecar is
+    /// written while its lock is still held, so no other attempt takes the partial over before
+    /// the sidecar that describes it is there.
+    func keep(synced: () -> Void) {
         state.withLock { state in
-            guard !state.done else { return false }
+            guard !state.done else { return }
             state.done = true
-            let synced = fdatasync(state.fd) == 0
-            return close(state.fd) == 0 && synced
+            if fdatasync(state.fd) == 0 { synced() }
+            close(state.fd)
         }
     }
 
@@ -179,8 +219,9 @@ public final class TemporaryFile: Sendable {
     public func discard() {
         state.withLock { state in
             guard !state.done else { return }
-            close(state.fd)
+            // Removed before it is closed: a partial's lock is held until its name is gone.
             unlinkat(folder.fd, name, 0)
+            close(state.fd)
             state.done = true
         }
     }

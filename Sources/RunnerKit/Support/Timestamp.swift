@@ -35,6 +35,29 @@ public enum Timestamp {
         }
     }
 
+    /// Milliseconds since 1970 of a timestamp as `iso8601` writes it; nil for any other text.
+    public static func milliseconds(_ text: String) -> Int64? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 24, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
+            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z")
+        else { return nil }
+        func number(_ from: Int, _ width: Int) -> Int32? {
+            var value: Int32 = 0
+            for byte in bytes[from..<(from + width)] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int32(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+            let minute = number(14, 2), let second = number(17, 2), let millis = number(20, 3)
+        else { return nil }
+        var parts = tm()
+        (parts.tm_year, parts.tm_mon, parts.tm_mday) = (year - 1900, month - 1, day)
+        (parts.tm_hour, parts.tm_min, parts.tm_sec) = (hour, minute, second)
+        return Int64(timegm(&parts)) * 1000 + Int64(millis)
+    }
+
     /// A compact, sortable id for a run: `20261122T100000Z-4f2a`.
     public static func runID(_ date: Date = Date()) -> String {
         let iso = iso8601(date)
