@@ -239,6 +239,55 @@ struct QueueFeedTests {
         await run.value
     }
 
+    /// Claims made only for a dead runner's hooks are not abandons of the job: hooks left by two
+    /// runners after the one that ran the job still run on the next.
+    @Test func hooksLeftByTwoMoreRunnersStillRun() async throws {
+        w.submit(["left"])
+        let claim = try #require(try await w.store.claim(runner: "dead", limit: 1).first)
+        let record = #"{"key":"left","kind":"fetch","status":"succeeded"}"#
+        try await w.store.finish(
+            [JobQueue.Finish(id: claim.id, status: "succeeded", error: nil, record: record, hooksPending: true)], runner: "dead", unlocking: ["left"])
+        for runner in ["dead-hooks-1", "dead-hooks-2"] {
+            w.clock.advance(by: .seconds(31))
+            #expect(try await w.store.claim(runner: runner, limit: 1).count == 1, "\(runner) claims it for its hooks")
+        }
+        w.clock.advance(by: .seconds(31))
+        #expect(w.row("left")?.claims == 1 && w.row("left")?.hookClaims == 2, "\(String(describing: w.row("left")))")
+        let heard = Watched<[String]>([])
+        let feed = try w.feed("b") { $0.hooks = { line in heard.update { $0.append(String(decoding: line, as: UTF8.self)) } } }
+        let run = w.start(feed)
+        await w.waitDone(["left"])
+        #expect(heard.value == [record], "the hooks ran on the fourth claim: \(heard.value)")
+        #expect(w.row("left")?.hooksFailed == nil && w.row("left")?.status == "succeeded")
+        feed.shutdown()
+        await run.value
+    }
+
+    /// Hooks that runners left three times end with a hooks failure everyone sees (said, and an
+    /// observer's `hookFailed`), the job keeping its own status; never silently.
+    @Test func hooksLeftByThreeRunnersEndWithAHooksFailure() async throws {
+        w.submit(["left"])
+        let claim = try #require(try await w.store.claim(runner: "dead", limit: 1).first)
+        let record = #"{"key":"left","kind":"fetch","status":"succeeded","startedAt":"2026-11-27T10:00:00.000Z","finishedAt":"2026-11-27T10:00:01.000Z"}"#
+        try await w.store.finish(
+            [JobQueue.Finish(id: claim.id, status: "succeeded", error: nil, record: record, hooksPending: true)], runner: "dead", unlocking: ["left"])
+        for runner in ["h1", "h2", "h3"] {
+            w.clock.advance(by: .seconds(31))
+            #expect(try await w.store.claim(runner: runner, limit: 1).count == 1)
+        }
+        w.clock.advance(by: .seconds(31))
+        let heard = Watched<[String]>([])
+        let feed = try w.feed("b") { $0.hooks = { line in heard.update { $0.append(String(decoding: line, as: UTF8.self)) } } }
+        let run = w.start(feed)
+        await w.waitDone(["left"])
+        let row = try #require(w.row("left"))
+        #expect(row.status == "succeeded" && row.hooksFailed?.contains("left by 3 runners") == true, "\(row)")
+        #expect(heard.value.isEmpty, "not a fourth time")
+        await eventually("said") { w.problems.contains { $0.hasPrefix("left: its --on-finish hooks were left by 3 runners") } }
+        feed.shutdown()
+        await run.value
+    }
+
     /// A parent's children are queue jobs that any runner takes; the runner that ends the last
     /// completes the parent's record with their counts, in the queue and on disk.
     @Test func childrenGoThroughTheQueueAndTheLastCompletesTheParent() async throws {

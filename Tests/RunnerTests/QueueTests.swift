@@ -693,6 +693,8 @@ struct QueueTests {
         let first = try Self.startWatcher(world, db, "first")
         #expect(await world.wait(upTo: .seconds(10)) { world.log("first").contains("watching the queue") })
         #expect(await Self.stop(first, world) == 0)
+        let logs = (try? FileManager.default.contentsOfDirectory(atPath: "\(world.w.root)/out/runs")) ?? []
+        #expect(logs.isEmpty, "a watcher that ended no job leaves no run log: \(logs)")
         let record = #"{"key":"h:forged","kind":"entry","status":"succeeded","output":"../elsewhere/secret.txt","attempts":1,"#
             + #""startedAt":"2026-11-27T10:00:00.000Z","finishedAt":"2026-11-27T10:00:00.010Z"}"#
         _ = try await db.psql(
@@ -922,6 +924,12 @@ struct QueueTests {
         let record = try JSONParser.parse(Array(try #require(FileManager.default.contents(
             atPath: "\(world.w.root)/out/results/\(OutputStore.fileName(forKey: "q:catalog")).json"))))
         #expect(record["details"]?["children"]?["succeeded"] == JSONValue(16), "\(record)")
+        // The run logs end the parent with the same counts.
+        let runs = "\(world.w.root)/out/runs"
+        let lines = ((try? FileManager.default.contentsOfDirectory(atPath: runs)) ?? []).flatMap { name in
+            ((try? String(contentsOfFile: "\(runs)/\(name)", encoding: .utf8)) ?? "").split(separator: "\n")
+        }.compactMap { try? JSONParser.parse(Array($0.utf8)) }.filter { $0["key"] == .string("q:catalog") }
+        #expect(lines.contains { $0["details"]?["children"]?["succeeded"] == JSONValue(16) }, "\(lines)")
         // Each child fetched once, but those that ran on the killed watcher (two slots).
         let fetched = world.w.server.arrivals(pathPrefix: "/images/").count
         #expect((16...18).contains(fetched), "only the killed watcher's running children ran again: \(fetched) fetches")
@@ -984,7 +992,43 @@ struct QueueTests {
         #expect(Self.count(status, "done") == 1, "\(status)")
         #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 1, "the job ran once")
         #expect(world.log("second").contains("q:hooked0: its --on-finish hooks, left by a runner that stopped, run here"), "\(world.log("second"))")
+        // The claim for its hooks was no abandon of the job, and kept the job's own times.
+        let row = try await db.psql("SELECT claims || ' ' || hook_claims || ' ' || (finished_at >= started_at) FROM runner.jobs WHERE key = 'q:hooked0'")
+        #expect(row.trimmingCharacters(in: .whitespacesAndNewlines) == "1 1 true", "claims, hook claims, finished after it started: \(row)")
         #expect(await Self.stop(second, world) == 0)
+    }
+
+    /// A large file whose watchers are killed three times, each after its partial grew and was
+    /// synced, is not "abandoned by 3 runners": each of those claims made durable progress, and
+    /// the fourth watcher finishes it.
+    @Test func aDownloadThatProgressesAcrossThreeKillsIsNotAbandoned() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        RangeResumeTests.writeKind(world.w)
+        let kinds = ["--kinds", "\(world.w.root)/k"]
+        let size = 60_000_000
+        let file = world.w.write(
+            "big.jsonl", #"{"kind": "file", "name": "huge", "url": "\#(world.base)/ranged/\#(size)", "timeout": 120}"# + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, file] + kinds).status == 0)
+        func credits() async -> Int {
+            Int(((try? await db.psql("SELECT credits FROM runner.jobs WHERE key = 'file:huge'")) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        for round in 1...3 {
+            let watcher = try Self.startWatcher(world, db, "w\(round)", lease: 2, ["--limit-rate", "12M"] + kinds)
+            defer { if watcher.isRunning { watcher.terminate() } }
+            // Killed once its claim was credited: a checkpoint of its partial was synced.
+            let credited = await world.wait(upTo: .seconds(60)) { await credits() >= round }
+            let now = await credits()
+            #expect(credited, "round \(round): \(now) \(world.log("w\(round)"))")
+            kill(watcher.processIdentifier, SIGKILL)
+            _ = await world.exit(of: watcher, upTo: .seconds(5))
+        }
+        let last = try Self.startWatcher(world, db, "w4", lease: 2, kinds)
+        defer { if last.isRunning { last.terminate() } }
+        #expect(await world.wait(upTo: .seconds(60)) { Self.records(world)["file:huge"] == "succeeded" }, "\(world.log("w4"))")
+        let row = try await db.psql("SELECT status || ' ' || claims || ' ' || credits FROM runner.jobs WHERE key = 'file:huge'")
+        #expect(row.trimmingCharacters(in: .whitespacesAndNewlines) == "succeeded 4 3", "\(row)")
+        #expect(await Self.stop(last, world) == 0)
     }
 
     /// One output for the fleet: the first watcher stamps its folder; a watcher given another

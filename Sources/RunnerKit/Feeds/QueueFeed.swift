@@ -579,6 +579,9 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         } catch {
             report("\(key): the completed record could not be written (\(error)); the queue holds it")
         }
+        // The run log gets it too: a parent's last line there carries its children's counts, as
+        // its record does (its first line, written when its own fetch ended, could not).
+        configuration.engine.runLog?.append(record: completed)
         finish.status = completed["status"]?.stringValue ?? "failed"
         finish.error = completed["error"]?.stringValue
         finish.record = String(decoding: line, as: UTF8.self)

@@ -2,22 +2,25 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// `runs/<run-id>.jsonl`: one line per finished job of one run, appended as jobs end.
+/// `runs/<run-id>.jsonl`: one line per finished job of one run, appended as jobs end. The file
+/// is made when the first line comes: a watcher started and stopped without a job leaves none.
 public final class RunLog: Sendable {
     public let runID: String
     public let path: String
-    private let fd: Mutex<Int32>
+    /// The open file (-1 until the first line); a file that could not be made is tried again at
+    /// the next line.
+    private let fd = Mutex<Int32>(-1)
 
     public init(store: OutputStore, runID: String = Timestamp.runID()) throws {
         self.runID = runID
         let folder = try store.makeFolder("runs")
         self.path = "\(folder)/\(runID).jsonl"
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644)
-        guard fd >= 0 else { throw OutputStore.WriteError(path: path, errno: errno) }
-        self.fd = Mutex(fd)
     }
 
-    deinit { _ = fd.withLock { close($0) } }
+    deinit {
+        let open = fd.withLock { $0 }
+        if open >= 0 { close(open) }
+    }
 
     /// Appends one record as one line, in a single write.
     public func append(_ result: JobResult) { append(record: result.json) }
@@ -42,6 +45,8 @@ public final class RunLog: Sendable {
     func append(lines: [UInt8]) {
         guard !lines.isEmpty else { return }
         fd.withLock { fd in
+            if fd < 0 { fd = path.withCString { open($0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o644) } }
+            guard fd >= 0 else { return }
             _ = lines.withUnsafeBytes { Glibc.write(fd, $0.baseAddress!, $0.count) }
         }
     }
