@@ -90,6 +90,32 @@ struct EngineTests {
 
     // MARK: Retries and backoff
 
+    /// A watcher whose claims did not hold (frozen past its lease) writes no record over one of
+    /// a later attempt of the key (the watcher that took the job over); one whose claims held,
+    /// or a plain run, writes its own as always.
+    @Test func aRunThatLostItsClaimWritesNoRecordOverANewerOne() async throws {
+        for held in [false, true] {
+            let folder = TemporaryFolder()
+            let http = RecordingHTTP()
+            let url = "http://host.test/frozen"
+            http.script(url, .ok("late"))
+            let store = try OutputStore(root: folder.path)
+            var registry = KindRegistry()
+            try registry.register(FetchKind.self)
+            let engine = try JobEngine(configuration: .init(registry: registry, store: store, http: http).with {
+                $0.clock = TestClock()
+                $0.claimHeld = { held }
+            })
+            let later = Timestamp.iso8601(Date().addingTimeInterval(60))
+            let newer = #"{"key":"k","kind":"fetch","status":"succeeded","output":"fetched/other.bin","startedAt":"\#(later)","finishedAt":"\#(later)"}"#
+            folder.write("results/\(OutputStore.fileName(forKey: "k")).json", newer + "\n")
+            let result = await engine.run(job(url, key: "k"))
+            #expect(result.status == .succeeded)
+            let stored = try #require(store.readRecord(forKey: "k"))
+            #expect((stored["startedAt"]?.stringValue == later) == !held, "claims held: \(held); \(stored)")
+        }
+    }
+
     @Test func transientFailuresAreRetriedAfterAnExponentialBackoffOnTheClock() async throws {
         let url = "http://host.test/flaky"
         http.script(url, .status(503), .fail(HTTPError.cannotConnect("host.test")), .ok("payload"))

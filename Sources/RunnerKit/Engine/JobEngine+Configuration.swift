@@ -48,6 +48,12 @@ extension JobEngine {
         /// then which records exist is read once, and a key's first run looks for no record file.
         /// Watchers sharing an output directory leave it false: another may write any record.
         public var storeHeldAlone = false
+        /// Asked before a record is written to `results/` over one of an attempt that started
+        /// later: whether this engine may still have been the key's only runner (a queue's
+        /// watcher: whether its leases held). Nil: always. A queue's watchers share the output,
+        /// and one frozen past its lease, whose job another watcher took over and ended, must
+        /// not write its older attempt's record over the newer one.
+        public var claimHeld: (@Sendable () -> Bool)?
 
         // MARK: Dependencies
 

@@ -51,7 +51,7 @@ public final class JobEngine: Sendable {
         self.attempts = AttemptLoop(policy: policy, backoff: configuration.backoff, clock: configuration.clock)
         self.records = RecordWriter(
             store: store, runLog: configuration.runLog, observer: observer,
-            knownRecords: configuration.storeHeldAlone ? store.recordFileNames() : nil)
+            knownRecords: configuration.storeHeldAlone ? store.recordFileNames() : nil, claimHeld: configuration.claimHeld)
         self.observer = observer
         self.bandwidth = configuration.limitRate.map { BandwidthLimit(rate: $0) }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import Dispatch
 import Glibc
 import Synchronization
@@ -13,6 +14,9 @@ import Synchronization
 final class RecordWriter: Sendable {
     private let store: OutputStore
     private let runLog: RunLog?
+    /// Whether this engine's claims held (`JobEngine.Configuration.claimHeld`): when they did
+    /// not, a record in `results/` of an attempt that started later than the one ending now stays.
+    private let claimHeld: (@Sendable () -> Bool)?
     private let observer: any RunObserver
     private let queue = DispatchQueue(label: "runner.engine.records")
     private let state = Mutex(State())
@@ -43,7 +47,10 @@ final class RecordWriter: Sendable {
     /// Records queued and not yet written, past which a finishing job waits for its own.
     static let backlog = 256
 
-    init(store: OutputStore, runLog: RunLog?, observer: any RunObserver, knownRecords: [String]? = nil) {
+    init(
+        store: OutputStore, runLog: RunLog?, observer: any RunObserver, knownRecords: [String]? = nil, claimHeld: (@Sendable () -> Bool)? = nil
+    ) {
+        self.claimHeld = claimHeld
         self.store = store
         self.runLog = runLog
         self.observer = observer
@@ -112,7 +119,11 @@ final class RecordWriter: Sendable {
             JSONWriter.write(item.result.json, into: &lines)
             lines.append(0x0A)
             ends.append(lines.count)
-            if let file = item.file {
+            if let file = item.file, let claimHeld, !claimHeld(), isNewer(recordIn: file, than: item.result) {
+                // A later attempt of the key (another watcher's, which took the job over) ended
+                // already: its record stands; this one goes to the run log and the observer only.
+                observer.problem("\(item.result.key): a later attempt of this key ended first; its record in results/ stays")
+            } else if let file = item.file {
                 do {
                     try store.writeRecord(line: lines[start...], fileName: file)
                     known?.withLock { $0.insert(file) }
@@ -137,6 +148,13 @@ final class RecordWriter: Sendable {
             item.written?(Array(lines[start..<(end - 1)]))
             start = end
         }
+    }
+
+    /// Whether the record in `results/` named `file` is of an attempt that started after
+    /// `result`'s.
+    private func isNewer(recordIn file: String, than result: JobResult) -> Bool {
+        guard let started = store.readRecord(fileName: file)?["startedAt"]?.stringValue.flatMap(Timestamp.milliseconds) else { return false }
+        return started > Int64((result.startedAt.timeIntervalSince1970 * 1000).rounded(.down))
     }
 
     /// A write that may pass later: the disk was full, and the payload that filled it (the

@@ -121,6 +121,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     private let clock: any Clock<Duration>
     private let timeline: any Timeline
     private let onEvent: @Sendable (Event) -> Void
+    /// When this runner's leases were last renewed (on `timeline`).
+    private let renewed: Locked<Duration?>
     /// Hears hooks that failed because runners left them (metrics, the event stream).
     private let observer: any RunObserver
     private let bell = Bell()
@@ -164,6 +166,13 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         let writer = QueueWriter(store: store, runner: configuration.runner)
         var engineConfiguration = configuration.engine
         engineConfiguration.keyLock = QueueKeyLock(writer: writer)
+        let renewed = Locked<Duration?>(nil)
+        let leaseClock = makeTimeline(configuration.engine.clock)
+        engineConfiguration.claimHeld = { [lease = store.lease] in
+            // Renewed within the lease (the last renewal, or the start): no one else took a job.
+            renewed.withLock { last in last.map { leaseClock.now - $0 < lease } ?? true }
+        }
+        self.renewed = renewed
         engineConfiguration.sharedPacing = QueuePacing(store: store, runner: configuration.runner)
         let engine = try JobEngine(configuration: engineConfiguration, taskManager: taskManager, observer: observer)
         if configuration.durable { writer.synchronizing(engine.store) }
@@ -205,6 +214,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         var watcher = JobQueue.Watcher(name: runner, host: Self.hostName(), version: RunnerVersion.current, kinds: kinds, lease: store.lease)
         watcher.followsEvents = configuration.followsFleetEvents
         do { try await store.register(watcher) } catch { report("this watcher could not be listed in the queue: \(error)") }
+        renewed.withLock { $0 = timeline.now }
         onEvent(.started(runner: runner))
         await withDiscardingTaskGroup { group in
             group.addTask { await self.listen() }
@@ -701,7 +711,13 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                 }
             }
             guard (try? await clock.sleep(for: store.lease / 3)) != nil else { return }
-            do { try await store.heartbeat(runner: runner) } catch { report("leases could not be renewed: \(error)") }
+            do {
+                let asked = timeline.now
+                try await store.heartbeat(runner: runner)
+                renewed.withLock { $0 = asked }
+            } catch {
+                report("leases could not be renewed: \(error)")
+            }
             writer.retryUnlocks()
         }
     }
