@@ -1026,8 +1026,9 @@ struct QueueTests {
         let last = try Self.startWatcher(world, db, "w4", lease: 2, kinds)
         defer { if last.isRunning { last.terminate() } }
         #expect(await world.wait(upTo: .seconds(60)) { Self.records(world)["file:huge"] == "succeeded" }, "\(world.log("w4"))")
-        let row = try await db.psql("SELECT status || ' ' || claims || ' ' || credits FROM runner.jobs WHERE key = 'file:huge'")
-        #expect(row.trimmingCharacters(in: .whitespacesAndNewlines) == "succeeded 4 3", "\(row)")
+        // Four claims, the three killed ones credited (the fourth may be too: its checkpoints).
+        let row = try await db.psql("SELECT status || ' ' || claims || ' ' || (credits >= 3) FROM runner.jobs WHERE key = 'file:huge'")
+        #expect(row.trimmingCharacters(in: .whitespacesAndNewlines) == "succeeded 4 true", "\(row)")
         #expect(await Self.stop(last, world) == 0)
     }
 
