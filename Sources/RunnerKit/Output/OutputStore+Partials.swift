@@ -48,11 +48,18 @@ extension OutputStore {
 
     /// Removes a partial and its sidecar unless an attempt is writing it (holds its lock): the
     /// lock is taken for the removal, so no attempt takes it meanwhile. `dryRun`: only says
-    /// whether it would.
+    /// whether it would. `path` is relative to the output; its folder is opened from the root's
+    /// descriptor without following a link.
+    func removeIdlePartial(_ path: String, dryRun: Bool = false) -> Bool {
+        guard let folder = try? openFolder(Self.folder(of: path)) else { return false }
+        return removeIdlePartial(in: folder.fd, name: String(path.split(separator: "/").last ?? ""), dryRun: dryRun)
+    }
+
     /// `removeIdlePartial`, for the partial `name` in the folder open as `folderFD` (what
     /// `prune` removes through the descriptor of the folder it listed): nothing is looked up
     /// again from the output's root.
-    func removeIdlePartial(in folderFD: Int32, name: String) -> Bool {
+    func removeIdlePartial(in folderFD: Int32, name: String, dryRun: Bool = false) -> Bool {
+        guard !name.isEmpty else { return false }
         let fd = name.withCString { openat(folderFD, $0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY) }
         if fd >= 0 {
             defer { close(fd) }
@@ -60,28 +67,12 @@ extension OutputStore {
             var held = stat()
             var named = stat()
             guard fstat(fd, &held) == 0, fstatat(folderFD, name, &named, AT_SYMLINK_NOFOLLOW) == 0, held.st_ino == named.st_ino else { return false }
+            if dryRun { return true }
             unlinkat(folderFD, name + ".json", 0)
             return unlinkat(folderFD, name, 0) == 0
         }
         guard errno == ENOENT else { return false }
-        unlinkat(folderFD, name + ".json", 0)
-        return true
-    }
-
-    func removeIdlePartial(_ path: String, dryRun: Bool = false) -> Bool {
-        let fd = open(root + "/" + path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-        if fd >= 0 {
-            defer { close(fd) }
-            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
-            var held = stat()
-            var named = stat()
-            guard fstat(fd, &held) == 0, lstat(root + "/" + path, &named) == 0, held.st_ino == named.st_ino else { return false }
-            if dryRun { return true }
-            unlink(root + "/" + path + ".json")
-            return unlink(root + "/" + path) == 0
-        }
-        guard errno == ENOENT else { return false }
-        if !dryRun { unlink(root + "/" + path + ".json") }
+        if !dryRun { unlinkat(folderFD, name + ".json", 0) }
         return true
     }
 
