@@ -18,6 +18,9 @@ struct LiveSite: Sendable {
     /// The engine's hosts now (slots in use, pace).
     let hosts: @Sendable () -> [JobEngine.HostActivity]
 
+    /// The paths a browser is sent on to after `/?token=T` (any other: `/`).
+    static let pages: Set<String> = ["/", "/api/status"]
+
     func handle(_ request: LiveServer.Request) -> LiveServer.Reply {
         let path = request.path
         switch (request.method, path) {
@@ -169,7 +172,7 @@ extension LiveSite {
     ) -> (server: LiveServer, observers: [any RunObserver]) {
         let board = LiveBoard()
         let site = LiveSite(board: board, source: source, registry: registry, hosts: hosts)
-        let server = LiveServer(host: settings.host, port: settings.port, token: settings.token) { site.handle($0) }
+        let server = LiveServer(host: settings.host, port: settings.port, token: settings.token, pages: LiveSite.pages) { site.handle($0) }
         return (server, [board, EventLines(sink: server)])
     }
 
