@@ -33,7 +33,8 @@ struct LiveSite: Sendable {
                 status: 200, contentType: "text/html; charset=utf-8", body: Array(body.utf8),
                 headers: [("Content-Security-Policy", LivePage.contentSecurityPolicy)]))
         case ("GET", "/api/status"), ("HEAD", "/api/status"):
-            return .response(.json(200, statusJSON()))
+            // Every string capped: whoever writes a job must not make the answer huge.
+            return .response(.json(200, statusJSON().capped()))
         case ("GET", "/api/events"):
             return .events(first: "retry: 2000\n\n")
         case ("POST", "/api/jobs"):

@@ -130,6 +130,47 @@ import Testing
         await Self.stop(watcher, world)
     }
 
+    /// A kind's details copied from what a server sent are capped: a whole 2 MB list, a 6 KB
+    /// string, in the record and in the event stream's line.
+    @Test func detailsCopiedFromThePayloadAreCapped() async throws {
+        let world = try SpoolWorld()
+        try FileManager.default.createDirectory(atPath: "\(world.w.root)/k", withIntermediateDirectories: true)
+        world.w.write("k/copy.json", #"{"kind": "copy", "payload": {"json": "any"}, "details": {"all": ""}}"#)
+        let (watcher, port) = try await Self.startWatcher(world, ["--kinds", "\(world.w.root)/k"])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        let reader = try RawHTTP.connect(port: port, timeout: .seconds(30))
+        defer { close(reader) }
+        RawHTTP.send(reader, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(Self.token)\r\n\r\n")
+        var stream: [UInt8] = []
+        #expect(await RawHTTP.read(reader, until: "retry: 2000", into: &stream))
+        let text = "%22" + String(repeating: "x", count: 6_000) + "%22"
+        try world.drop("copy.jsonl", """
+            {"kind": "copy", "key": "copy:list", "url": "\(world.base)/list/30000"}
+            {"kind": "copy", "key": "copy:text", "url": "\(world.base)/say?text=\(text)"}
+
+            """)
+        #expect(await world.wait(upTo: .seconds(30)) { world.jobFiles(world.spool.done).contains("copy.jsonl") }, "\(world.log())")
+        let list = try world.w.record("copy:list")
+        #expect(list["status"]?.stringValue == "succeeded", "\(list)")
+        #expect((list["details"]?["all"]?.arrayValue?.count ?? 0) == 64, "\(String(describing: list["details"]).prefix(300))")
+        let string = try world.w.record("copy:text")
+        #expect(string["status"]?.stringValue == "succeeded", "\(string)")
+        let kept = string["details"]?["all"]?.stringValue ?? ""
+        #expect(kept.utf8.count <= 1024 && kept.hasPrefix("xxxx") && kept.contains("more bytes"), "\(kept.prefix(100))")
+        // Both finished events, whole (an event ends in a blank line).
+        func finishedLines() -> [Substring] {
+            String(decoding: stream, as: UTF8.self).components(separatedBy: "\n\n").dropLast().map { Substring($0) }
+                .filter { $0.hasPrefix("data: ") && $0.contains("\"event\":\"finished\"") }
+        }
+        for _ in 0..<40 where finishedLines().count < 2 {
+            _ = await RawHTTP.read(reader, until: "never in the stream", into: &stream, upTo: .milliseconds(500))
+        }
+        let lines = finishedLines()
+        #expect(lines.count == 2, "\(lines.map { $0.prefix(200) })")
+        #expect(lines.allSatisfy { $0.utf8.count < 64 * 1024 }, "\(lines.map { $0.utf8.count })")
+        await Self.stop(watcher, world)
+    }
+
     @Test func withoutATokenTheAPIOnlyReads() async throws {
         let world = try SpoolWorld()
         let (watcher, port) = try await Self.startWatcher(world, token: nil)

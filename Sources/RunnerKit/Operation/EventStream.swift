@@ -365,7 +365,8 @@ public struct EventLines: RunObserver {
 
     private func emit(_ event: String, _ key: String, _ kind: String, _ fields: [(key: String, value: JSONValue)] = []) {
         guard sink.wantsLines else { return }
-        sink.take(Self.line(event, [("key", .string(key)), ("kind", .string(kind))] + fields))
+        // Every string capped, a record's included: one line must never be too long for a reader.
+        sink.take(Self.line(event, [("key", .string(key)), ("kind", .string(kind))] + fields.map { ($0.key, $0.value.capped()) }))
     }
 
     /// One event's line: `time`, `event`, then `fields`.
