@@ -222,7 +222,10 @@ import Testing
                 .filter { $0.hasPrefix("data: ") && $0.contains("\"event\":\"finished\"") }
         }
         for _ in 0..<40 where finishedLines().count < 2 {
-            _ = await RawHTTP.read(reader, until: "never in the stream", into: &stream, upTo: .milliseconds(500))
+            // What comes next (a read returns once something came that ends in a blank line).
+            var more: [UInt8] = []
+            _ = await RawHTTP.read(reader, until: "\n\n", into: &more, upTo: .seconds(5))
+            stream += more
         }
         let lines = finishedLines()
         #expect(lines.count == 2, "\(lines.map { $0.prefix(200) })")
