@@ -94,7 +94,7 @@ enum LiveOptions {
 
     /// Starts the server for a watcher; the board hears the engine's events, the server its event lines.
     static func start(_ settings: Settings, site: LiveSite) throws(LiveServer.StartError) -> LiveServer {
-        let server = LiveServer(host: settings.host, port: settings.port, token: settings.token) { site.handle($0) }
+        let server = LiveServer(host: settings.host, port: settings.port, token: settings.token, pages: LiveSite.pages) { site.handle($0) }
         try server.start()
         return server
     }

@@ -133,7 +133,12 @@ enum LivePage {
         return text
     }
 
+    /// The longest text the page shows of any one string (a key, a phase, an error, a host).
+    static let maxTextBytes = 2048
+
+    /// `text` for HTML, cut to `maxTextBytes` first.
     static func escape(_ text: String) -> String {
+        let text = JSONValue.cut(text, toBytes: maxTextBytes)
         var out = ""
         out.reserveCapacity(text.utf8.count)
         for character in text.unicodeScalars {

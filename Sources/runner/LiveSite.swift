@@ -18,6 +18,9 @@ struct LiveSite: Sendable {
     /// The engine's hosts now (slots in use, pace).
     let hosts: @Sendable () -> [JobEngine.HostActivity]
 
+    /// The paths a browser is sent on to after `/?token=T` (any other: `/`).
+    static let pages: Set<String> = ["/", "/api/status"]
+
     func handle(_ request: LiveServer.Request) -> LiveServer.Reply {
         let path = request.path
         switch (request.method, path) {
@@ -30,7 +33,8 @@ struct LiveSite: Sendable {
                 status: 200, contentType: "text/html; charset=utf-8", body: Array(body.utf8),
                 headers: [("Content-Security-Policy", LivePage.contentSecurityPolicy)]))
         case ("GET", "/api/status"), ("HEAD", "/api/status"):
-            return .response(.json(200, statusJSON()))
+            // Every string capped: whoever writes a job must not make the answer huge.
+            return .response(.json(200, statusJSON().capped()))
         case ("GET", "/api/events"):
             return .events(first: "retry: 2000\n\n")
         case ("POST", "/api/jobs"):
@@ -169,7 +173,7 @@ extension LiveSite {
     ) -> (server: LiveServer, observers: [any RunObserver]) {
         let board = LiveBoard()
         let site = LiveSite(board: board, source: source, registry: registry, hosts: hosts)
-        let server = LiveServer(host: settings.host, port: settings.port, token: settings.token) { site.handle($0) }
+        let server = LiveServer(host: settings.host, port: settings.port, token: settings.token, pages: LiveSite.pages) { site.handle($0) }
         return (server, [board, EventLines(sink: server)])
     }
 

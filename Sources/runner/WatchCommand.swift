@@ -147,16 +147,22 @@ enum WatchCommand {
     }
 
     /// SIGHUP, as logrotate's postrotate sends it: the files the watcher writes and reads are
-    /// opened anew (`--events`, `--metrics`, the `--listen-token` file), said in one line; the
-    /// watcher goes on.
+    /// opened anew (`--events`, `--metrics`, the `--listen-token` file), said in one line (a file
+    /// not opened anew is said with why, not as reopened); the watcher goes on.
     static func onReopenSignal(
         events: EventStream?, service: WatchService, live: (server: LiveServer, settings: LiveOptions.Settings)?
     ) -> SignalWatcher {
         SignalWatcher(signals: [SIGHUP]) { _ in
             var reopened: [String] = []
+            // What was not reopened, and why: said as such, never as reopened.
+            var notes: [String] = []
             if let events {
-                events.reopen()
-                reopened.append("--events \(events.path)")
+                switch events.reopen() {
+                case .reopened: reopened.append("--events \(events.path)")
+                case .waitingForReader: notes.append("--events \(events.path) has no reader now; opened anew when one comes")
+                case .pending: notes.append("--events \(events.path) waits for its reader to take what it is behind; opened anew then")
+                case .failed(let reason): notes.append("--events not reopened: \(reason)")
+                }
             }
             if let path = service.metricsPath {
                 service.writeMetricsNow()
@@ -170,7 +176,8 @@ enum WatchCommand {
                     Console.err("runner: SIGHUP: \(error); the token read before stands")
                 }
             }
-            Console.err("runner: SIGHUP: " + (reopened.isEmpty ? "no file to reopen" : "reopened " + reopened.joined(separator: ", ")) + "; still watching")
+            let said = (reopened.isEmpty ? (notes.isEmpty ? ["no file to reopen"] : []) : ["reopened " + reopened.joined(separator: ", ")]) + notes
+            Console.err("runner: SIGHUP: " + said.joined(separator: "; ") + "; still watching")
         }
     }
 

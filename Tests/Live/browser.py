@@ -4,7 +4,10 @@ then for each step wait until its JavaScript expression is true in the page (the
 reloaded) and write the rendered DOM to the step's file; a screenshot after the first step if asked.
 
     browser.py --browser chromium --profile DIR --url URL --step 'EXPRESSION' FILE [--step ...]
-               [--timeout 20] [--screenshot FILE] [--no-scripts]
+               [--timeout 20] [--screenshot FILE] [--no-scripts] [--browser-arg ARG ...]
+
+A step 'navigate:URL' goes to URL (in the same browser, its cookies kept) and waits until it
+is loaded. --browser-arg passes ARG to chromium (e.g. --host-resolver-rules=...).
 
 Exit 0 when every step came true; exit 1, saying which did not (its file holds the DOM then).
 """
@@ -27,6 +30,7 @@ parser.add_argument("--timeout", type=float, default=20)
 parser.add_argument("--screenshot")
 parser.add_argument("--no-scripts", action="store_true")
 parser.add_argument("--profile", required=True)
+parser.add_argument("--browser-arg", action="append", default=[])
 args = parser.parse_args()
 
 
@@ -92,7 +96,7 @@ class WebSocket:
 
 browser = subprocess.Popen(
     [args.browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-     "--window-size=1100,900", f"--user-data-dir={args.profile}", "--remote-debugging-port=0", "about:blank"],
+     "--window-size=1100,900", f"--user-data-dir={args.profile}", "--remote-debugging-port=0", *args.browser_arg, "about:blank"],
     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 try:
     endpoint = None
@@ -130,6 +134,10 @@ try:
     call("Page.enable")
     call("Page.navigate", url=args.url)
     for number, (expression, output) in enumerate(args.step):
+        if expression.startswith("navigate:"):
+            url = expression[len("navigate:"):]
+            call("Page.navigate", url=url)
+            expression = f"location.href === {json.dumps(url)}"
         deadline = time.monotonic() + args.timeout
         ok = False
         while time.monotonic() < deadline:

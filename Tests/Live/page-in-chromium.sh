@@ -4,7 +4,9 @@
 # key and phase and the page's event stream is connected; without a reload, once the job ended the
 # page shows it among the finished. With scripts off the page is a snapshot of the same. A watcher
 # with --listen-token is opened once at /?token=T: the page is shown at / (the token gone from the
-# address, kept in an HttpOnly cookie) and its event stream connects with that cookie.
+# address, kept in an HttpOnly cookie) and its event stream connects with that cookie. Logged in
+# so, the page itself may submit a job with the cookie; pages of the same site but another origin
+# (another port, a sibling name) may not.
 #
 #   RUNNER_BIN=.build/debug/runner bash Tests/Live/page-in-chromium.sh [SCREENSHOT.png]
 #
@@ -114,3 +116,49 @@ python3 Tests/Live/browser.py --browser "$browser" --profile "$work/profile" --u
 grep -q 'id="live"' "$work/token.html" || fail "the page with a token was not rendered"
 grep -q "$token" "$work/token.html" && fail "the token is in the rendered page"
 echo "page-in-chromium: opened once with /?token=, the page came at / without it, its event stream connected by the cookie; passed"
+
+# Cross-site request forgery: the browser is logged in to the page (its cookie set) as
+# runner.example.com; pages of the same site but another origin make it post jobs to the page's
+# API: one on another port of the same host, one on a sibling name (evil.example.com). Both names
+# lead to loopback in this browser only. The cookie goes with their requests (SameSite is a site
+# boundary, not an origin), and nothing may be queued. The page itself may.
+port2=${page2#http://127.0.0.1:}; port2=${port2%/}
+mkdir -p "$work/attack"
+cat > "$work/attack/serve.py" <<'PY'
+import http.server, sys
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=sys.argv[1]))
+print(server.server_address[1], flush=True)
+server.serve_forever()
+PY
+python3 "$work/attack/serve.py" "$work/attack" > "$work/attack.port" 2> "$work/attack.err" &
+pids+=($!)
+wait_for 10 grep -q '[0-9]' "$work/attack.port" || fail "the attacking pages were not served"
+attack=$(head -1 "$work/attack.port")
+cat > "$work/attack/csrf.html" <<EOF2
+<!doctype html><title>attacking</title>
+<script>
+// The job names the page that sent it (its host and port).
+var from = location.host;
+fetch("http://runner.example.com:$port2/api/jobs?name=csrf-fetch.json", {
+  method: "POST", mode: "no-cors", credentials: "include",
+  body: '{"kind": "image", "key": "csrf:fetch:' + from + '", "url": "$base/images/png.png"}'
+}).then(function () { document.title = "sent"; }, function (error) { document.title = "fetch failed: " + error; });
+</script>
+EOF2
+own='{"kind": "image", "key": "page:own", "url": "'"$base"'/images/png.png"}'
+rm -rf "$work/profile"
+python3 Tests/Live/browser.py --browser "$browser" --profile "$work/profile" --timeout 20 \
+    --browser-arg "--host-resolver-rules=MAP runner.example.com 127.0.0.1, MAP evil.example.com 127.0.0.1" \
+    --url "http://runner.example.com:$port2/?token=$token" \
+    --step 'document.getElementById("live").className === "on" && location.pathname === "/"' "$work/csrf-login.html" \
+    --step "(window.sent || (window.sent = fetch('/api/jobs?name=own.json', {method: 'POST', body: JSON.stringify($own)}).then(function (r) { document.title = 'own: ' + r.status; }))) && document.title === 'own: 202'" "$work/csrf-own.html" \
+    --step "navigate:http://runner.example.com:$attack/csrf.html" "$work/csrf-port.html" \
+    --step 'document.title === "sent"' "$work/csrf-port-sent.html" \
+    --step "navigate:http://evil.example.com:$attack/csrf.html" "$work/csrf-sibling.html" \
+    --step 'document.title === "sent"' "$work/csrf-sibling-sent.html" \
+    2> "$work/browser.err" || { cat "$work/browser.err"; tail -5 "$work"/csrf-*.html; fail "the forgery pages did not run"; }
+wait_for 20 grep -rqsE '"key": ?"page:own"' "$work/out2/results" || fail "the page's own submission was not run"
+sleep 1
+forged=$(grep -rhosE 'csrf:[a-z]+:[a-z.]+:[0-9]+' "$work/spool2" "$work/out2" | sort -u | tr '\n' ' ' || true)
+[ -z "$forged" ] || fail "pages of another origin queued jobs with the browser's cookie: $forged"
+echo "page-in-chromium: the page itself submitted with its cookie; pages on another port and on a sibling name could not; passed"

@@ -166,38 +166,169 @@ import Testing
         #expect(await RawHTTP.closedByPeer(slow[0]), "the oldest connection still sending its body was closed for the newcomer")
     }
 
-    /// A browser gets in with `/?token=T` once: an HttpOnly, SameSite=Strict cookie, and a
-    /// redirect to the address without the token; the cookie then stands for the bearer header.
-    @Test func aBrowserGetsInWithTheTokenInTheAddressOnceAndACookieAfter() async throws {
-        let server = try Self.server(token: "right token/1")
+    /// A server like `server(token:limits:)` that also counts the requests its handler was given.
+    static func countingServer(token: String, limits: LiveServer.Limits = LiveServer.Limits()) throws -> (LiveServer, Locked<Int>) {
+        let handled = Locked(0)
+        let server = LiveServer(host: "127.0.0.1", port: 0, token: token, limits: limits, pages: ["/", "/api/status"]) { request in
+            handled.withLock { $0 += 1 }
+            return .response(.text(200, "\(request.method) \(request.path)"))
+        }
+        try server.start()
+        return (server, handled)
+    }
+
+    /// A browser gets in with `/?token=T` once: an HttpOnly, SameSite=Strict cookie named for the
+    /// port that holds a session value, not the token, and a redirect to the page without it.
+    @Test func aBrowserGetsInWithTheTokenInTheAddressOnceAndASessionCookieAfter() async throws {
+        let (server, _) = try Self.countingServer(token: "right token/1")
         defer { server.stop() }
         let entry = try await RawHTTP.exchange(port: server.port, "GET /?part=main&token=right%20token%2F1 HTTP/1.1")
         #expect(entry.status == 303, "\(entry)")
         #expect(entry.headers["location"] == "/?part=main")
-        let cookie = try #require(entry.headers["set-cookie"])
-        #expect(cookie == "runner_token=right%20token%2F1; Path=/; HttpOnly; SameSite=Strict", "\(cookie)")
-        #expect(try await RawHTTP.exchange(port: server.port, "GET /?part=main HTTP/1.1", headers: ["Cookie: theme=dark; runner_token=right%20token%2F1"]).status == 200)
-        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Cookie: runner_token=wrong"]).status == 401)
+        let setCookie = try #require(entry.headers["set-cookie"])
+        let session = LiveServer.session(token: Array("right token/1".utf8), port: server.port)
+        #expect(setCookie == "runner_session_\(server.port)=\(session); Path=/; HttpOnly; SameSite=Strict", "\(setCookie)")
+        #expect(session.count == 64 && !setCookie.contains("right"), "the cookie holds no part of the token")
+        let cookie = "Cookie: theme=dark; runner_session_\(server.port)=\(session)"
+        #expect(try await RawHTTP.exchange(port: server.port, "GET /?part=main HTTP/1.1", headers: [cookie]).status == 200)
+        #expect(try await RawHTTP.exchange(port: server.port, "HEAD / HTTP/1.1", headers: [cookie]).status == 200)
+        // The token itself as a cookie, or another port's session, is no way in.
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Cookie: runner_token=right%20token%2F1"]).status == 401)
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Cookie: runner_session_\(server.port)=right%20token%2F1"]).status == 401)
+        let otherPort = LiveServer.session(token: Array("right token/1".utf8), port: server.port &+ 1)
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Cookie: runner_session_\(server.port)=\(otherPort)"]).status == 401)
         #expect(try await RawHTTP.exchange(port: server.port, "GET /?token=wrong HTTP/1.1").status == 401)
         #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1").body.contains("/?token="), "the 401 says how a browser gets in")
+        // A new token: the session of the old one lets nothing in.
+        server.setToken("another token, 2")
+        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: [cookie]).status == 401)
     }
 
-    /// Past `failuresPerAddress` wrong tokens in `failureWindow`, an address is answered 429,
-    /// right token or not, until the window has passed.
-    @Test func failedAuthenticationsFromOneAddressAreSlowed() async throws {
+    /// The cookie lets a browser read; a write with it needs the page's own origin (scheme, host
+    /// and port) or `Sec-Fetch-Site: same-origin`; else 403 and the handler never sees it.
+    @Test func theCookieWritesOnlyFromThePageItsOwnOrigin() async throws {
+        let (server, handled) = try Self.countingServer(token: "right-token-of-16")
+        defer { server.stop() }
+        let port = server.port
+        let cookie = "Cookie: runner_session_\(port)=\(LiveServer.session(token: Array("right-token-of-16".utf8), port: port))"
+        let refused: [[String]] = [
+            [cookie],
+            [cookie, "Origin: http://127.0.0.1:\(port &+ 1)"],
+            [cookie, "Origin: http://localhost:\(port)"],
+            [cookie, "Origin: https://127.0.0.1:\(port)"],
+            [cookie, "Origin: null"],
+            [cookie, "Origin: http://127.0.0.1:\(port)/"],
+            [cookie, "Sec-Fetch-Site: same-site"],
+            [cookie, "Sec-Fetch-Site: cross-site", "Origin: http://evil.example"],
+        ]
+        for headers in refused {
+            for head in ["POST /api/jobs HTTP/1.1", "DELETE /api/jobs/k HTTP/1.1"] {
+                let answer = try await RawHTTP.exchange(port: port, head, body: Array("{}".utf8), headers: headers)
+                #expect(answer.status == 403, "\(head) \(headers): \(answer)")
+            }
+        }
+        #expect(handled.withLock { $0 } == 0, "nothing refused reached the handler")
+        #expect(try await RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array("{}".utf8), headers: [cookie, "Origin: http://127.0.0.1:\(port)"]).status == 200)
+        #expect(try await RawHTTP.exchange(port: port, "DELETE /api/jobs/k HTTP/1.1", headers: [cookie, "Sec-Fetch-Site: same-origin"]).status == 200)
+        #expect(try await RawHTTP.exchange(port: port, "POST /api/jobs HTTP/1.1", body: Array("{}".utf8), headers: ["Authorization: Bearer right-token-of-16"]).status == 200)
+        #expect(handled.withLock { $0 } == 3)
+    }
+
+    /// `/?token=T` sends the browser on only to a path the page serves: never to another site
+    /// (`//host`), never with a header of its own (`%0d%0a`).
+    @Test func theRedirectStaysOnThePage() async throws {
+        let (server, _) = try Self.countingServer(token: "right-token-of-16")
+        defer { server.stop() }
+        let cases: [(String, String)] = [
+            ("GET //evil.example/?token=right-token-of-16 HTTP/1.1", "/"),
+            ("GET /%2F%2Fevil.example?token=right-token-of-16 HTTP/1.1", "/"),
+            ("GET /%0d%0aSet-Cookie:%20evil=1?token=right-token-of-16 HTTP/1.1", "/"),
+            ("GET /\\evil.example?token=right-token-of-16 HTTP/1.1", "/"),
+            ("GET /nowhere?token=right-token-of-16 HTTP/1.1", "/"),
+            ("GET /api/status?token=right-token-of-16 HTTP/1.1", "/api/status"),
+            ("GET /?token=right-token-of-16&part=main HTTP/1.1", "/?part=main"),
+            ("GET /?part=<script>&token=right-token-of-16 HTTP/1.1", "/"),
+        ]
+        for (head, location) in cases {
+            let answer = try await RawHTTP.exchange(port: server.port, head)
+            #expect(answer.status == 303 && answer.headers["location"] == location, "\(head): \(answer)")
+            #expect(answer.headers["evil"] == nil && !answer.headers.keys.contains { $0.contains("set-cookie") && $0 != "set-cookie" })
+            #expect(answer.headers["set-cookie"]?.hasPrefix("runner_session_") == true, "\(head): \(answer)")
+        }
+    }
+
+    /// Past `failuresPerAddress` failures in `failureWindow` (wrong bearer tokens, wrong cookies,
+    /// wrong `/?token=`), an address's failures are answered 429 until the window has passed;
+    /// its right token never is.
+    @Test func failedAuthenticationsAreSlowedAndTheRightTokenNeverIs() async throws {
         var limits = LiveServer.Limits()
         limits.failuresPerAddress = 3
         limits.failureWindow = .seconds(3)
-        let server = try Self.server(token: "right-token", limits: limits)
+        let (server, _) = try Self.countingServer(token: "right-token", limits: limits)
         defer { server.stop() }
+        let port = server.port
+        let session = LiveServer.session(token: Array("right-token".utf8), port: port)
+        // Wrong cookies count as much as wrong bearer tokens.
         for _ in 0..<3 {
-            #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer wrong"]).status == 401)
+            #expect(try await RawHTTP.exchange(port: port, "GET / HTTP/1.1", headers: ["Cookie: runner_session_\(port)=\(String(repeating: "0", count: 64))"]).status == 401)
         }
-        let slowed = try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer right-token"])
+        let slowed = try await RawHTTP.exchange(port: port, "GET / HTTP/1.1", headers: ["Authorization: Bearer wrong"])
         #expect(slowed.status == 429, "\(slowed.body)")
         #expect(slowed.headers["retry-after"].flatMap { Int($0) }.map { (1...3).contains($0) } == true, "\(slowed.headers)")
+        #expect(try await RawHTTP.exchange(port: port, "GET /?token=wrong HTTP/1.1").status == 429)
+        #expect(try await RawHTTP.exchange(port: port, "GET / HTTP/1.1", headers: ["Cookie: runner_session_\(port)=bad"]).status == 429)
+        // Meanwhile the right token, in each of its forms, is served.
+        #expect(try await RawHTTP.exchange(port: port, "GET / HTTP/1.1", headers: ["Authorization: Bearer right-token"]).status == 200)
+        #expect(try await RawHTTP.exchange(port: port, "GET /?token=right-token HTTP/1.1").status == 303)
+        #expect(try await RawHTTP.exchange(port: port, "GET / HTTP/1.1", headers: ["Cookie: runner_session_\(port)=\(session)"]).status == 200)
         try await Task.sleep(for: .milliseconds(3100))
-        #expect(try await RawHTTP.exchange(port: server.port, "GET / HTTP/1.1", headers: ["Authorization: Bearer right-token"]).status == 200)
+        #expect(try await RawHTTP.exchange(port: port, "GET / HTTP/1.1", headers: ["Authorization: Bearer wrong"]).status == 401)
+    }
+
+    /// When the table of failing addresses is full, an address it does not hold is answered 429
+    /// for a failure (not left uncounted), and served with the right token.
+    @Test func aFullTableOfFailingAddressesRefusesTheFailuresOfOthers() async throws {
+        var limits = LiveServer.Limits()
+        limits.failureAddresses = 1
+        limits.failureWindow = .seconds(30)
+        let (server, _) = try Self.countingServer(token: "right-token", limits: limits)
+        defer { server.stop() }
+        let port = server.port
+        #expect(try Self.exchange(from: "127.0.0.1", port: port, "Authorization: Bearer wrong") == 401)
+        #expect(try Self.exchange(from: "127.0.0.2", port: port, "Authorization: Bearer wrong") == 429)
+        #expect(try Self.exchange(from: "127.0.0.2", port: port, "Authorization: Bearer right-token") == 200)
+        #expect(try Self.exchange(from: "127.0.0.1", port: port, "Authorization: Bearer wrong") == 401, "the address the table holds is counted")
+    }
+
+    /// One GET / from the loopback address `source`; its status.
+    static func exchange(from source: String, port: UInt16, _ header: String) throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        func address(_ text: String, _ port: UInt16) -> sockaddr_in {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            inet_pton(AF_INET, text, &address.sin_addr)
+            return address
+        }
+        var local = address(source, 0)
+        var remote = address("127.0.0.1", port)
+        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        #expect(bound == 0, "binding to \(source)")
+        let connected = withUnsafePointer(to: &remote) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        #expect(connected == 0)
+        _ = RawHTTP.send(fd, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\(header)\r\n\r\n")
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = recv(fd, &chunk, chunk.count, 0)
+            if count <= 0 { break }
+            bytes += chunk[..<count]
+        }
+        return try RawHTTP.parse(bytes).status
     }
 
     @Test func eventReadersGetEveryLineAndOneThatFallsBehindIsDropped() async throws {

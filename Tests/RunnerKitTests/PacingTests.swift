@@ -159,6 +159,39 @@ struct HostPacerTests {
         #expect(slow.available == 0, "two slots, and no more")
     }
 
+    /// 30 000 paced hosts, one after the other as time goes on, keep a table of at most
+    /// `keptHosts`: a host whose next token is there and that nobody waits for is forgotten.
+    @Test func thePacersTableStaysBounded() async throws {
+        let clock = TestClock()
+        let pacer = HostPacer(requests: try config(rate: 1), clock: clock)
+        var largest = 0
+        for index in 0..<30_000 {
+            if index % 100 == 0 { clock.advance(by: .seconds(2)) }
+            #expect(try await pacer.acquire(host: "h\(index).test") == .zero)
+            largest = max(largest, pacer.hostCount)
+        }
+        #expect(largest <= HostPacer.keptHosts, "\(largest) hosts kept at most")
+        #expect(pacer.hostCount >= 100, "the hosts whose token is not back yet stay")
+    }
+
+    /// Past `kept` hosts, the idle ones asked for longest ago are forgotten (30 000 hosts keep
+    /// a table of at most `kept`); a busy host never is, and a host the config names is still
+    /// counted as contacted.
+    @Test func theHostTableKeepsTheBusiestHostsAndForgetsTheRest() async throws {
+        let hosts = HostLimiter(limit: 1, requests: try config(hosts: [("named.test", HostSettings(perHost: 3))]), kept: 100)
+        let busy = hosts.limiter(for: "busy.test")
+        try await busy.acquire()
+        #expect(hosts.limiter(for: "named.test").limit == 3)
+        for index in 0..<30_000 { _ = hosts.limiter(for: "h\(index).test") }
+        #expect(hosts.hostLimiters.count <= 100, "\(hosts.hostLimiters.count) hosts kept")
+        #expect(hosts.limiter(for: "busy.test") === busy, "the busy host's limiter stays, its slot with it")
+        #expect(busy.available == 0)
+        #expect(hosts.hostLimiters.contains { $0.host == "h29999.test" }, "the newest stay")
+        #expect(!hosts.hostLimiters.contains { $0.host == "h0.test" }, "the oldest idle ones go")
+        #expect(hosts.hosts.contains("named.test") && hosts.hosts.count <= 101)
+        busy.release()
+    }
+
     @Test func theClientsConnectionCapLetsTheLargestPerHostThrough() throws {
         var options = JobEngine.Configuration()
         options.perHost = 8

@@ -167,6 +167,43 @@ struct EventsTests {
         #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0)
     }
 
+    /// A FIFO whose reader left, removed and made anew at its path by a collector, is the one the
+    /// next events go to: the writer never waits on the FIFO that is gone. SIGHUP meanwhile says
+    /// the FIFO has no reader, not that it was reopened.
+    @Test func aFIFOMadeAnewAtItsPathIsOpenedAnew() async throws {
+        let world = try SpoolWorld()
+        let fifo = "\(world.w.root)/events.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let first = open(fifo, O_RDONLY | O_NONBLOCK)
+        #expect(first >= 0)
+        let watcher = try world.startWatcher(["--events", fifo])
+        defer { watcher.terminate() }
+        try world.drop("a.jsonl", world.imageJob("image:a"))
+        let before = await Self.readFIFO(first) { Self.finished("image:a", in: $0) }
+        #expect(Self.finished("image:a", in: before), "\(before)")
+        close(first)
+        try world.drop("b.jsonl", world.imageJob("image:b", query: "?b=1"))
+        #expect(await world.wait(upTo: .seconds(20)) { world.log().contains("--events: the reader of \(fifo) went away") }, "\(world.log())")
+        kill(watcher.processIdentifier, SIGHUP)
+        #expect(await world.wait(upTo: .seconds(10)) { world.log().contains("SIGHUP: --events \(fifo) has no reader now; opened anew when one comes; still watching") }, "\(world.log())")
+        #expect(!world.log().contains("reopened --events"), "\(world.log())")
+        // The collector removes the FIFO and makes a new one in its place.
+        #expect(unlink(fifo) == 0 && mkfifo(fifo, 0o600) == 0)
+        let second = open(fifo, O_RDONLY | O_NONBLOCK)
+        #expect(second >= 0)
+        defer { close(second) }
+        try world.drop("c.jsonl", world.imageJob("image:c", query: "?c=1"))
+        let after = await Self.readFIFO(second) { Self.finished("image:c", in: $0) }
+        #expect(Self.finished("image:c", in: after), "the FIFO made anew gets the events: \(after)")
+        let events = after.split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+        #expect(events.first?["event"]?.stringValue == "dropped", "what was lost comes first: \(after)")
+        kill(watcher.processIdentifier, SIGHUP)
+        #expect(await world.wait(upTo: .seconds(10)) { world.log().contains("SIGHUP: reopened --events \(fifo); still watching") }, "\(world.log())")
+        #expect(watcher.isRunning)
+        kill(watcher.processIdentifier, SIGTERM)
+        #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0)
+    }
+
     /// SIGHUP after a rotation: --events is opened anew, the watcher goes on.
     @Test func sighupReopensTheEventsFileAndTheWatcherGoesOn() async throws {
         let world = try SpoolWorld()

@@ -130,6 +130,109 @@ import Testing
         await Self.stop(watcher, world)
     }
 
+    /// The page's login on the real watcher: `/?token=T` sends the browser on to the page only,
+    /// sets a session cookie that is not the token, which reads and writes only with the page's
+    /// own Origin; a new token on SIGHUP ends the old session.
+    @Test func theLoginCookieReadsAndWritesOnlyFromThePage() async throws {
+        let world = try SpoolWorld()
+        let (watcher, port) = try await Self.startWatcher(world)
+        defer { if watcher.isRunning { watcher.terminate() } }
+        for (target, location) in [("//evil.example/", "/"), ("/%0d%0aSet-Cookie:%20evil=1", "/"), ("/api/status", "/api/status"), ("/", "/")] {
+            let entry = try await RawHTTP.exchange(port: port, "GET \(target)?token=\(Self.token) HTTP/1.1")
+            #expect(entry.status == 303 && entry.headers["location"] == location && entry.headers["evil"] == nil, "\(target): \(entry)")
+        }
+        let entry = try await RawHTTP.exchange(port: port, "GET /?token=\(Self.token) HTTP/1.1")
+        let setCookie = try #require(entry.headers["set-cookie"])
+        #expect(setCookie.hasPrefix("runner_session_\(port)=") && !setCookie.contains(Self.token), "\(setCookie)")
+        let cookie = "Cookie: " + String(setCookie.prefix { $0 != ";" })
+        #expect(try await RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: [cookie]).status == 200)
+
+        let job = #"{"kind": "image", "key": "live:csrf", "url": "\#(world.base)/images/png.png"}"#
+        for origin in ["", "Origin: http://127.0.0.1:\(port &+ 1)", "Origin: http://evil.127.0.0.1.example:\(port)"] {
+            let posted = try await RawHTTP.exchange(port: port, "POST /api/jobs?name=csrf.json HTTP/1.1", body: Array(job.utf8), headers: [cookie] + (origin.isEmpty ? [] : [origin]))
+            #expect(posted.status == 403, "\(origin): \(posted)")
+        }
+        #expect(try await RawHTTP.exchange(port: port, "DELETE /api/jobs/live:csrf HTTP/1.1", headers: [cookie]).status == 403)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(world.names(world.spool.inbox).isEmpty && world.jobFiles(world.spool.done).isEmpty, "nothing queued")
+        let own = try await RawHTTP.exchange(port: port, "POST /api/jobs?name=own.json HTTP/1.1", body: Array(job.utf8), headers: [cookie, "Origin: http://127.0.0.1:\(port)"])
+        #expect(own.status == 202, "\(own)")
+        #expect(await world.wait(upTo: .seconds(20)) { (try? world.w.status("live:csrf")) == "succeeded" }, "\(world.log())")
+
+        // A new token on SIGHUP: the old session lets nothing in.
+        let path = Self.tokenFile(world, "another-token-of-the-live-tests")
+        #expect(path == "\(world.w.root)/token")
+        kill(watcher.processIdentifier, SIGHUP)
+        #expect(await world.wait(upTo: .seconds(10)) { world.log().contains("reopened --listen-token") }, "\(world.log())")
+        #expect(try await RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: [cookie]).status == 401)
+        await Self.stop(watcher, world)
+    }
+
+    /// Wrong tokens as fast as a client can send them (bearer, cookie, `/?token=`) are slowed
+    /// to 429; the right token is served all along.
+    @Test func theFailureLimiterNeverRefusesTheRightToken() async throws {
+        let world = try SpoolWorld()
+        let (watcher, port) = try await Self.startWatcher(world)
+        defer { if watcher.isRunning { watcher.terminate() } }
+        var statuses: [Int] = []
+        for index in 0..<30 {
+            let wrong = ["Authorization: Bearer wrong-\(index)", "Cookie: runner_session_\(port)=wrong-\(index)"][index % 2]
+            statuses.append(try await RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: [wrong]).status)
+        }
+        #expect(statuses.prefix(10).allSatisfy { $0 == 401 } && statuses.dropFirst(10).allSatisfy { $0 == 429 }, "\(statuses)")
+        #expect(try await RawHTTP.exchange(port: port, "GET /?token=wrong HTTP/1.1").status == 429)
+        for _ in 0..<5 {
+            #expect(try await RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: Self.auth).status == 200)
+            #expect(try await RawHTTP.exchange(port: port, "GET /?token=\(Self.token) HTTP/1.1").status == 303)
+            #expect(try await RawHTTP.exchange(port: port, "GET /api/status HTTP/1.1", headers: ["Authorization: Bearer nope"]).status == 429)
+        }
+        await Self.stop(watcher, world)
+    }
+
+    /// A kind's details copied from what a server sent are capped: a whole 2 MB list, a 6 KB
+    /// string, in the record and in the event stream's line.
+    @Test func detailsCopiedFromThePayloadAreCapped() async throws {
+        let world = try SpoolWorld()
+        try FileManager.default.createDirectory(atPath: "\(world.w.root)/k", withIntermediateDirectories: true)
+        world.w.write("k/copy.json", #"{"kind": "copy", "payload": {"json": "any"}, "details": {"all": ""}}"#)
+        let (watcher, port) = try await Self.startWatcher(world, ["--kinds", "\(world.w.root)/k"])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        let reader = try RawHTTP.connect(port: port, timeout: .seconds(30))
+        defer { close(reader) }
+        RawHTTP.send(reader, "GET /api/events HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(Self.token)\r\n\r\n")
+        var stream: [UInt8] = []
+        #expect(await RawHTTP.read(reader, until: "retry: 2000", into: &stream))
+        let text = "%22" + String(repeating: "x", count: 6_000) + "%22"
+        try world.drop("copy.jsonl", """
+            {"kind": "copy", "key": "copy:list", "url": "\(world.base)/list/30000"}
+            {"kind": "copy", "key": "copy:text", "url": "\(world.base)/say?text=\(text)"}
+
+            """)
+        #expect(await world.wait(upTo: .seconds(30)) { world.jobFiles(world.spool.done).contains("copy.jsonl") }, "\(world.log())")
+        let list = try world.w.record("copy:list")
+        #expect(list["status"]?.stringValue == "succeeded", "\(list)")
+        #expect((list["details"]?["all"]?.arrayValue?.count ?? 0) == 64, "\(String(describing: list["details"]).prefix(300))")
+        let string = try world.w.record("copy:text")
+        #expect(string["status"]?.stringValue == "succeeded", "\(string)")
+        let kept = string["details"]?["all"]?.stringValue ?? ""
+        #expect(kept.utf8.count <= 1024 && kept.hasPrefix("xxxx") && kept.contains("more bytes"), "\(kept.prefix(100))")
+        // Both finished events, whole (an event ends in a blank line).
+        func finishedLines() -> [Substring] {
+            String(decoding: stream, as: UTF8.self).components(separatedBy: "\n\n").dropLast().map { Substring($0) }
+                .filter { $0.hasPrefix("data: ") && $0.contains("\"event\":\"finished\"") }
+        }
+        for _ in 0..<40 where finishedLines().count < 2 {
+            // What comes next (a read returns once something came that ends in a blank line).
+            var more: [UInt8] = []
+            _ = await RawHTTP.read(reader, until: "\n\n", into: &more, upTo: .seconds(5))
+            stream += more
+        }
+        let lines = finishedLines()
+        #expect(lines.count == 2, "\(lines.map { $0.prefix(200) })")
+        #expect(lines.allSatisfy { $0.utf8.count < 64 * 1024 }, "\(lines.map { $0.utf8.count })")
+        await Self.stop(watcher, world)
+    }
+
     @Test func withoutATokenTheAPIOnlyReads() async throws {
         let world = try SpoolWorld()
         let (watcher, port) = try await Self.startWatcher(world, token: nil)

@@ -3,6 +3,15 @@ import Foundation
 /// Makes a job's record from how its attempts ended and what came before: the one place where a
 /// 304 carries the earlier result forward and where a failure falls back to the earlier payload.
 enum ResultAssembly {
+    /// The most of a kind's `details` a record keeps: 64 members, strings of 1 KiB, arrays
+    /// and objects of 64 entries, 8 levels deep. A kind copies them from what the server sent
+    /// (or its program said); every reader of the record, the event stream and the page needs
+    /// them small.
+    static func capped(_ details: [(key: String, value: JSONValue)]) -> [(key: String, value: JSONValue)] {
+        guard case .object(let members) = JSONValue.object(details).capped(stringBytes: 1024, items: 64, depth: 8) else { return [] }
+        return members
+    }
+
     static func result(
         of job: JobDescriptor, report: AttemptLoop.Report, previous: PreviousResult?, startedAt: Date
     ) -> JobResult {
@@ -14,7 +23,7 @@ enum ResultAssembly {
         if let committed = report.committed {
             result.status = committed.status
             result.httpStatus = committed.httpStatus
-            result.details = committed.details
+            result.details = Self.capped(committed.details)
             result.validators = report.validators
             if committed.status == .notModified, let previous {
                 carryForward(previous, into: &result)

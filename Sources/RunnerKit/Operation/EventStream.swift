@@ -10,10 +10,10 @@ import Glibc
 /// Lines are written and flushed by a thread of the stream's own, so a slow reader never slows a
 /// job: events wait in a buffer of `capacity` lines, and past it they are dropped and counted,
 /// and a `{"event": "dropped", "count": N}` line says so once the reader catches up. The file is
-/// opened on that thread too, since opening a FIFO waits for its reader. When a FIFO's reader
-/// goes away, the FIFO is opened again for the next one (what was lost meanwhile is counted to
-/// it and said at once through `report`); `reopen()` (SIGHUP) opens the path anew, as after a
-/// log rotation.
+/// opened on that thread too, once a reader has the FIFO open. When a FIFO's reader goes away,
+/// the path is opened again for the next one, also when the FIFO was removed and made anew
+/// there (what was lost meanwhile is counted to it and said at once through `report`);
+/// `reopen()` (SIGHUP) opens the path anew, as after a log rotation, and says whether it did.
 public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable {  // state behind `condition`
     /// Lines held for a reader that is behind.
     public static let defaultCapacity = 10_000
@@ -66,7 +66,7 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
         if queue.count < capacity && !closing {
             queue.append(line)
             // The writer waits only on an empty queue: wake it for the first line, not each.
-            if queue.count == 1 { condition.signal() }
+            if queue.count == 1 { condition.broadcast() }
         } else {
             dropped += 1
         }
@@ -75,21 +75,52 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
 
     // MARK: - Writing
 
-    /// Opens the path anew before the next line (the file was rotated): a file that is there now
-    /// is appended to, one that is not is made. Safe from any thread.
-    public func reopen() {
+    /// What `reopen()` did.
+    public enum Reopened: Sendable, Equatable {
+        /// The path was opened anew.
+        case reopened
+        /// A FIFO is at the path (or none yet, where one was) and no reader has it open: it is
+        /// opened anew when a reader comes.
+        case waitingForReader
+        /// The writer is held by a reader that is behind; it opens the path anew once it can.
+        case pending
+        /// The path cannot be written (from now on, no line is).
+        case failed(String)
+    }
+
+    /// Opens the path anew (the file was rotated): a file that is there now is appended to, one
+    /// that is not is made, a FIFO is opened once a reader has it. Safe from any thread; waits
+    /// at most `timeout` for the writer to say what it did.
+    @discardableResult
+    public func reopen(timeout: Duration = .seconds(2)) -> Reopened {
         condition.lock()
+        defer { condition.unlock() }
+        if finished { return .failed(failure ?? "\(path) is closed") }
         reopening = true
-        condition.signal()
+        reopenAnswer = nil
+        condition.broadcast()
+        let deadline = Date().addingTimeInterval(timeout.inSeconds)
+        while reopenAnswer == nil && !finished {
+            if !condition.wait(until: deadline) { break }
+        }
+        if let answer = reopenAnswer { return answer }
+        return finished ? .failed(failure ?? "\(path) is closed") : .pending
+    }
+
+    /// What the writer did of the last `reopen()`, nil until it did it.
+    private var reopenAnswer: Reopened?
+
+    private func answerReopen(_ answer: Reopened) {
+        condition.lock()
+        reopenAnswer = answer
+        condition.broadcast()
         condition.unlock()
     }
 
     /// Writes what is queued, then waits for more, until `finish`.
     private func write() {
-        let refused = Self.problem(opening: path, append: append)
-        var fd = refused == nil ? Self.open(path, append: append) : -1
-        if fd < 0 { return fail(refused ?? "cannot open \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
+        if let refused = Self.problem(opening: path, append: append) { return fail(refused) }
+        guard var fd = openWaiting(append: append, fifoOnly: false, held: 0) else { return }
         while true {
             condition.lock()
             while queue.isEmpty && dropped == 0 && !closing && !reopening { condition.wait() }
@@ -99,6 +130,7 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
                 finished = true
                 condition.broadcast()
                 condition.unlock()
+                close(fd)
                 return
             }
             let batch = queue
@@ -108,27 +140,89 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
             condition.unlock()
 
             if reopen {
+                let wasFIFO = Self.isFIFO(fd)
                 close(fd)
-                // Rotated away: made anew; still there (copied and truncated): appended to.
-                fd = Self.problem(opening: path, append: true) == nil ? Self.open(path, append: true) : -1
-                if fd < 0 { return fail("cannot open \(path) again: \(Self.problem(opening: path, append: true) ?? String(cString: strerror(errno)))") }
+                // Rotated away: made anew; still there (copied and truncated): appended to; a
+                // FIFO: once its reader comes (a FIFO removed and not made yet: waited for).
+                guard let opened = openWaiting(append: true, fifoOnly: wasFIFO, held: batch.count + lost, answering: true) else { return }
+                fd = opened
+                answerReopen(.reopened)
             }
             // What was lost comes first: the reader learns of it before the lines after it.
             var bytes = lost > 0 ? EventLines.line("dropped", [("count", JSONValue(lost))]) : []
             for line in batch { bytes += line }
             guard let problem = Self.writeAll(bytes, to: fd) else { continue }
-            guard problem.code == EPIPE, Self.isFIFO(path) else { return fail("cannot write \(path): \(problem.text)") }
+            guard problem.code == EPIPE, Self.isFIFO(fd) else {
+                close(fd)
+                return fail("cannot write \(path): \(problem.text)")
+            }
             // The FIFO's reader went away: these lines are lost, counted, and said at once; the
-            // next reader gets the count first. Opening the FIFO again waits for that reader
-            // here, on this thread, while the engine goes on (lines are held, then counted).
+            // next reader gets the count first. The path is opened again when a reader has the
+            // FIFO there, the one this was or one made anew in its place.
             let missed = batch.count + lost
             condition.lock()
             dropped += missed
             condition.unlock()
             report("--events: the reader of \(path) went away; \(missed) line\(missed == 1 ? "" : "s") lost so far, counted to the next reader")
             close(fd)
-            fd = Self.open(path, append: true)
-            if fd < 0 { return fail("cannot open \(path) again: \(String(cString: strerror(errno)))") }
+            guard let opened = openWaiting(append: true, fifoOnly: true, held: 0) else { return }
+            fd = opened
+        }
+    }
+
+    /// Opens the path for writing; nil when it cannot (then `fail` said why) or when `finish`
+    /// came first. A FIFO is opened only when a reader has it open, tried again every 100 ms
+    /// meanwhile, each time by its path: a FIFO removed and made anew is the one opened, and the
+    /// writer never waits on one that is gone. With `fifoOnly`, no file at the path is waited
+    /// for too (a FIFO being made anew), not made. `held`: lines the caller holds, lost if
+    /// `finish` comes first. With `answering`, a wait answers `reopen()` at once.
+    private func openWaiting(append: Bool, fifoOnly: Bool, held: Int, answering: Bool = false) -> Int32? {
+        var answered = !answering
+        while true {
+            var info = stat()
+            let exists = lstat(path, &info) == 0
+            if exists && (info.st_mode & S_IFMT) == S_IFIFO {
+                let fd = Glibc.open(path, O_WRONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+                if fd >= 0 {
+                    // Writes wait for the reader from now on (lines queue meanwhile).
+                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+                    return fd
+                }
+                guard errno == ENXIO || errno == ENOENT || errno == EINTR else {
+                    fail("cannot open \(path): \(String(cString: strerror(errno)))")
+                    return nil
+                }
+            } else if exists || !fifoOnly {
+                if let problem = Self.problem(opening: path, append: append) {
+                    fail(problem)
+                    return nil
+                }
+                let fd = Self.open(path, append: append)
+                guard fd >= 0 else {
+                    fail("cannot open \(path): \(String(cString: strerror(errno)))")
+                    return nil
+                }
+                return fd
+            }
+            condition.lock()
+            if closing {
+                let lost = queue.count + dropped + held
+                if lost > 0 { failure = "\(path): its reader took no more events; \(lost) were not written" }
+                queue.removeAll()
+                finished = true
+                condition.broadcast()
+                condition.unlock()
+                return nil
+            }
+            if reopening || !answered {
+                // Nothing to open anew before a reader comes: said so, and still waited for.
+                reopening = false
+                answered = true
+                reopenAnswer = .waitingForReader
+                condition.broadcast()
+            }
+            _ = condition.wait(until: Date().addingTimeInterval(0.1))
+            condition.unlock()
         }
     }
 
@@ -138,8 +232,14 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
         failure = reason
         queue.removeAll()
         finished = true
+        reopenAnswer = .failed(reason)
         condition.broadcast()
         condition.unlock()
+    }
+
+    static func isFIFO(_ fd: Int32) -> Bool {
+        var info = stat()
+        return fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFIFO
     }
 
     static func isFIFO(_ path: String) -> Bool {
@@ -265,7 +365,8 @@ public struct EventLines: RunObserver {
 
     private func emit(_ event: String, _ key: String, _ kind: String, _ fields: [(key: String, value: JSONValue)] = []) {
         guard sink.wantsLines else { return }
-        sink.take(Self.line(event, [("key", .string(key)), ("kind", .string(kind))] + fields))
+        // Every string capped, a record's included: one line must never be too long for a reader.
+        sink.take(Self.line(event, [("key", .string(key)), ("kind", .string(kind))] + fields.map { ($0.key, $0.value.capped()) }))
     }
 
     /// One event's line: `time`, `event`, then `fields`.

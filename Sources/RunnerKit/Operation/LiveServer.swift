@@ -14,7 +14,8 @@ import Synchronization
 /// whole request to arrive and for an answer to be taken, and a buffer per event-stream reader
 /// (a reader that falls behind it is disconnected).
 ///
-/// With a token, every request must carry `Authorization: Bearer TOKEN` (401 otherwise). Without
+/// With a token, every request must carry `Authorization: Bearer TOKEN` (401 otherwise), or the
+/// page's session cookie that `/?token=TOKEN` sets (reading; writing only from the page itself). Without
 /// one only GET and HEAD are served (anything else: 401), and only to requests whose Host is a
 /// loopback name, so a web page the browser visits cannot read or change anything through it.
 public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable state: the server thread's, or behind `inbox`
@@ -40,6 +41,9 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         /// answered 429 until the window ends, so guessing the token goes at a crawl.
         public var failuresPerAddress = 10
         public var failureWindow: Duration = .seconds(10)
+        /// Addresses whose failures are counted at once; when that many failed lately, the
+        /// failures of any other address are answered 429 (not left uncounted).
+        public var failureAddresses = 10_000
 
         public init() {}
     }
@@ -110,8 +114,13 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
     public private(set) var port: UInt16 = 0
 
     /// A server for `host` (an address) and `port` (0: the kernel picks one; see `port`).
-    public init(host: String, port: UInt16, token: String?, limits: Limits = Limits(), handler: @escaping @Sendable (Request) -> Reply) {
+    /// `pages`: the paths a browser may be sent on to after `/?token=T` (else `/`).
+    public init(
+        host: String, port: UInt16, token: String?, limits: Limits = Limits(), pages: Set<String> = ["/"],
+        handler: @escaping @Sendable (Request) -> Reply
+    ) {
         self.host = host
+        self.redirectPaths = pages
         self.requestedPort = port
         self.tokenBytes = Mutex(token.map { Array($0.utf8) })
         self.limits = limits
@@ -417,9 +426,14 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         dispatch(fd, request, now: now)
     }
 
-    /// Why `request` is not served, from its head: a wrong or missing token (and, past
-    /// `failuresPerAddress` wrong ones from one address in `failureWindow`, anything from it), or
-    /// without a token, a Host that is not loopback or a method that writes. Nil: it is served.
+    /// Why `request` is not served, from its head. Nil: it is served.
+    ///
+    /// Without a token: a Host that is not loopback, or a method that writes. With one, the
+    /// credentials are checked first, so the right ones are never refused: the bearer header
+    /// (anything), `/?token=T` (a redirect that sets the page's cookie), the cookie (reading; a
+    /// write only from the page itself: its own `Origin`, or `Sec-Fetch-Site: same-origin`, else
+    /// 403). Only failures are limited: past `failuresPerAddress` in `failureWindow` an address's
+    /// failures are answered 429, and so are those of an address the full table does not know.
     private func refusal(of request: Request, from address: NetworkAddress?, now: ContinuousClock.Instant) -> Response? {
         guard let token else {
             guard Self.isLoopbackHost(request.header("host")) else {
@@ -430,54 +444,121 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
             }
             return nil
         }
-        if let address, let failed = failures[address] {
-            if now - failed.since >= limits.failureWindow {
-                failures[address] = nil
-            } else if failed.count >= limits.failuresPerAddress {
-                let wait = max(1, Int((limits.failureWindow - (now - failed.since)).inSeconds.rounded(.up)))
-                return .text(429, "too many failed authentications from this address; try again in \(wait) s", headers: [("Retry-After", String(wait))])
-            }
-        }
-        // A browser's way in: `GET /?token=T` once sets the token as an HttpOnly, SameSite=Strict
-        // cookie and sends it on to the same address without the token.
-        if request.method == "GET", let given = Self.parameter("token", in: request.query) {
+        let session = Self.session(token: token, port: port)
+        if let given = request.header("authorization") {
+            if given.hasPrefix("Bearer "), Self.same(Array(given.utf8.dropFirst(7)), token) { return nil }
+        } else if request.method == "GET", let given = Self.parameter("token", in: request.query) {
             if Self.same(Array(given.utf8), token) {
-                let rest = request.query.split(separator: "&").filter { !$0.hasPrefix("token=") }.joined(separator: "&")
                 return Response(
                     status: 303, body: [],
                     headers: [
-                        ("Location", (request.path.isEmpty ? "/" : request.path) + (rest.isEmpty ? "" : "?" + rest)),
-                        ("Set-Cookie", "\(Self.cookieName)=\(Self.cookieValue(given)); Path=/; HttpOnly; SameSite=Strict"),
+                        ("Location", redirectTarget(request)),
+                        ("Set-Cookie", "\(cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict"),
                     ])
             }
-        } else if let cookie = Self.cookie(Self.cookieName, in: request.header("cookie")), Self.same(Array(cookie.utf8), token) {
-            return nil
-        } else if let given = request.header("authorization") {
-            if given.hasPrefix("Bearer "), Self.same(Array(given.utf8.dropFirst(7)), token) { return nil }
+        } else if let cookie = Self.cookie(cookieName, in: request.header("cookie")) {
+            if Self.same(Array(cookie.utf8), Array(session.utf8)) {
+                if request.method == "GET" || request.method == "HEAD" || isSameOrigin(request) { return nil }
+                return .text(
+                    403,
+                    "the page's cookie lets a write in only from the page itself (its own Origin); another client sends Authorization: Bearer and the token; nothing was done")
+            }
         } else {
-            // No token at all is not a guess (a browser asks first without one): not counted.
+            // No credentials at all are not a guess (a browser asks first without them): not counted.
             return .text(401, "this server needs Authorization: Bearer and its token (a browser: open /?token=TOKEN once)", headers: [("WWW-Authenticate", "Bearer")])
         }
-        if let address {
-            if failures.count >= 10_000 { failures = failures.filter { now - $0.value.since < limits.failureWindow } }
-            if failures.count < 10_000 { failures[address, default: (0, now)].count += 1 }
-        }
-        return .text(401, "this server needs Authorization: Bearer and its token (a browser: open /?token=TOKEN once)", headers: [("WWW-Authenticate", "Bearer")])
+        return failed(from: address, now: now)
     }
 
-    /// The cookie a browser holds the token in.
-    static let cookieName = "runner_token"
+    /// Counts a failed authentication from `address`: 401, or 429 once it has failed too often
+    /// lately, or when the table is full of other addresses failing and it is not among them.
+    private func failed(from address: NetworkAddress?, now: ContinuousClock.Instant) -> Response {
+        let refused = Response.text(401, "this server needs Authorization: Bearer and its token (a browser: open /?token=TOKEN once)", headers: [("WWW-Authenticate", "Bearer")])
+        guard let address else { return refused }
+        func slowed(_ wait: Duration) -> Response {
+            let seconds = max(1, Int(wait.inSeconds.rounded(.up)))
+            return .text(429, "too many failed authentications from this address; try again in \(seconds) s", headers: [("Retry-After", String(seconds))])
+        }
+        if var entry = failures[address], now - entry.since < limits.failureWindow {
+            guard entry.count < limits.failuresPerAddress else { return slowed(limits.failureWindow - (now - entry.since)) }
+            entry.count += 1
+            failures[address] = entry
+            return refused
+        }
+        failures[address] = nil
+        if failures.count >= limits.failureAddresses {
+            failures = failures.filter { now - $0.value.since < limits.failureWindow }
+        }
+        guard failures.count < limits.failureAddresses else {
+            // Refused, not left uncounted: whoever fills the table gets no free guesses by it.
+            let oldest = failures.values.map(\.since).min() ?? now
+            return slowed(limits.failureWindow - (now - oldest))
+        }
+        failures[address] = (1, now)
+        return refused
+    }
+
+    /// Whether a request comes from the page itself, as a browser says: `Sec-Fetch-Site:
+    /// same-origin`, or an `Origin` of this server's own scheme, host and port (its Host).
+    private func isSameOrigin(_ request: Request) -> Bool {
+        if request.header("sec-fetch-site")?.lowercased() == "same-origin" { return true }
+        guard let origin = request.header("origin")?.lowercased(), let host = request.header("host")?.lowercased() else { return false }
+        guard origin == "http://" + host else { return false }
+        // The Host's port (80 when it names none) must be the one served here.
+        let named: Substring
+        if host.hasPrefix("[") {
+            guard let close = host.firstIndex(of: "]") else { return false }
+            named = host[host.index(after: close)...]
+        } else {
+            named = host.firstIndex(of: ":").map { host[$0...] } ?? ""
+        }
+        let hostPort = named.isEmpty ? 80 : UInt16(named.dropFirst()) ?? 0
+        return hostPort == port
+    }
+
+    /// Where `/?token=T` sends the browser: the path asked for when the page serves it (else
+    /// `/`), with the rest of the query when it is plain (letters, digits, `-._~%=&+`). Never a
+    /// `//` (another site), never a control character (a header of its own).
+    func redirectTarget(_ request: Request) -> String {
+        let path = redirectPaths.contains(request.path) ? request.path : "/"
+        let rest = request.query.split(separator: "&").filter { !$0.hasPrefix("token=") }.joined(separator: "&")
+        guard !rest.isEmpty, rest.utf8.allSatisfy({ Self.isUnreserved($0) || "%=&+".utf8.contains($0) }) else { return path }
+        return path + "?" + rest
+    }
+
+    /// The paths `/?token=T` may send the browser on to.
+    private let redirectPaths: Set<String>
+
+    /// The cookie a browser holds its session in: one per port, since cookies are not kept apart
+    /// by port (two watchers on one host keep theirs apart by name).
+    var cookieName: String { "runner_session_\(port)" }
+
+    /// The session a cookie holds: HMAC-SHA256 of the port under the token, in hex. Not the token
+    /// (every service on the host name is sent the cookie), checked without keeping anything,
+    /// and another one once the token changes.
+    static func session(token: [UInt8], port: UInt16) -> String {
+        hmac(key: token, message: Array("runner live page session, port \(port)".utf8))
+    }
+
+    /// HMAC-SHA256 (RFC 2104) in hex.
+    static func hmac(key: [UInt8], message: [UInt8]) -> String {
+        var block = key.count > 64 ? bytes(hex: SHA256.hex(key)) : key
+        block += [UInt8](repeating: 0, count: 64 - block.count)
+        let inner = SHA256.hex(block.map { $0 ^ 0x36 } + message)
+        return SHA256.hex(block.map { $0 ^ 0x5C } + bytes(hex: inner))
+    }
+
+    private static func bytes(hex: String) -> [UInt8] {
+        let digits = Array(hex.utf8)
+        return stride(from: 0, to: digits.count - 1, by: 2).map { index in
+            func value(_ digit: UInt8) -> UInt8 { digit >= 0x61 ? digit - 0x61 + 10 : digit - 0x30 }
+            return value(digits[index]) << 4 | value(digits[index + 1])
+        }
+    }
 
     /// `name`'s value in a query string, percent-decoded.
     static func parameter(_ name: String, in query: String) -> String? {
         query.split(separator: "&").first { $0.hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)).removingPercentEncoding ?? "" }
-    }
-
-    /// The token as a cookie's value: letters, digits and `-._~` as they are, the rest %-encoded.
-    static func cookieValue(_ text: String) -> String {
-        text.utf8.map { byte in
-            isUnreserved(byte) ? String(UnicodeScalar(byte)) : String(format: "%%%02X", byte)
-        }.joined()
     }
 
     private static func isUnreserved(_ byte: UInt8) -> Bool {
@@ -521,7 +602,10 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         var text = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\n"
         text += "Content-Type: \(response.contentType)\r\nContent-Length: \(response.body.count)\r\nConnection: close\r\n"
         text += "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\n"
-        for header in response.headers { text += "\(header.name): \(header.value)\r\n" }
+        // A header carrying a control character (a line break of its own) is left out.
+        for header in response.headers where !(header.name + header.value).utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) {
+            text += "\(header.name): \(header.value)\r\n"
+        }
         client.output = Array((text + "\r\n").utf8) + (head ? [] : response.body)
         client.written = 0
         client.input = []

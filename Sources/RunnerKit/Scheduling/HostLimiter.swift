@@ -32,14 +32,36 @@ public final class HostLimiter: Sendable {
     }
 
     public let limit: Int
+    /// Hosts whose limiters are kept: past them, the limiters of idle hosts (no slot in use,
+    /// nobody waiting) go, the longest unasked first, so a watcher that meets thousands of hosts
+    /// keeps the busiest and forgets the rest. A busy host is never forgotten.
+    public let kept: Int
     private let requests: RequestConfig
-    private let limiters = Mutex<[String: SlotLimiter]>([:])
+
+    private struct Entry {
+        let limiter: SlotLimiter
+        /// When it was last asked for, in the order of asking.
+        var asked: UInt64
+    }
+
+    private struct Table {
+        var limiters: [String: Entry] = [:]
+        var asked: UInt64 = 0
+        /// What the forgotten hosts' limiters had summed, and the one that waited longest.
+        var forgotten = SlotLimiter.Usage()
+        var forgottenBusiest: (host: String, waited: Duration, limit: Int)?
+        /// Hosts asked for that an entry of the config names (few: the config's size bounds
+        /// them), remembered after their limiters go.
+        var configured: Set<String> = []
+    }
+    private let table = Mutex(Table())
 
     /// `limit` slots per host, except for hosts whose settings in `requests` have a `perHost`.
-    public init(limit: Int, requests: RequestConfig = RequestConfig()) {
+    public init(limit: Int, requests: RequestConfig = RequestConfig(), kept: Int = 1_000) {
         precondition(limit > 0, "a host needs at least one slot")
         self.limit = limit
         self.requests = requests
+        self.kept = max(1, kept)
     }
 
     /// The cap of `host` (lower-cased): its `perHost` in the config, else `limit`.
@@ -50,25 +72,55 @@ public final class HostLimiter: Sendable {
     /// The limiter of `host` (hosts compared case-insensitively).
     public func limiter(for host: String) -> SlotLimiter {
         let name = host.lowercased()
-        return limiters.withLock { limiters in
-            if let existing = limiters[name] { return existing }
+        return table.withLock { table in
+            table.asked += 1
+            if let existing = table.limiters[name] {
+                table.limiters[name]!.asked = table.asked
+                return existing.limiter
+            }
+            if table.limiters.count >= kept { forgetIdle(&table) }
             let limiter = SlotLimiter(limit: self.limit(forHost: name))
-            limiters[name] = limiter
+            table.limiters[name] = Entry(limiter: limiter, asked: table.asked)
+            if !requests.hosts.isEmpty, requests.entries(namingNoneOf: [name]).count < requests.hosts.count {
+                table.configured.insert(name)
+            }
             return limiter
         }
     }
 
-    /// The hosts jobs have taken a slot of (lower-cased), in no order.
-    public var hosts: [String] { limiters.withLock { Array($0.keys) } }
+    /// Forgets the idle hosts asked for longest ago, down to three quarters of `kept` (so the
+    /// sorting is paid once per many new hosts), their sums kept.
+    private func forgetIdle(_ table: inout Table) {
+        let idle = table.limiters.filter { $0.value.limiter.available == $0.value.limiter.limit && $0.value.limiter.waiting == 0 }
+            .sorted { $0.value.asked < $1.value.asked }
+        let excess = table.limiters.count - kept * 3 / 4
+        for (host, entry) in idle.prefix(max(0, excess)) {
+            let usage = entry.limiter.usage
+            table.forgotten.waited += usage.waited
+            table.forgotten.held += usage.held
+            if usage.waited > table.forgottenBusiest?.waited ?? .zero {
+                table.forgottenBusiest = (host, usage.waited, entry.limiter.limit)
+            }
+            table.limiters[host] = nil
+        }
+    }
 
-    /// Every host's limiter (lower-cased names), in no order: slots in use and callers waiting now.
-    public var hostLimiters: [(host: String, limiter: SlotLimiter)] { limiters.withLock { $0.map { ($0.key, $0.value) } } }
+    /// The hosts jobs have taken a slot of (lower-cased), in no order: those kept, and those a
+    /// config entry names.
+    public var hosts: [String] { table.withLock { Array(Set($0.limiters.keys).union($0.configured)) } }
+
+    /// Every kept host's limiter (lower-cased names), in no order: slots in use and callers waiting now.
+    public var hostLimiters: [(host: String, limiter: SlotLimiter)] { table.withLock { $0.limiters.map { ($0.key, $0.value.limiter) } } }
 
     /// How much the cap held jobs back so far.
     public var waits: Waits {
-        let hosts = limiters.withLock { $0 }
-        var waits = Waits(limit: limit, busiestHostLimit: nil, waited: .zero, held: .zero, busiestHost: nil, busiestHostWaited: .zero)
-        for (host, limiter) in hosts {
+        let (hosts, forgotten, busiest) = table.withLock { ($0.limiters, $0.forgotten, $0.forgottenBusiest) }
+        var waits = Waits(
+            limit: limit, busiestHostLimit: nil, waited: forgotten.waited, held: forgotten.held, busiestHost: busiest?.host,
+            busiestHostWaited: busiest?.waited ?? .zero)
+        if let busiest, busiest.limit != limit { waits.busiestHostLimit = busiest.limit }
+        for (host, entry) in hosts {
+            let limiter = entry.limiter
             let usage = limiter.usage
             waits.waited += usage.waited
             waits.held += usage.held

@@ -67,7 +67,15 @@ public final class HostPacer: Sendable {
         var hosts: [String: Host] = [:]
         var nextID: UInt64 = 0
         var pauses = 0
+        /// What the forgotten hosts had waited, and the one that waited longest.
+        var forgottenWaited: Duration = .zero
+        var forgottenBusiest: (host: String, waited: Duration, interval: Duration?)?
     }
+
+    /// Hosts whose pace is kept: past them, hosts nobody waits for whose next token is there and
+    /// whose pause is over are forgotten (a fresh entry would be the same), so thousands of
+    /// hosts keep a bounded table.
+    public static let keptHosts = 1_000
 
     /// The longest pause a `Retry-After` may ask for (as `Backoff.retryAfterCap`).
     public let pauseCap: Duration
@@ -110,6 +118,7 @@ public final class HostPacer: Sendable {
         let began = timeline.now
         // Joins the line, or takes the token at once when nobody waits and it is there.
         let id = state.withLock { state -> UInt64? in
+            if state.hosts[name] == nil, state.hosts.count >= Self.keptHosts { forgetIdle(&state, now: began) }
             var entry = state.hosts[name] ?? makeHost(name)
             defer { state.hosts[name] = entry }
             // A paced host of a fleet always goes through the line: its head asks the fleet.
@@ -132,6 +141,18 @@ public final class HostPacer: Sendable {
         let waited = timeline.now - began
         state.withLock { $0.hosts[name]?.waited += waited }
         return waited
+    }
+
+    /// Forgets the hosts nobody waits for, whose token is there and whose pause is over, down
+    /// to three quarters of `keptHosts`; what they waited still counts.
+    private func forgetIdle(_ state: inout State, now: Duration) {
+        var excess = state.hosts.count - Self.keptHosts * 3 / 4
+        for (name, host) in state.hosts where excess > 0 && host.line.isEmpty && host.ready <= now {
+            state.forgottenWaited += host.waited
+            if host.waited > state.forgottenBusiest?.waited ?? .zero { state.forgottenBusiest = (name, host.waited, host.interval) }
+            state.hosts[name] = nil
+            excess -= 1
+        }
     }
 
     private func makeHost(_ name: String) -> Host {
@@ -260,7 +281,10 @@ public final class HostPacer: Sendable {
     /// How much pacing held jobs back so far.
     public var waits: Waits {
         state.withLock { state in
-            var waits = Waits(waited: .zero, busiestHost: nil, busiestHostWaited: .zero, busiestHostRate: nil, pauses: state.pauses)
+            let forgotten = state.forgottenBusiest
+            var waits = Waits(
+                waited: state.forgottenWaited, busiestHost: forgotten?.host, busiestHostWaited: forgotten?.waited ?? .zero,
+                busiestHostRate: forgotten?.interval.map { 1 / ($0 / .seconds(1)) }, pauses: state.pauses)
             for (name, host) in state.hosts {
                 waits.waited += host.waited
                 if host.waited > waits.busiestHostWaited {
@@ -272,6 +296,9 @@ public final class HostPacer: Sendable {
             return waits
         }
     }
+
+    /// Hosts in the table now.
+    public var hostCount: Int { state.withLock { $0.hosts.count } }
 
     /// Callers waiting for `host` right now (for tests that must know a caller joined the line).
     public func waiting(host: String) -> Int { state.withLock { $0.hosts[host.lowercased()]?.line.count ?? 0 } }

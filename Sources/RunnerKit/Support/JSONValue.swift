@@ -63,3 +63,39 @@ public enum JSONValue: Sendable, Equatable {
     public init(_ int: Int) { self = .number(Double(int)) }
     public init(_ string: String?) { self = string.map { .string($0) } ?? .null }
 }
+
+extension JSONValue {
+    /// The value with bounds a reader can rely on: every string (and member name) cut to
+    /// `stringBytes` of UTF-8 at a character's end, saying how much was cut; arrays and objects
+    /// cut to their first `items`; what is nested deeper than `depth` replaced by null.
+    public func capped(stringBytes: Int = 4096, items: Int = 1000, depth: Int = 32) -> JSONValue {
+        switch self {
+        case .null, .bool, .number: return self
+        case .string(let text): return .string(Self.cut(text, toBytes: stringBytes))
+        case .array(let elements):
+            guard depth > 0 else { return .null }
+            return .array(elements.prefix(items).map { $0.capped(stringBytes: stringBytes, items: items, depth: depth - 1) })
+        case .object(let members):
+            guard depth > 0 else { return .null }
+            return .object(members.prefix(items).map {
+                (Self.cut($0.key, toBytes: stringBytes), $0.value.capped(stringBytes: stringBytes, items: items, depth: depth - 1))
+            })
+        }
+    }
+
+    /// `text` cut to at most `bytes` of UTF-8 at a character's end, ending in how much was cut.
+    public static func cut(_ text: String, toBytes bytes: Int) -> String {
+        let total = text.utf8.count
+        guard total > bytes else { return text }
+        var kept = ""
+        var count = 0
+        let room = max(0, bytes - 40)
+        for character in text {
+            let size = character.utf8.count
+            if count + size > room { break }
+            kept.append(character)
+            count += size
+        }
+        return kept + "… (\(total - count) more bytes)"
+    }
+}
