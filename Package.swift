@@ -13,27 +13,31 @@ let package = Package(
         .library(name: "RunnerKit", targets: ["RunnerKit"]),
         .library(name: "RunnerKinds", targets: ["RunnerKinds"]),
         .library(name: "FixtureServer", targets: ["FixtureServer"]),
+        // The test clock, the HTTP double and the scripted connectivity monitor, for tests of
+        // programs that embed the engine.
+        .library(name: "RunnerTesting", targets: ["RunnerTesting"]),
         .executable(name: "runner", targets: ["runner"]),
     ],
     targets: [
         .target(name: "RunnerKit", swiftSettings: settings),
         .target(name: "RunnerKinds", dependencies: ["RunnerKit"], swiftSettings: settings),
         .target(name: "FixtureServer", swiftSettings: settings),
+        .target(name: "RunnerTesting", dependencies: ["RunnerKit"], swiftSettings: settings),
         .executableTarget(
             name: "runner",
             dependencies: ["RunnerKit", "RunnerKinds", "FixtureServer"],
             swiftSettings: settings
         ),
-        // Doubles and clocks shared by the test targets (a test clock, a recording HTTP client,
-        // a scripted connectivity monitor, a gate), the processes they start, and how their
-        // suites share the machine when they run in parallel.
+        // Doubles shared by the test targets (RunnerTesting's, re-exported, and a gate), the
+        // processes they start, and how their suites share the machine when they run in parallel.
         .target(
-            name: "RunnerTestSupport", dependencies: ["RunnerKit"], path: "Tests/RunnerTestSupport", swiftSettings: settings
+            name: "RunnerTestSupport", dependencies: ["RunnerKit", "RunnerTesting"], path: "Tests/RunnerTestSupport",
+            swiftSettings: settings
         ),
         .testTarget(name: "RunnerKitTests", dependencies: ["RunnerKit", "RunnerTestSupport"], swiftSettings: settings),
         .testTarget(
             name: "RunnerKindsTests",
-            dependencies: ["RunnerKinds", "RunnerKit", "FixtureServer"],
+            dependencies: ["RunnerKinds", "RunnerKit", "FixtureServer", "RunnerTesting"],
             swiftSettings: settings
         ),
         .testTarget(name: "FixtureServerTests", dependencies: ["FixtureServer", "RunnerTestSupport"], swiftSettings: settings),

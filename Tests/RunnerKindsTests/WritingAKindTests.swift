@@ -2,6 +2,7 @@ import FixtureServer
 import Foundation
 import RunnerKinds
 import RunnerKit
+import RunnerTesting
 import Testing
 
 // The kind from "Writing a job kind" in docs/library.md, verbatim: if this stops compiling or
@@ -32,7 +33,73 @@ public struct TextKind: JobKind {
     }
 }
 
+// The first example of docs/library.md, verbatim but indented: compiled, never run (it fetches
+// from the internet).
+func firstExampleOfTheLibraryPage() async throws {
+    var configuration = JobEngine.Configuration.run(registry: BuiltInKinds.registry())
+    configuration.out = "out"                   // made if needed; or hand in `store:`
+    configuration.concurrency = 32
+    configuration.jobDefaults.retries = 2       // for every job that sets none
+    let engine = try JobEngine(configuration: configuration)
+    let job = JobDescriptor(ImageKind(), key: "image:cat", url: URL(string: "https://cataas.com/cat")!)
+    let result = await engine.run(job)          // a JobResult; the record is in out/results/
+    engine.cancel(key: "image:cat", reason: "no longer needed")  // from anywhere: ends it `cancelled`
+    await engine.shutdown()                     // cancels what runs, writes every record, stops its threads
+    _ = result
+}
+
+// The test of a kind with RunnerTesting's doubles, from docs/library.md, verbatim.
+@Test func aShortTextFails() async throws {
+    let http = RecordingHTTP()
+    http.script("https://example.test/a.txt", .ok("hi"))
+    var registry = KindRegistry()
+    try registry.register(TextKind.self)
+    let out = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString).path
+    let engine = try JobEngine(configuration: .init(registry: registry, store: try OutputStore(root: out), http: http).with {
+        $0.clock = TestClock()    // deadlines and backoff run on it: no test sleeps through 2 s
+    })
+    var fields = JobFields([("minLength", .number(10))])
+    let kind = try TextKind(fields: &fields)
+    let result = await engine.run(JobDescriptor(kind, url: URL(string: "https://example.test/a.txt")!))
+    #expect(result.status == .failed && result.reason == .invalidPayload)
+    #expect(http.requests.count == 1)
+}
+
 @Suite struct WritingAKindTests {
+    var page: String {
+        get throws {
+            let tests = URL(fileURLWithPath: #filePath)
+            return try String(contentsOf: tests.deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("docs/library.md"), encoding: .utf8)
+        }
+    }
+
+    /// The lines of `text` from the one starting with `first` through the one starting with `last`.
+    func lines(of text: String, from first: String, through last: String, dedent: Int = 0) -> [String]? {
+        let all = text.split(separator: "\n", omittingEmptySubsequences: false).map { String($0.dropFirst(min(dedent, $0.prefix { $0 == " " }.count))) }
+        guard let start = all.firstIndex(where: { $0.hasPrefix(first) }),
+            let end = all[start...].firstIndex(where: { $0.hasPrefix(last) })
+        else { return nil }
+        return Array(all[start...end])
+    }
+
+    /// The page's first example compiles: it is `firstExampleOfTheLibraryPage`'s body.
+    @Test func theLibraryPagesFirstExampleIsCompiledHere() throws {
+        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        let first = "var configuration = JobEngine.Configuration.run", last = "await engine.shutdown()"
+        let shown = try #require(lines(of: try page, from: first, through: last))
+        #expect(shown == lines(of: source, from: first, through: last, dedent: 4))
+        #expect(try page.contains("```swift\nimport Foundation\nimport RunnerKit\nimport RunnerKinds\n\n" + first))
+    }
+
+    /// The page's test of a kind is `aShortTextFails`, character for character.
+    @Test func theLibraryPagesTestExampleIsRunHere() throws {
+        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        let first = "@Test func aShortTextFails()", last = "}"
+        let shown = try #require(lines(of: try page, from: first, through: last))
+        #expect(shown == lines(of: source, from: first, through: last))
+    }
+
     /// The example of docs/library.md is this file's `TextKind`, character for character.
     @Test func theLibraryPageShowsThisKindVerbatim() throws {
         let tests = URL(fileURLWithPath: #filePath)

@@ -44,6 +44,6 @@ extension JobContext {
     /// job fails (not retried: the same bytes would come again) and nothing is written.
     private func checkChecksum(_ digest: String) throws {
         guard let expected = job.checksum, expected != digest else { return }
-        throw JobFailure(.failed, "the payload's checksum does not match: expected sha256:\(expected), got sha256:\(digest); nothing was written")
+        throw JobFailure(.failed, "the payload's checksum does not match: expected sha256:\(expected), got sha256:\(digest); nothing was written", reason: .checksum)
     }
 }

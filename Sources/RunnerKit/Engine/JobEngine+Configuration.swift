@@ -26,6 +26,9 @@ extension JobEngine {
         public var perHost = 8
         /// What a job or a child may ask (a job asking more is invalid).
         public var limits = JobLimits.none
+        /// What a job that does not set its `timeout`, `retries`, `maxBytes` or `headers` gets
+        /// (nor has them from its file's `defaults` or its parent): 2 s, no retries, 64 MiB, none.
+        public var jobDefaults = JobDefaults()
         /// Per host: headers, pacing (`--rate`, a host's `rate` and `perHost`) and TLS files.
         public var requests = RequestConfig()
         /// The delay between attempts.

@@ -20,7 +20,12 @@ public final class JobEngine: Sendable {
     public let store: OutputStore
     /// The HTTP client every job shares (`configuration.http`, or the one made for the settings).
     public let http: any HTTPFetching
+    /// The tasks running now, by key. To cancel a job, use `cancel(key:reason:)`, which also
+    /// reaches jobs waiting for a slot.
     public var taskManager: TaskManager { admission.taskManager }
+    /// Jobs handed to the engine that wait for a slot, by key: what `cancel(key:reason:)`
+    /// reaches before the TaskManager holds them.
+    let waiting = WaitingJobs()
     private let admission: Admission
     private let attempts: AttemptLoop
     private let records: RecordWriter
@@ -29,6 +34,8 @@ public final class JobEngine: Sendable {
     private let bandwidth: BandwidthLimit?
     /// The limits of hosts with a `limitRate` of their own, by host, made on first need.
     private let hostBandwidth = Mutex<[String: BandwidthLimit]>([:])
+    /// Whether the engine made its connectivity monitor (none was given), so `shutdown()` closes it.
+    let ownsMonitor: Bool
 
     /// An engine of `configuration`; what it does not give (the HTTP client, the output store)
     /// is made from its settings.
@@ -37,6 +44,7 @@ public final class JobEngine: Sendable {
         configuration given: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver()
     ) throws(Configuration.Problem) {
         let configuration = try given.prepared()
+        self.ownsMonitor = given.monitor == nil
         self.configuration = configuration
         self.store = configuration.store!
         self.http = configuration.http!
@@ -123,19 +131,23 @@ public final class JobEngine: Sendable {
         let continuations = Continuations()
         await continuations.cancelledWithCaller {
             await withDiscardingTaskGroup { group in
-                while let entry = await feed.next() {
+                while var entry = await feed.next() {
+                    entry.job = configuration.jobDefaults.apply(to: entry.job, limits: configuration.limits)
+                    // Cancellable by key from the moment it is reported queued.
+                    let ticket = waiting.add(entry.job.key)
                     observer.jobQueued(entry.job)
                     let slot: Slot
                     do {
                         slot = try await admission.acquireSlot()
                     } catch {
+                        waiting.remove(ticket)
                         await entry.ended?(.notStarted)
                         break
                     }
                     group.addTask {
                         let end = await self.execute(
-                            entry.job, slot: slot, start: entry.start, lastRecord: entry.lastRecord, takesChildren: entry.takesChildren,
-                            awaitRecord: entry.ended != nil, continuations: continuations)
+                            entry.job, slot: slot, ticket: ticket, start: entry.start, lastRecord: entry.lastRecord,
+                            takesChildren: entry.takesChildren, awaitRecord: entry.ended != nil, continuations: continuations)
                         if case .recorded(let result, _) = end { summary.withLock { $0.add(result) } }
                         guard let ended = entry.ended else { return }
                         if Task.isCancelled && !continuations.isCancelled {
@@ -157,6 +169,7 @@ public final class JobEngine: Sendable {
 
     /// Runs one job (and its children) and returns its result, once its record is written.
     public func run(_ job: JobDescriptor) async -> JobResult {
+        let job = configuration.jobDefaults.apply(to: job, limits: configuration.limits)
         let continuations = Continuations()
         return await continuations.cancelledWithCaller {
             // In a task of its own, which a deadline cancels without cancelling the caller.
@@ -168,20 +181,23 @@ public final class JobEngine: Sendable {
     }
 
     private func run(_ job: JobDescriptor, awaitRecord: Bool, continuations: Continuations) async -> JobResult {
+        let ticket = waiting.add(job.key)
         observer.jobQueued(job)
         let slot: Slot
         do {
             slot = try await admission.acquireSlot()
         } catch {
+            let reason = waiting.remove(ticket)
             let file = OutputStore.recordFileName(forKey: job.key)
             let result = JobResult.ended(
-                job, .cancelled, error: "cancelled before it started", startedAt: Date(), previous: records.previous(file: file))
+                job, .cancelled, error: reason ?? "cancelled before it started", startedAt: Date(), previous: records.previous(file: file))
             await records.write(result, file: file, wait: awaitRecord)
             return result
         }
         guard
             case .recorded(let result, _) = await execute(
-                job, slot: slot, start: nil, lastRecord: nil, takesChildren: nil, awaitRecord: awaitRecord, continuations: continuations)
+                job, slot: slot, ticket: ticket, start: nil, lastRecord: nil, takesChildren: nil, awaitRecord: awaitRecord,
+                continuations: continuations)
         else {
             preconditionFailure("a job without a feed is never skipped")
         }
@@ -195,18 +211,23 @@ public final class JobEngine: Sendable {
     /// the calling task; `continuations` is its group, whose cancel reaches a fresh task the job
     /// may go on in after a deadline.
     private func execute(
-        _ job: JobDescriptor, slot: Slot, start: (@Sendable () -> FeedJob.Start)?, lastRecord: JSONValue?,
+        _ job: JobDescriptor, slot: Slot, ticket: WaitingJobs.Ticket, start: (@Sendable () -> FeedJob.Start)?, lastRecord: JSONValue?,
         takesChildren: (@Sendable (ChildJobs) -> Void)?, awaitRecord: Bool, continuations: Continuations
     ) async -> FeedJob.End {
         let startedAt = Date()
         // Before the key: the feed may leave the job (shutdown). Once the key is held, only a
         // cancel stops it: a request that came meanwhile is seen there or cancels the task.
         if start?() == .skip {
+            waiting.remove(ticket)
             slot.release()
             return .notStarted
         }
+        let waiting = self.waiting
         let admitted = await admission.admit(key: job.key, continuations: continuations) { cancellation async -> FeedJob.End in
-            if case .cancel(let reason) = start?() ?? .run {
+            // The TaskManager holds the key now, so a cancel by key reaches the task from here
+            // on; one asked for while the job waited is seen here.
+            let cancelledWaiting = waiting.remove(ticket)
+            if case .cancel(let reason) = cancelledWaiting.map(FeedJob.Start.cancel) ?? start?() ?? .run {
                 // Through the TaskManager like any: never written beside a running task of the key.
                 let file = OutputStore.recordFileName(forKey: job.key)
                 let result = JobResult.ended(
@@ -220,6 +241,7 @@ public final class JobEngine: Sendable {
         // The slot is released only now that the TaskManager has let go of the key (and the
         // record is queued): a next job of the same key, which may be waiting for this very slot
         // (--concurrency 1), then runs after this one instead of ending `duplicate`.
+        waiting.remove(ticket)
         slot.release()
         switch admitted {
         case .ran(let end):
@@ -233,7 +255,9 @@ public final class JobEngine: Sendable {
             return await record(result, file: nil, wait: awaitRecord)
         case .lockUnavailable(let reason):
             // Like a duplicate's, its record is not written to results/: it never held the key.
-            return await record(JobResult.ended(job, .failed, error: reason, startedAt: startedAt), file: nil, wait: awaitRecord)
+            var result = JobResult.ended(job, .failed, error: reason, startedAt: startedAt)
+            result.reason = .storage
+            return await record(result, file: nil, wait: awaitRecord)
         }
     }
 
@@ -266,6 +290,7 @@ public final class JobEngine: Sendable {
             },
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)
+        if result.status == .cancelled, let reason = cancellation.reason { result.error = reason }
         if result.status == .cancelled, cancellation.isReleased {
             // Its runner stops (`TaskManager.releaseAll`): not the job's end. No record; the feed
             // hands the job back, and a partial it left is resumed by whoever runs it next.

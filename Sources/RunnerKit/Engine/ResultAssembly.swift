@@ -35,6 +35,7 @@ enum ResultAssembly {
         } else if let failure = report.failure {
             result.status = failure.status
             result.error = failure.message
+            result.reason = failure.reason
             result.httpStatus = failure.httpStatus
             if failure.status.allowsStaleFallback || (failure.status == .notFound && job.keepStale), let previous {
                 fallBack(to: previous, in: &result)

@@ -14,6 +14,14 @@ public struct JobResult: Sendable {
     public var error: String? {
         didSet { if let error, error.utf8.count > Self.maxErrorBytes { self.error = Self.capped(error) } }
     }
+    /// Why it did not succeed, as a program tells cases apart (`error` says it in words): nil
+    /// for `succeeded` and `notModified`. Unless set, it follows from the status and
+    /// `httpStatus` (`FailureReason.inferred`).
+    public var reason: FailureReason? {
+        get { status.isSuccess ? nil : assignedReason ?? FailureReason.inferred(status: status, httpStatus: httpStatus) }
+        set { assignedReason = newValue }
+    }
+    private var assignedReason: FailureReason?
     public var httpStatus: Int?
     public var bytes: Int?
     public var sha256: String?
@@ -98,6 +106,7 @@ public struct JobResult: Sendable {
         self.init(
             key: key, kind: kind, url: record["url"]?.stringValue, status: status, output: record["output"]?.stringValue,
             error: record["error"]?.stringValue, startedAt: Date(), finishedAt: Date(), parent: record["parent"]?.stringValue)
+        if let reason = record["reason"]?.stringValue.flatMap(FailureReason.init(rawValue:)) { self.reason = reason }
     }
 
     /// The longest error text kept, in bytes of UTF-8.
@@ -137,6 +146,7 @@ public struct JobResult: Sendable {
             ("finishedAt", .string(Timestamp.iso8601(finishedAt))),
             ("details", .object(details)),
         ]
+        if let reason { members.append(("reason", .string(reason.rawValue))) }
         if stale { members.append(("stale", .bool(true))) }
         if let parent { members.append(("parent", .string(parent))) }
         if let validators { members.append(("validators", validators.json)) }

@@ -219,7 +219,7 @@ public final class JobContext: Sendable {
             await payload.keep()
             throw JobFailure(
                 .failed, "the server's 206 ended after byte \(count) of the \(total) its Content-Range announced (cut short)",
-                httpStatus: head.status, isTransient: true)
+                httpStatus: head.status, isTransient: true, reason: .transport)
         }
         if var failure = Self.failure(forStatus: head) {
             if head.status == 401 || head.status == 403 {
@@ -265,7 +265,7 @@ public final class JobContext: Sendable {
                     guard elapsed >= stall, let oldest = window.first else { continue }
                     let moved = count - oldest.count
                     if Double(moved) < Double(lowSpeed) * stall.inSeconds {
-                        throw JobFailure(.timedOut, "stalled: \(moved) bytes in the last \(stall.secondsText) s", isTransient: true)
+                        throw JobFailure(.timedOut, "stalled: \(moved) bytes in the last \(stall.secondsText) s", isTransient: true, reason: .stalled)
                     }
                 }
             }

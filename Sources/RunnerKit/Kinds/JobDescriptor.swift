@@ -13,13 +13,13 @@ public struct JobDescriptor: Sendable {
     public var key: String
     public var url: URL
     /// Deadline of one attempt, waiting for connectivity included.
-    public var timeout: Duration
+    public var timeout: Duration { didSet { inherits.remove(.timeout) } }
     /// How long without connectivity before the "no network connection" notice.
     public var noticeAfter: Duration
     /// Further attempts after a transient failure.
-    public var retries: Int
+    public var retries: Int { didSet { inherits.remove(.retries) } }
     /// Largest payload accepted, counted after content decoding.
-    public var maxBytes: Int
+    public var maxBytes: Int { didSet { inherits.remove(.maxBytes) } }
     /// Payload path relative to the output directory, when the job file sets one.
     public var output: String?
     /// The job that started this one, for children of trees and lists.
@@ -28,7 +28,7 @@ public struct JobDescriptor: Sendable {
     public var checksum: String?
     /// Request headers from the job and its batch's `defaults`, bound to the origin of `url`
     /// (a child inherits its parent's, still bound to the parent's origin).
-    public var headers: OriginHeaders?
+    public var headers: OriginHeaders? { didSet { inherits.remove(.headers) } }
     /// After a 404 or 410, the key's last payload stays, pointed at by its record as stale
     /// (`keepStale`; a child inherits it). Without it the payload is no longer pointed at, and
     /// `runner prune` removes it.
@@ -41,6 +41,9 @@ public struct JobDescriptor: Sendable {
     /// cut by it. Only an attempt whose `timeout` is longer can stall.
     public var stall: Duration = defaultStall
     public var lowSpeed = defaultLowSpeed
+    /// The fields the job left unset, which the engine that runs it fills from its
+    /// `jobDefaults` (and empties); nothing once set by hand.
+    var inherits: JobDefaults.Fields = []
 
     public static let defaultTimeout: Duration = .seconds(2)
     public static let defaultStall: Duration = .seconds(30)
@@ -54,31 +57,73 @@ public struct JobDescriptor: Sendable {
         "stall", "lowSpeed",
     ]
 
+    /// A job of `parameters`. `timeout`, `retries` and `maxBytes` left nil, and the headers,
+    /// come from the engine's `jobDefaults` when it runs the job. A `{name}` template in `url`
+    /// (written as `{id}` in the string the URL was made from) is filled as a job file's is.
     public init(
         parameters: any JobParameters, key: String? = nil, url: URL,
-        timeout: Duration = defaultTimeout, noticeAfter: Duration = defaultNoticeAfter, retries: Int = 0,
-        maxBytes: Int = defaultMaxBytes, output: String? = nil, parent: String? = nil
+        timeout: Duration? = nil, noticeAfter: Duration = defaultNoticeAfter, retries: Int? = nil,
+        maxBytes: Int? = nil, output: String? = nil, parent: String? = nil
+    ) {
+        self.init(
+            resolved: parameters, key: key, url: Self.filled(url, parameters), timeout: timeout, noticeAfter: noticeAfter,
+            retries: retries, maxBytes: maxBytes, output: output, parent: parent)
+    }
+
+    private init(
+        resolved parameters: any JobParameters, key: String?, url: URL, timeout: Duration?, noticeAfter: Duration, retries: Int?,
+        maxBytes: Int?, output: String?, parent: String?
     ) {
         self.parameters = parameters
         self.key = key ?? parameters.defaultKey(kind: parameters.kindName, url: url.absoluteString)
         self.url = url
-        self.timeout = timeout
+        self.timeout = timeout ?? Self.defaultTimeout
         self.noticeAfter = noticeAfter
-        self.retries = retries
-        self.maxBytes = maxBytes
+        self.retries = retries ?? 0
+        self.maxBytes = maxBytes ?? Self.defaultMaxBytes
         self.output = output
         self.parent = parent
+        if timeout == nil { inherits.insert(.timeout) }
+        if retries == nil { inherits.insert(.retries) }
+        if maxBytes == nil { inherits.insert(.maxBytes) }
+        if parent == nil { inherits.insert(.headers) }
     }
 
-    /// A job of a compiled kind.
+    /// A job of a compiled kind. `timeout`, `retries` and `maxBytes` left nil, and the headers,
+    /// come from the engine's `jobDefaults`; a `{id}` in `url` is filled by the kind.
     public init<Kind: JobKind>(
-        _ kind: Kind, key: String? = nil, url: URL, timeout: Duration = defaultTimeout,
-        noticeAfter: Duration = defaultNoticeAfter, retries: Int = 0, maxBytes: Int = defaultMaxBytes,
+        _ kind: Kind, key: String? = nil, url: URL, timeout: Duration? = nil,
+        noticeAfter: Duration = defaultNoticeAfter, retries: Int? = nil, maxBytes: Int? = nil,
         output: String? = nil, parent: String? = nil
     ) {
         self.init(
             parameters: kind, key: key, url: url, timeout: timeout,
             noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent)
+    }
+
+    /// A job of a compiled kind whose URL is a template, as a job file's `url` is: `{id}` and
+    /// such are filled by the kind (percent-encoded), and the result is checked as a job file's.
+    /// - Throws: the URL's problem, as for a job file (`field` is `url`).
+    public init<Kind: JobKind>(
+        _ kind: Kind, key: String? = nil, url template: String, timeout: Duration? = nil,
+        noticeAfter: Duration = defaultNoticeAfter, retries: Int? = nil, maxBytes: Int? = nil,
+        output: String? = nil, parent: String? = nil
+    ) throws(JobSpecError) {
+        let url = try kind.validateURL(kind.resolveURL(template))
+        self.init(
+            resolved: kind, key: key, url: url, timeout: timeout, noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes,
+            output: output, parent: parent)
+    }
+
+    /// `url` with a template the kind fills filled: `URL(string:)` keeps `{id}` as `%7Bid%7D`.
+    private static func filled(_ url: URL, _ parameters: any JobParameters) -> URL {
+        let text = url.absoluteString
+        guard text.contains("%7B") || text.contains("%7b") || text.contains("{") else { return url }
+        let template = text.replacingOccurrences(of: "%7B", with: "{").replacingOccurrences(of: "%7b", with: "{")
+            .replacingOccurrences(of: "%7D", with: "}").replacingOccurrences(of: "%7d", with: "}")
+        let resolved = parameters.resolveURL(template)
+        guard resolved != template, let filled = URL(string: resolved) else { return url }
+        return filled
     }
 
     /// The URL as records show it: with any `user:password@` removed.
@@ -126,9 +171,11 @@ public struct JobDescriptor: Sendable {
         if let key, key.utf8.count > JobLimits.maxKeyBytes {
             throw JobSpecError(field: "key", "is \(key.utf8.count) bytes long; a key is at most \(JobLimits.maxKeyBytes) bytes of UTF-8")
         }
-        let timeout = try limits.timeout(try seconds(&fields, "timeout", allowZero: false) ?? parent?.timeout, default: defaultTimeout)
+        let askedTimeout = try seconds(&fields, "timeout", allowZero: false) ?? parent?.timeout
+        let timeout = try limits.timeout(askedTimeout, default: defaultTimeout)
         let noticeAfter = try seconds(&fields, "noticeAfter", allowZero: true) ?? parent?.noticeAfter ?? defaultNoticeAfter
-        let retries = try fields.int("retries") ?? parent?.retries ?? 0
+        let askedRetries = try fields.int("retries") ?? parent?.retries
+        let retries = askedRetries ?? 0
         guard (0...100).contains(retries) else { throw JobSpecError(field: "retries", "must be between 0 and 100") }
         _ = try limits.retries(retries)
         let askedBytes = try fields.int("maxBytes") ?? parent?.maxBytes
@@ -158,9 +205,15 @@ public struct JobDescriptor: Sendable {
             throw JobSpecError(field: "url", "is \(url.absoluteString.utf8.count) bytes long; a URL is at most \(maxURLBytes) bytes")
         }
         var job = JobDescriptor(
-            parameters: parameters, key: key, url: url, timeout: timeout,
+            resolved: parameters, key: key, url: url, timeout: timeout,
             noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent?.key
         )
+        // What neither the job, its file's defaults nor its parent set comes from the engine's.
+        job.inherits = []
+        if askedTimeout == nil { job.inherits.insert(.timeout) }
+        if askedRetries == nil { job.inherits.insert(.retries) }
+        if askedBytes == nil { job.inherits.insert(.maxBytes) }
+        if headers == nil, parent == nil { job.inherits.insert(.headers) }
         job.checksum = checksum
         job.keepStale = keepStale
         job.unique = unique

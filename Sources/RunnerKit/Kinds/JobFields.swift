@@ -9,6 +9,8 @@ public struct JobFields: Sendable {
     private var fields: [Field]
     /// While a kind decodes its fields: the parameters it lists, and its name.
     private var declared: (parameters: [KindParameter], kind: String)?
+    /// The first read that broke the kind's declaration while it decoded.
+    private var mistake: KindDeclarationError?
 
     private struct Field: Sendable {
         var name: String
@@ -135,31 +137,41 @@ public struct JobFields: Sendable {
 
     // MARK: - Kinds read what they list
 
-    /// From here until `endKindFields()`, only `parameters` may be read, each as its type.
+    /// From here until `endKindFields(decoded:)`, only `parameters` may be read, each as its type.
     mutating func beginKindFields(_ parameters: [KindParameter], kind: String) {
         declared = (parameters, kind)
+        mistake = nil
     }
 
-    /// Ends a kind's decoding; every listed parameter the job holds must have been read.
-    mutating func endKindFields() {
-        guard let (parameters, kind) = declared else { return }
+    /// Ends a kind's decoding and returns the first mistake of its declaration it showed: a field
+    /// read that it does not list, or as another type than listed, or (when it `decoded` the
+    /// job) a listed parameter the job holds that it never read.
+    mutating func endKindFields(decoded: Bool) -> KindDeclarationError? {
+        guard let (parameters, kind) = declared else { return nil }
         declared = nil
+        if let mistake { return mistake }
+        guard decoded else { return nil }
         for parameter in parameters {
             if let i = index(parameter.name), !fields[i].read {
-                preconditionFailure("kind '\(kind)' lists the parameter '\(parameter.name)' but its decoder never reads it")
+                return KindDeclarationError(kind: kind, field: parameter.name, "lists the parameter '\(parameter.name)' but its decoder never reads it")
             }
         }
+        return nil
     }
 
-    /// A kind's decoder reading a field it does not list, or as another type, is a programming
-    /// error: the list `runner kinds` shows and the fields read would drift apart.
-    private func checkDeclared(_ name: String, _ types: [KindParameter.ValueType]?) {
-        guard let (parameters, kind) = declared else { return }
+    /// A kind's decoder reading a field it does not list, or as another type, is a mistake of
+    /// the kind: the list `runner kinds` shows and the fields read would drift apart. The first
+    /// is kept; registering the kind finds it (`KindRegistry.register`), and a job of a kind that
+    /// shows one only on another path is refused, naming it.
+    private mutating func checkDeclared(_ name: String, _ types: [KindParameter.ValueType]?) {
+        guard mistake == nil, let (parameters, kind) = declared else { return }
         guard let parameter = parameters.first(where: { $0.name == name }) else {
-            preconditionFailure("kind '\(kind)' reads the field '\(name)', which it does not list in its parameters")
+            mistake = KindDeclarationError(kind: kind, field: name, "reads the field '\(name)', which it does not list in its parameters")
+            return
         }
         if let types, !types.contains(parameter.type) {
-            preconditionFailure("kind '\(kind)' lists '\(name)' as \(parameter.type.rawValue) but reads it as \(types[0].rawValue)")
+            mistake = KindDeclarationError(
+                kind: kind, field: name, "lists '\(name)' as \(parameter.type.rawValue) but reads it as \(types[0].rawValue)")
         }
     }
 
@@ -171,4 +183,23 @@ public struct JobFields: Sendable {
     private func mistyped(_ name: String, _ expected: String, _ value: JSONValue) -> JobSpecError {
         JobSpecError(field: name, "must be \(expected), not \(value.typeDescription)")
     }
+}
+
+/// A kind whose decoder does not read what it declares: a field read that it does not list, read
+/// as another type than listed, or listed and never read. Thrown when the kind is registered.
+public struct KindDeclarationError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The kind's name.
+    public var kind: String
+    /// The field read or listed.
+    public var field: String
+    /// What is wrong, after "kind 'name' ".
+    public var problem: String
+
+    public init(kind: String, field: String, _ problem: String) {
+        self.kind = kind
+        self.field = field
+        self.problem = problem
+    }
+
+    public var description: String { "kind '\(kind)' \(problem)" }
 }

@@ -52,7 +52,8 @@ public protocol JobKind: JobParameters {
     /// One sentence for `runner kinds`.
     static var summary: String { get }
     /// The fields this kind accepts beyond the common ones. A kind reads exactly these while
-    /// decoding: reading a field it does not list, or as another type, stops the program.
+    /// decoding: one that reads a field it does not list, or as another type, or never reads one
+    /// it lists, is refused when registered (`KindDeclarationError`).
     static var parameters: [KindParameter] { get }
     /// The `Accept` header its requests send: what it validates. Nil sends none.
     static var accept: String? { get }
@@ -118,13 +119,20 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
     public var isTransient: Bool
     /// How long the server asked us to wait before trying again.
     public var retryAfter: Duration?
+    /// Why, as the record's `reason` says it; nil: inferred from the status and `httpStatus`
+    /// (`FailureReason.inferred`): a kind's own `failed` without an HTTP status is `invalidPayload`.
+    public var reason: FailureReason?
 
-    public init(_ status: JobStatus, _ message: String, httpStatus: Int? = nil, isTransient: Bool = false, retryAfter: Duration? = nil) {
+    public init(
+        _ status: JobStatus, _ message: String, httpStatus: Int? = nil, isTransient: Bool = false, retryAfter: Duration? = nil,
+        reason: FailureReason? = nil
+    ) {
         self.status = status
         self.message = message
         self.httpStatus = httpStatus
         self.isTransient = isTransient
         self.retryAfter = retryAfter
+        self.reason = reason
     }
 
     public static func failed(_ message: String, httpStatus: Int? = nil) -> JobFailure {
@@ -139,9 +147,14 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
         switch error {
         case let failure as JobFailure: self = failure
         case is CancellationError: self.init(.cancelled, "cancelled")
-        case let http as HTTPError: self.init(.failed, http.description, isTransient: http.isTransient)
-        case let tooLarge as Payload.TooLarge: self.init(.failed, tooLarge.description)
-        case let write as OutputStore.WriteError: self.init(.failed, write.description)
+        case let http as HTTPError:
+            if case .tooLarge = http {
+                self.init(.failed, http.description, isTransient: http.isTransient, reason: .tooLarge)
+            } else {
+                self.init(.failed, http.description, isTransient: http.isTransient, reason: .transport)
+            }
+        case let tooLarge as Payload.TooLarge: self.init(.failed, tooLarge.description, reason: .tooLarge)
+        case let write as OutputStore.WriteError: self.init(.failed, write.description, reason: .storage)
         default: self.init(.failed, String(describing: error))
         }
     }

@@ -32,14 +32,52 @@ public struct KindDefinition: Sendable {
             decode: { (fields: inout JobFields) throws(JobSpecError) -> any JobParameters in try Kind(fields: &fields) })
     }
 
-    /// Decodes the kind's own fields of one job. The kind may read only the parameters it
-    /// lists, each as its listed type (`JobFields` stops the program otherwise, so the list and
-    /// the decoder cannot drift apart); a listed parameter the decoder never looks at is caught
-    /// the same way.
+    /// Decodes the kind's own fields of one job. A `required` parameter the job leaves out is
+    /// refused first, for every kind. The kind may read only the parameters it lists, each as its
+    /// listed type, and must read each it lists: registering the kind checks that
+    /// (`checkDeclaration()`), and a job that shows a mistake on a path the check did not take
+    /// is refused, naming the kind and the field, never a stop of the program.
     public func decode(_ fields: inout JobFields) throws(JobSpecError) -> any JobParameters {
+        for parameter in parameters where parameter.required && !fields.has(parameter.name) {
+            throw JobSpecError(field: parameter.name, "is missing")
+        }
         fields.beginKindFields(parameters, kind: name)
-        let job = try decoder(&fields)
-        fields.endKindFields()
+        let job: any JobParameters
+        do {
+            job = try decoder(&fields)
+        } catch {
+            if let mistake = fields.endKindFields(decoded: false) { throw JobSpecError(field: mistake.field, mistake.description) }
+            throw error
+        }
+        if let mistake = fields.endKindFields(decoded: true) { throw JobSpecError(field: mistake.field, mistake.description) }
         return job
+    }
+
+    /// Checks that the kind's decoder reads what it lists: it decodes a probe job holding every
+    /// listed parameter (a value of its listed type each), then one holding only the required
+    /// ones, and throws the first field it read that it does not list, read as another type,
+    /// or (in the first probe, when it decoded) listed and never read. `KindRegistry` calls this
+    /// when the kind is registered, so a mistake of a kind surfaces at start-up, not at its
+    /// first job.
+    public func checkDeclaration() throws(KindDeclarationError) {
+        let all = parameters.map { (key: $0.name, value: Self.probeValue($0.type)) }
+        let required = parameters.filter(\.required).map { (key: $0.name, value: Self.probeValue($0.type)) }
+        for (index, probe) in [all, required].enumerated() {
+            var fields = JobFields(probe)
+            fields.beginKindFields(parameters, kind: name)
+            let decoded = (try? decoder(&fields)) != nil
+            if let mistake = fields.endKindFields(decoded: decoded && index == 0) { throw mistake }
+        }
+    }
+
+    /// A value of `type` for a probe job.
+    private static func probeValue(_ type: KindParameter.ValueType) -> JSONValue {
+        switch type {
+        case .string, .identifier: .string("probe")
+        case .urlTemplate: .string("https://probe.invalid/")
+        case .int, .number: .number(1)
+        case .bool: .bool(false)
+        case .strings: .array([.string("probe")])
+        }
     }
 }

@@ -15,20 +15,27 @@ public struct KindRegistry: Sendable {
 
     public init() {}
 
-    public init(_ definitions: [KindDefinition]) throws(DuplicateKind) {
+    /// A registry of `definitions`, each registered as `register(_:)` does.
+    /// - Throws: `DuplicateKind` or `KindDeclarationError`, as `register(_:)`.
+    public init(_ definitions: [KindDefinition]) throws {
         for definition in definitions { try register(definition) }
     }
 
-    public mutating func register(_ definition: KindDefinition) throws(DuplicateKind) {
+    /// Adds a kind, once its declaration is checked (`KindDefinition.checkDeclaration()`).
+    /// - Throws: `DuplicateKind` for a name registered already; `KindDeclarationError` for a
+    ///   kind whose decoder reads a field it does not list, or as another type than listed, or
+    ///   never reads one it lists (the kind and the field named).
+    public mutating func register(_ definition: KindDefinition) throws {
         if let existing = definitions[definition.name] {
             throw DuplicateKind(name: definition.name, existing: existing.source, added: definition.source)
         }
+        try definition.checkDeclaration()
         definitions[definition.name] = definition
         order.append(definition.name)
     }
 
     /// Registers a compiled kind.
-    public mutating func register<Kind: JobKind>(_ kind: Kind.Type) throws(DuplicateKind) {
+    public mutating func register<Kind: JobKind>(_ kind: Kind.Type) throws {
         try register(KindDefinition(kind))
     }
 

@@ -31,7 +31,7 @@ final class JobCancellation: Sendable {
 
     /// Where the job's work runs now (nil before and after), and whether a cancel was asked for.
     /// A running task is cancelled only under this lock, while it is known to be alive.
-    private let state = Mutex<(target: Target?, requested: Bool, released: Bool)>((nil, false, false))
+    private let state = Mutex<(target: Target?, requested: Bool, released: Bool, reason: String?)>((nil, false, false, nil))
     /// Fresh tasks of the group this job belongs to, cancelled with the group's task.
     private let continuations: Continuations?
 
@@ -52,13 +52,18 @@ final class JobCancellation: Sendable {
         return value
     }
 
-    /// Cancels the job's work now, and any it goes on with later.
-    func cancel() {
+    /// Cancels the job's work now, and any it goes on with later; `reason`, when given, is the
+    /// error its `cancelled` record shows (the first reason given stands).
+    func cancel(reason: String? = nil) {
         state.withLock { state in
             state.requested = true
+            if state.reason == nil { state.reason = reason }
             state.target?.cancel()
         }
     }
+
+    /// Why the job was cancelled by key, when a reason was given.
+    var reason: String? { state.withLock { $0.reason } }
 
     /// Cancels the job's work because its runner stops, not because the job should end: a feed
     /// that shares its jobs hands it back, and the job's end is not recorded here.

@@ -44,11 +44,16 @@ public final class TaskManager: Sendable {
         return value
     }
 
-    /// Cancels the running task of `key`; returns whether one was running.
+    /// Cancels the running task of `key`; returns whether one was running. A job an engine
+    /// admitted but that waits for a slot is not running yet: `JobEngine.cancel(key:reason:)`
+    /// reaches it too.
     @discardableResult
-    public func cancel(key: String) -> Bool {
+    public func cancel(key: String) -> Bool { cancel(key: key, reason: nil) }
+
+    /// Cancels the running task of `key`, its record saying `reason`; whether one was running.
+    func cancel(key: String, reason: String?) -> Bool {
         guard let cancellation = state.withLock({ $0.entries[key]?.cancellation }) else { return false }
-        cancellation.cancel()
+        cancellation.cancel(reason: reason)
         return true
     }
 
