@@ -40,10 +40,14 @@ extension OutputStore {
             partialsGoing.insert(partial.path)
         }
         forEachPayloadFolder(afterListing: afterListing) { folder in
-            for name in folder.files {
-                let path = folder.path(of: name)
+            // Looked at before any is removed: a partial's removal takes its sidecar with it.
+            let files = folder.files.compactMap { name -> (name: String, info: stat)? in
                 var info = stat()
-                guard fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
+                guard fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
+                return (name, info)
+            }
+            for (name, info) in files {
+                let path = folder.path(of: name)
                 if name.hasPrefix(PartialDownload.prefix) {
                     if partialsGoing.contains(path) {
                         guard dryRun || removeIdlePartial(in: folder.fd, name: name) else { continue }
