@@ -60,7 +60,7 @@ enum WatchCommand {
             engine.limits.allowsSecretReferences = false
             options = Options(
                 engine: engine, grace: try arguments[grace], rescan: try arguments[rescan], metrics: try arguments[metrics],
-                json: try arguments[json], events: try EngineCommandOptions.eventsTarget(arguments),
+                json: try arguments[json], events: try EngineCommandOptions.eventsTarget(arguments, appends: true),
                 hook: try EngineCommandOptions.hook(arguments), live: try LiveOptions.settings(arguments))
             guard options.rescan >= .milliseconds(10) else { throw UsageError("--rescan must be at least 0.01 seconds") }
         } catch {
