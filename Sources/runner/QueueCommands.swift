@@ -15,6 +15,21 @@ enum QueueCommands {
         "keep", "DAYS", default: 7, range: 0...36_500,
         help: "With --queue: how many days finished jobs stay in the queue (for status and records) before they are removed.")
 
+    static let nameOption = CommandOption<String?>.text(
+        "name", "NAME",
+        help: "With --queue: this watcher's name in the fleet (letters, digits, . _ - @ :), shown by status; a second live watcher of the name is refused, and one restarted under it takes its own unfinished jobs back at once.",
+        defaultText: "host-pid")
+
+    /// `--name`, checked: 1 to 64 letters, digits and `. _ - @ :`.
+    static func watcherName(_ arguments: ParsedArguments) throws(UsageError) -> String? {
+        guard let name = try arguments[nameOption] else { return nil }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@:")
+        guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {
+            throw UsageError("--name: \(Printable.escaped(name)) is not a watcher's name: 1 to 64 letters, digits, '.', '_', '-', '@' or ':'")
+        }
+        return name
+    }
+
     /// The queue's URL: `--queue`, else a non-empty `$RUNNER_QUEUE`; nil: the spool folder.
     /// Hooks and executable kinds never see the URL (nor its password), whatever variable the
     /// runner was given it in.
@@ -366,8 +381,9 @@ enum QueueCommands {
 
     /// A watcher of the queue: the same engine, output and observers as the spool's watcher
     /// (`WatchCommand`), its jobs from the queue.
-    static func watch(_ options: WatchCommand.Options, url: String, keepDays: Int) async -> Int32 {
+    static func watch(_ options: WatchCommand.Options, url: String, keepDays: Int, name: String? = nil) async -> Int32 {
         var configuration = QueueFeed.Configuration.watch(queue: url, registry: options.engine.registry)
+        if let name { configuration.runner = name }
         configuration.engine = options.engine
         configuration.grace = options.grace
         configuration.rescanInterval = options.rescan
@@ -434,6 +450,8 @@ enum QueueCommands {
             Console.error("\(error)")
             return 2
         }
+        // The name is this process's from now on, or the watcher does not start.
+        do { try await feed.register() } catch { return fail(error) }
         engine.withLock { $0 = feed.engine }
         service.metrics.follow(running: { feed.running })
         guard let serving = WatchCommand.Serving(

@@ -175,6 +175,12 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         self.timeline = makeTimeline(configuration.engine.clock)
         self.onEvent = onEvent
         self.observer = observer
+        var watcher = JobQueue.Watcher(
+            name: configuration.runner, host: Self.hostName(), version: RunnerVersion.current, kinds: configuration.engine.registry.names,
+            lease: store.lease)
+        watcher.followsEvents = configuration.followsFleetEvents
+        watcher.slots = configuration.engine.concurrency
+        self.watcher = watcher
         writer.onParentsReady { [weak self] ids in
             for id in ids { self?.completeParent(id) }
         }
@@ -199,12 +205,26 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
 
     // MARK: - Running and stopping
 
+    /// This watcher as the fleet lists it (one value for the life of the feed: the process that
+    /// holds its name).
+    private let watcher: JobQueue.Watcher
+    private let registered = Atomic<Bool>(false)
+
+    /// Lists this watcher in the fleet under its name. Refused (a usage error) when another
+    /// live watcher holds the name; when the process that held it died, the jobs it held come
+    /// back to the queue at once (this watcher claims them like any). `run()` registers if this
+    /// was not called.
+    public func register() async throws(QueueError) {
+        try await store.register(watcher)
+        registered.store(true, ordering: .relaxed)
+    }
+
     /// Runs the engine on this feed until `shutdown` and every job handed out has ended (its
     /// record stored, or given up on).
     public func run() async {
-        var watcher = JobQueue.Watcher(name: runner, host: Self.hostName(), version: RunnerVersion.current, kinds: kinds, lease: store.lease)
-        watcher.followsEvents = configuration.followsFleetEvents
-        do { try await store.register(watcher) } catch { report("this watcher could not be listed in the queue: \(error)") }
+        if !registered.load(ordering: .relaxed) {
+            do { try await register() } catch { report("this watcher could not be listed in the queue: \(error)") }
+        }
         onEvent(.started(runner: runner))
         await withDiscardingTaskGroup { group in
             group.addTask { await self.listen() }
