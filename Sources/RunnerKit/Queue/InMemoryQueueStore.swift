@@ -43,6 +43,8 @@ public final class InMemoryQueueStore: QueueStore {
         var keys: [String: (runner: String, until: Duration)] = [:]
         var hosts: [String: (nextAt: Duration, pausedUntil: Duration)] = [:]
         var watchers: [String: JobQueue.Watcher] = [:]
+        /// Each fleet-wide bandwidth's bucket: when its bytes are paid for.
+        var bandwidth: [String: Duration] = [:]
         /// When each watcher last said it was alive.
         var heartbeats: [String: Duration] = [:]
         /// Each key's last record (`runner.results`).
@@ -458,6 +460,15 @@ public final class InMemoryQueueStore: QueueStore {
             let slot = max(entry.nextAt, now, entry.pausedUntil)
             state.hosts[host] = (slot + interval, entry.pausedUntil)
             return slot - now
+        }
+    }
+
+    public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
+        try withState { state, now throws(QueueError) -> Duration in
+            let cost = Duration.nanoseconds(Int64(bytes) * 1_000_000_000 / Int64(max(1, rate)))
+            let paid = max(state.bandwidth[name] ?? .zero, now - .milliseconds(100)) + cost
+            state.bandwidth[name] = paid
+            return paid - now
         }
     }
 

@@ -112,8 +112,14 @@ public final class JobQueue: Sendable {
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'parent_id' AND NOT attisdropped),
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('runner.watchers') AND attname = 'events' AND NOT attisdropped),
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'hook_claims' AND NOT attisdropped),
-                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('runner.watchers') AND attname = 'instance' AND NOT attisdropped)
+                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('runner.watchers') AND attname = 'instance' AND NOT attisdropped),
+                to_regclass('runner.bandwidth') IS NOT NULL
             """).first ?? []
+        if present.count > 8 && present[8] != "t" {
+            // `--limit-rate` and a host's `limitRate` for the fleet: a token bucket each (`''`
+            // for all transfers, else the host), its bytes paid for until `paid_until`.
+            try db.query("CREATE TABLE runner.bandwidth (name text PRIMARY KEY, paid_until timestamptz NOT NULL DEFAULT now())")
+        }
         if present.count > 7 && present.first == "t" && present[7] != "t" {
             // Named watchers: which process holds a name (`instance`, `pid`), so that a second
             // live one is refused and a restarted one takes its own claims back; and how many
@@ -928,6 +934,21 @@ public final class JobQueue: Sendable {
             """, [host, step])
         let ahead = Self.value(rows).flatMap(Double.init) ?? 0
         return max(.zero, .seconds(ahead) - interval)
+    }
+
+    /// Reserves `bytes` of the fleet's bandwidth `name` (`""`: every transfer, else a host) at
+    /// `rate` bytes a second: they are paid for after those reserved before them (or from now,
+    /// less a tenth of a second of burst, when the bucket is idle). Returns how long from now
+    /// until the end of their slot; they may be spent from `bytes / rate` before it.
+    public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) throws(QueueError) -> Duration {
+        let cost = "\(max(1, Int64(bytes) * 1_000_000 / Int64(max(1, rate)))) microseconds"
+        let rows = try connection.query(
+            """
+            INSERT INTO runner.bandwidth AS b (name, paid_until) VALUES ($1, now() - interval '100 milliseconds' + $2::interval)
+            ON CONFLICT (name) DO UPDATE SET paid_until = greatest(b.paid_until, now() - interval '100 milliseconds') + $2::interval
+            RETURNING extract(epoch FROM b.paid_until - now())::float8
+            """, [name, cost])
+        return .seconds(Self.value(rows).flatMap(Double.init) ?? 0)
     }
 
     /// Holds `host` back for every runner for `duration` from now (never shortening a pause),
