@@ -443,7 +443,7 @@ enum QueueCommands {
                         ]))
                     case .fileEnded(let name, let counts):
                         let tally = JobStatus.allCases.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
-                        Console.errLine("runner: \(name): the jobs it claimed here ended; " + tally.joined(separator: ", "))
+                        Console.errLine("runner: \(name): its jobs ended; " + tally.joined(separator: ", "))
                     }
                 })
         } catch {

@@ -463,6 +463,18 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
+    public func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
+        try withState { state, _ throws(QueueError) -> [String: Int]? in
+            guard let file = state.rows[id]?.file else { return [:] }
+            var counts: [String: Int] = [:]
+            for row in state.rows.values where row.file == file {
+                if row.state == "queued" || row.state == "waiting" || (row.state == "running" && row.status == nil) { return nil }
+                counts[row.status ?? "", default: 0] += 1
+            }
+            return counts
+        }
+    }
+
     public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
         try withState { state, now throws(QueueError) -> Duration in
             let cost = Duration.nanoseconds(Int64(bytes) * 1_000_000_000 / Int64(max(1, rate)))

@@ -759,6 +759,26 @@ public final class JobQueue: Sendable {
     /// A bool array literal.
     static func flags(_ values: [Bool]) -> String { "{" + values.map { $0 ? "t" : "f" }.joined(separator: ",") + "}" }
 
+    /// How the jobs of the submitted file of job `id` (its file in its batch, children
+    /// included) ended, by status, once none is left to run (queued, running its own job, or a
+    /// parent waiting for its children); nil while some are.
+    public func fileOutcome(of id: Int64) throws(QueueError) -> [String: Int]? {
+        let rows = try connection.query(
+            """
+            WITH f AS (SELECT file, batch FROM runner.jobs WHERE id = $1)
+            SELECT CASE WHEN j.state = 'queued' OR j.state = 'waiting' OR (j.state = 'running' AND j.status IS NULL) THEN '' ELSE j.status END,
+                count(*)
+            FROM runner.jobs j, f WHERE j.file = f.file AND j.batch IS NOT DISTINCT FROM f.batch GROUP BY 1
+            """, [String(id)])
+        var counts: [String: Int] = [:]
+        for row in rows {
+            let status = row[0] ?? ""
+            if status.isEmpty { return nil }
+            counts[status, default: 0] += Int(row[1] ?? "0") ?? 0
+        }
+        return counts
+    }
+
     /// Ends the jobs whose records `finish` stored with their hooks pending, once the hooks ran
     /// (those `runner` still holds).
     public func hooksEnded(ids: [Int64], runner: String) throws(QueueError) {

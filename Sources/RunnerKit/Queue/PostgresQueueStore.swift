@@ -127,6 +127,11 @@ public final class PostgresQueueStore: QueueStore {
         return try await mainThread.run { () throws(QueueError) -> Duration in try main.reservePace(host: host, interval: interval) }
     }
 
+    public func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> [String: Int]? in try main.fileOutcome(of: id) }
+    }
+
     public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> Duration in try main.reserveBandwidth(name, bytes: bytes, rate: rate) }

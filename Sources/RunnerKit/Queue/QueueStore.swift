@@ -53,6 +53,9 @@ public protocol QueueStore: Sendable {
     /// Takes `host`'s next request slot for the fleet, `interval` after the one before and not
     /// before its pause ends; returns how long from now until it.
     func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration
+    /// How the jobs of job `id`'s submitted file (in its batch, children included) ended, by
+    /// status, once none is left to run; nil while some are.
+    func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]?
     /// Reserves `bytes` of the fleet's bandwidth `name` (`""`: all transfers, else a host) at
     /// `rate` bytes a second, after the bytes reserved before; returns how long from now until
     /// the end of their slot.
