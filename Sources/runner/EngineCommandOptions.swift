@@ -82,7 +82,11 @@ enum EngineCommandOptions {
     struct EventsTarget {
         var path: String
         var append: Bool
-        func stream() -> EventStream { EventStream(path: path, append: append, report: { Console.errLine("runner: \($0)") }) }
+        /// A queue's watcher: its name, on every line.
+        var runner: String?
+        func stream() -> EventStream {
+            EventStream(path: path, append: append, runner: runner, report: { Console.errLine("runner: \($0)") })
+        }
     }
 
     static let onFinish = CommandOption<String?>.text(

@@ -381,9 +381,12 @@ enum QueueCommands {
 
     /// A watcher of the queue: the same engine, output and observers as the spool's watcher
     /// (`WatchCommand`), its jobs from the queue.
-    static func watch(_ options: WatchCommand.Options, url: String, keepDays: Int, name: String? = nil) async -> Int32 {
+    static func watch(_ given: WatchCommand.Options, url: String, keepDays: Int, name: String? = nil) async -> Int32 {
+        var options = given
         var configuration = QueueFeed.Configuration.watch(queue: url, registry: options.engine.registry)
         if let name { configuration.runner = name }
+        // Each event names the watcher, as the fleet's ends on the page's stream do.
+        options.events?.runner = configuration.runner
         configuration.engine = options.engine
         configuration.grace = options.grace
         configuration.rescanInterval = options.rescan
@@ -410,7 +413,7 @@ enum QueueCommands {
                 LiveSite.make(
                     settings, source: QueueLiveSource(
                         queue: try await JobQueue.connect(url: url), registry: configuration.engine.registry, runner: configuration.runner),
-                    registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] })
+                    registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] }, runner: configuration.runner)
             }
         } catch {
             return fail(error)

@@ -34,7 +34,8 @@ struct QueueFleetTests {
         kill(first.processIdentifier, SIGKILL)
         _ = await world.exit(of: first, upTo: .seconds(5))
         let restartedAt = ContinuousClock.now
-        let again = try QueueTests.startWatcher(world, db, "again", ["--name", "night-1", "--concurrency", "4"])
+        let events = "\(world.w.root)/events.jsonl"
+        let again = try QueueTests.startWatcher(world, db, "again", ["--name", "night-1", "--concurrency", "4", "--events", events])
         defer { if again.isRunning { again.terminate() } }
         let done = await world.wait(upTo: .seconds(25)) { QueueTests.records(world).count == 2 }
         let took = restartedAt.duration(to: .now)
@@ -45,6 +46,9 @@ struct QueueFleetTests {
         let names = (status["watchers"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
         #expect(names == ["night-1"], "one row for the name: \(status)")
         #expect(try await QueueTests.ranBy(db, prefix: "q:named") == ["night-1": 2])
+        let lines = world.text(events).split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+        #expect(lines.contains { $0["event"]?.stringValue == "finished" }, "\(lines)")
+        #expect(!lines.isEmpty && lines.allSatisfy { $0["runner"]?.stringValue == "night-1" }, "each event names the watcher: \(lines)")
         #expect(await QueueTests.stop(again, world) == 0)
     }
 
