@@ -247,8 +247,15 @@ enum QueueCommands {
             Console.out(JSONWriter.string(.object(statusJSON(status, display: display, now: now))))
             return 0
         }
-        var lines = ["queue:    \(display)", "watchers: \(status.watchers.filter(\.isLive).count)"]
-        for watcher in status.watchers { lines.append("  " + watcherLine(watcher)) }
+        // The live watchers counted and listed; the silent ones (killed, lost) apart.
+        let live = status.watchers.filter(\.isLive)
+        let silent = status.watchers.filter { !$0.isLive }
+        var lines = ["queue:    \(display)", "watchers: \(live.count)"]
+        for watcher in live { lines.append("  " + watcherLine(watcher)) }
+        if !silent.isEmpty {
+            lines.append("silent:   \(silent.count) (not heard from within their lease; listed for an hour)")
+            for watcher in silent { lines.append("  " + watcherLine(watcher)) }
+        }
         lines.append("queued:   \(status.queued)")
         for waiting in status.unclaimable {
             lines.append("  \(waiting.count) of kind \(Printable.escaped(waiting.kind)): no live watcher has this kind loaded")
@@ -263,7 +270,9 @@ enum QueueCommands {
             lines.append("waiting:  \(status.waiting) parent\(status.waiting == 1 ? "" : "s") for \(status.waiting == 1 ? "its" : "their") children")
             for parent in status.parents { lines.append("  \(Printable.escaped(parent.key))  \(parent.ended)/\(parent.total) children ended") }
         }
+        lines.append("ended in the last 24 h:")
         lines.append("done:     \(status.done)")
+        if status.notFound > 0 { lines.append("notFound: \(status.notFound)") }
         lines.append("failed:   \(status.failed)")
         for failed in status.latestFailed.prefix(5) {
             lines.append(Printable.escaped("  \(failed.key)  \(failed.status)" + (failed.reason.map { ": \($0)" } ?? "")))
@@ -333,14 +342,15 @@ enum QueueCommands {
                 ("count", JSONValue(status.waiting)),
                 ("parents", .array(status.parents.map { .object([("key", .string($0.key)), ("ended", JSONValue($0.ended)), ("total", JSONValue($0.total))]) })),
             ])),
-            ("done", .object([("count", JSONValue(status.done))])),
+            ("done", .object([("count", JSONValue(status.done)), ("sinceHours", JSONValue(24))])),
+            ("notFound", .object([("count", JSONValue(status.notFound)), ("sinceHours", JSONValue(24))])),
             ("failed", .object([
-                ("count", JSONValue(status.failed)), ("latest", latest),
+                ("count", JSONValue(status.failed)), ("sinceHours", JSONValue(24)), ("latest", latest),
                 ("recent", .array(status.latestFailed.map { failed in
                     .object([("key", .string(failed.key)), ("status", .string(failed.status)), ("reason", failed.reason.map { .string($0) } ?? .null)])
                 })),
             ])),
-            ("cancelled", .object([("count", JSONValue(status.cancelled))])),
+            ("cancelled", .object([("count", JSONValue(status.cancelled)), ("sinceHours", JSONValue(24))])),
             ("abandoned", JSONValue(status.abandoned)), ("reclaimed", JSONValue(status.reclaimed)),
             ("pausedHosts", .array(status.pausedHosts.map { .object([("host", .string($0.host)), ("leftMs", JSONValue($0.left.inMilliseconds))]) })),
             ("batches", .array(status.batches.map { batch in
@@ -493,9 +503,12 @@ struct QueueLiveSource: LiveSource {
     func overview(runningHere: Int) -> LiveOverview {
         guard let status = try? queue.status() else { return LiveOverview(counts: [("jobs running here", runningHere)]) }
         var counts = [
-            ("jobs queued", status.queued), ("jobs running", max(status.running.count, runningHere)), ("running here", runningHere),
-            ("jobs done", status.done), ("jobs failed", status.failed), ("watchers", status.watchers.filter(\.isLive).count),
+            ("jobs queued", status.queued), ("jobs running", max(status.running.count, runningHere)), ("running on \(runner)", runningHere),
+            ("done, last 24 h", status.done), ("notFound, last 24 h", status.notFound), ("failed, last 24 h", status.failed),
+            ("watchers", status.watchers.filter(\.isLive).count),
         ]
+        let silent = status.watchers.filter { !$0.isLive }.count
+        if silent > 0 { counts.append(("silent watchers", silent)) }
         if status.waiting > 0 { counts.append(("parents waiting", status.waiting)) }
         return LiveOverview(
             counts: counts,

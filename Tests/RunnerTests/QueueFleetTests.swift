@@ -110,4 +110,37 @@ struct QueueFleetTests {
         #expect(reservations.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "one bucket for --limit-rate: \(reservations)")
         for watcher in [a, b] { #expect(await QueueTests.stop(watcher, world) == 0) }
     }
+
+    /// `status` counts `notFound` apart from `failed`, the ended jobs of the last day, and the
+    /// live watchers, with a killed one listed apart as silent.
+    @Test func statusCountsNotFoundApartAndSilentWatchersApart() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let steady = try QueueTests.startWatcher(world, db, "steady", lease: 2, ["--name", "steady"])
+        let doomed = try QueueTests.startWatcher(world, db, "doomed", lease: 2, ["--name", "doomed"])
+        defer { [steady, doomed].forEach { if $0.isRunning { $0.terminate() } } }
+        #expect(await Self.listening(world, ["steady", "doomed"]))
+        let file = world.w.write("mixed.jsonl", ["imgly.A.1", "imgly.A.2", "imgly.B.2"].map { id in
+            #"{"kind": "entry", "key": "q:\#(id)", "id": "\#(id)", "url": "\#(world.base)/entries/{id}.json", "timeout": 30}"#
+        }.joined(separator: "\n") + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        // Finished longer ago than a day: not counted.
+        _ = try await QueueTests.status(world, db, upTo: .seconds(20)) { QueueTests.count($0, "done") + QueueTests.count($0, "notFound") == 3 }
+        _ = try await db.psql(
+            "INSERT INTO runner.jobs (key, kind, job, file, state, status, finished_at) VALUES ('q:old', 'entry', '{}', 'old.jsonl', 'done', 'succeeded', now() - interval '2 days')")
+        kill(doomed.processIdentifier, SIGKILL)
+        _ = await world.exit(of: doomed, upTo: .seconds(5))
+        let status = try await QueueTests.status(world, db, upTo: .seconds(10)) { status in
+            (status["watchers"]?.arrayValue ?? []).contains { $0["live"] == .bool(false) }
+        }
+        #expect(QueueTests.count(status, "done") == 2 && QueueTests.count(status, "notFound") == 1, "\(status)")
+        #expect(QueueTests.count(status, "failed") == 0, "a 404 is no failure: \(status)")
+        let text = try await world.w.run(["status", "--queue", db.url])
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("watchers: 1") && lines.contains { $0.hasPrefix("silent:   1") }, "\(text.stdout)")
+        let silentAt = try #require(lines.firstIndex { $0.hasPrefix("silent:") })
+        #expect(lines[silentAt + 1].hasPrefix("  doomed on ") && lines[2].hasPrefix("  steady on "), "\(text.stdout)")
+        #expect(lines.contains("done:     2") && lines.contains("notFound: 1") && lines.contains("failed:   0"), "\(text.stdout)")
+        #expect(await QueueTests.stop(steady, world) == 0)
+    }
 }

@@ -1059,10 +1059,14 @@ public final class JobQueue: Sendable {
         }
         public var queued: Int
         public var running: [Running]
+        /// Jobs that ended in the last `JobQueue.recent` (24 h) by outcome: succeeded or not
+        /// modified (`done`), failed (any other status but `notFound` and `cancelled`), and
+        /// `notFound` apart, an answer rather than a failure (a list's gone children).
         public var done: Int
         public var failed: Int
         public var cancelled: Int
-        /// The last failures, newest first.
+        public var notFound = 0
+        /// The last failures (not `notFound`), newest first.
         public var latestFailed: [Failed]
         /// The watchers heard from in the last hour, by name.
         public var watchers: [Watcher] = []
@@ -1082,16 +1086,22 @@ public final class JobQueue: Sendable {
         public var pausedHosts: [(host: String, left: Duration)] = []
     }
 
-    /// Counts fleet-wide; up to 100 running jobs and 10 recent failures.
+    /// How far back `status` counts the jobs that ended: a day, not every row `--keep` keeps.
+    public static let recent = Duration.seconds(86_400)
+
+    /// Counts fleet-wide (the ended jobs of the last `recent`); up to 100 running jobs and 10
+    /// recent failures.
     public func status() throws(QueueError) -> Status {
         let counts = try connection.query(
             """
             SELECT count(*) FILTER (WHERE state = 'queued' OR (state = 'running' AND lease_until < now())),
-                   count(*) FILTER (WHERE state = 'done' AND status IN ('succeeded', 'notModified')),
-                   count(*) FILTER (WHERE state = 'done' AND status = 'cancelled'),
-                   count(*) FILTER (WHERE state = 'done' AND status NOT IN ('succeeded', 'notModified', 'cancelled'))
+                   count(*) FILTER (WHERE state = 'done' AND status IN ('succeeded', 'notModified') AND finished_at > now() - $1::interval),
+                   count(*) FILTER (WHERE state = 'done' AND status = 'cancelled' AND finished_at > now() - $1::interval),
+                   count(*) FILTER (WHERE state = 'done' AND status NOT IN ('succeeded', 'notModified', 'cancelled', 'notFound')
+                       AND finished_at > now() - $1::interval),
+                   count(*) FILTER (WHERE state = 'done' AND status = 'notFound' AND finished_at > now() - $1::interval)
             FROM runner.jobs
-            """).first ?? []
+            """, ["\(Self.recent.inMilliseconds) milliseconds"]).first ?? []
         func number(_ index: Int) -> Int { counts.count > index ? Int(counts[index] ?? "0") ?? 0 : 0 }
         let running = try connection.query(
             """
@@ -1108,12 +1118,13 @@ public final class JobQueue: Sendable {
             """
             SELECT key, CASE WHEN hooks_failed IS NULL THEN status ELSE 'hooks' END, coalesce(hooks_failed, reason),
                 extract(epoch FROM finished_at)::float8 FROM runner.jobs
-            WHERE state = 'done' AND (status NOT IN ('succeeded', 'notModified', 'cancelled') OR hooks_failed IS NOT NULL)
+            WHERE state = 'done' AND (status NOT IN ('succeeded', 'notModified', 'cancelled', 'notFound') OR hooks_failed IS NOT NULL)
             ORDER BY finished_at DESC LIMIT 10
             """).map { row in
                 Status.Failed(key: row[0] ?? "", status: row[1] ?? "", reason: row[2], at: Date(timeIntervalSince1970: Double(row[3] ?? "0") ?? 0))
             }
         var status = Status(queued: number(0), running: running, done: number(1), failed: number(3), cancelled: number(2), latestFailed: failed)
+        status.notFound = number(4)
         status.watchers = try connection.query(
             """
             SELECT w.name, w.host, w.version, array_to_string(w.kinds, ' '), w.lease_ms, extract(epoch FROM w.started_at)::float8,
