@@ -66,13 +66,15 @@ enum EngineCommandOptions {
         "events", "FILE",
         help: "Write one JSON line per event (queued, started, waiting, attempt, progress, finished, hook, dropped) to FILE as it happens: a new file, a FIFO or a device; never through a symbolic link.")
     static let eventsAppend = CommandOption<Bool>.flag(
-        "events-append", help: "With --events, add to FILE if it is an existing regular file (refused without this).")
+        "events-append", help: "With --events, add to FILE if it is an existing regular file (refused without this by run; watch always adds).")
 
     /// `--events FILE` and `--events-append`, checked now (a link, or an existing file without
-    /// `--events-append`, is a usage error); nil without `--events`.
-    static func eventsTarget(_ arguments: ParsedArguments) throws(UsageError) -> EventsTarget? {
+    /// `--events-append`, is a usage error); nil without `--events`. With `appends` (a watcher,
+    /// which a service manager restarts with the same command line), an existing file is added
+    /// to as if `--events-append` were given.
+    static func eventsTarget(_ arguments: ParsedArguments, appends: Bool = false) throws(UsageError) -> EventsTarget? {
         guard let path = try arguments[events] else { return nil }
-        let append = try arguments[eventsAppend]
+        let append = try arguments[eventsAppend] || appends
         if let problem = EventStream.problem(opening: path, append: append) { throw UsageError("--events: \(problem)") }
         return EventsTarget(path: path, append: append)
     }
@@ -80,7 +82,11 @@ enum EngineCommandOptions {
     struct EventsTarget {
         var path: String
         var append: Bool
-        func stream() -> EventStream { EventStream(path: path, append: append, report: { Console.errLine("runner: \($0)") }) }
+        /// A queue's watcher: its name, on every line.
+        var runner: String?
+        func stream() -> EventStream {
+            EventStream(path: path, append: append, runner: runner, report: { Console.errLine("runner: \($0)") })
+        }
     }
 
     static let onFinish = CommandOption<String?>.text(

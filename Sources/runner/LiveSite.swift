@@ -169,12 +169,12 @@ extension LiveSite {
     /// event readers (to add to the engine's).
     static func make(
         _ settings: LiveOptions.Settings, source: any LiveSource, registry: KindRegistry,
-        hosts: @escaping @Sendable () -> [JobEngine.HostActivity]
+        hosts: @escaping @Sendable () -> [JobEngine.HostActivity], runner: String? = nil
     ) -> (server: LiveServer, observers: [any RunObserver]) {
         let board = LiveBoard()
         let site = LiveSite(board: board, source: source, registry: registry, hosts: hosts)
         let server = LiveServer(host: settings.host, port: settings.port, token: settings.token, pages: LiveSite.pages) { site.handle($0) }
-        return (server, [board, EventLines(sink: server)])
+        return (server, [board, EventLines(sink: server, runner: runner)])
     }
 
     /// Starts `server` and says where it listens; false, said in one line, when it cannot.

@@ -15,6 +15,21 @@ enum QueueCommands {
         "keep", "DAYS", default: 7, range: 0...36_500,
         help: "With --queue: how many days finished jobs stay in the queue (for status and records) before they are removed.")
 
+    static let nameOption = CommandOption<String?>.text(
+        "name", "NAME",
+        help: "With --queue: this watcher's name in the fleet (letters, digits, . _ - @ :), shown by status; a second live watcher of the name is refused, and one restarted under it takes its own unfinished jobs back at once.",
+        defaultText: "host-pid")
+
+    /// `--name`, checked: 1 to 64 letters, digits and `. _ - @ :`.
+    static func watcherName(_ arguments: ParsedArguments) throws(UsageError) -> String? {
+        guard let name = try arguments[nameOption] else { return nil }
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@:")
+        guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {
+            throw UsageError("--name: \(Printable.escaped(name)) is not a watcher's name: 1 to 64 letters, digits, '.', '_', '-', '@' or ':'")
+        }
+        return name
+    }
+
     /// The queue's URL: `--queue`, else a non-empty `$RUNNER_QUEUE`; nil: the spool folder.
     /// Hooks and executable kinds never see the URL (nor its password), whatever variable the
     /// runner was given it in.
@@ -232,8 +247,15 @@ enum QueueCommands {
             Console.out(JSONWriter.string(.object(statusJSON(status, display: display, now: now))))
             return 0
         }
-        var lines = ["queue:    \(display)", "watchers: \(status.watchers.filter(\.isLive).count)"]
-        for watcher in status.watchers { lines.append("  " + watcherLine(watcher)) }
+        // The live watchers counted and listed; the silent ones (killed, lost) apart.
+        let live = status.watchers.filter(\.isLive)
+        let silent = status.watchers.filter { !$0.isLive }
+        var lines = ["queue:    \(display)", "watchers: \(live.count)"]
+        for watcher in live { lines.append("  " + watcherLine(watcher)) }
+        if !silent.isEmpty {
+            lines.append("silent:   \(silent.count) (not heard from within their lease; listed for an hour)")
+            for watcher in silent { lines.append("  " + watcherLine(watcher)) }
+        }
         lines.append("queued:   \(status.queued)")
         for waiting in status.unclaimable {
             lines.append("  \(waiting.count) of kind \(Printable.escaped(waiting.kind)): no live watcher has this kind loaded")
@@ -248,7 +270,9 @@ enum QueueCommands {
             lines.append("waiting:  \(status.waiting) parent\(status.waiting == 1 ? "" : "s") for \(status.waiting == 1 ? "its" : "their") children")
             for parent in status.parents { lines.append("  \(Printable.escaped(parent.key))  \(parent.ended)/\(parent.total) children ended") }
         }
+        lines.append("ended in the last 24 h:")
         lines.append("done:     \(status.done)")
+        if status.notFound > 0 { lines.append("notFound: \(status.notFound)") }
         lines.append("failed:   \(status.failed)")
         for failed in status.latestFailed.prefix(5) {
             lines.append(Printable.escaped("  \(failed.key)  \(failed.status)" + (failed.reason.map { ": \($0)" } ?? "")))
@@ -318,14 +342,15 @@ enum QueueCommands {
                 ("count", JSONValue(status.waiting)),
                 ("parents", .array(status.parents.map { .object([("key", .string($0.key)), ("ended", JSONValue($0.ended)), ("total", JSONValue($0.total))]) })),
             ])),
-            ("done", .object([("count", JSONValue(status.done))])),
+            ("done", .object([("count", JSONValue(status.done)), ("sinceHours", JSONValue(24))])),
+            ("notFound", .object([("count", JSONValue(status.notFound)), ("sinceHours", JSONValue(24))])),
             ("failed", .object([
-                ("count", JSONValue(status.failed)), ("latest", latest),
+                ("count", JSONValue(status.failed)), ("sinceHours", JSONValue(24)), ("latest", latest),
                 ("recent", .array(status.latestFailed.map { failed in
                     .object([("key", .string(failed.key)), ("status", .string(failed.status)), ("reason", failed.reason.map { .string($0) } ?? .null)])
                 })),
             ])),
-            ("cancelled", .object([("count", JSONValue(status.cancelled))])),
+            ("cancelled", .object([("count", JSONValue(status.cancelled)), ("sinceHours", JSONValue(24))])),
             ("abandoned", JSONValue(status.abandoned)), ("reclaimed", JSONValue(status.reclaimed)),
             ("pausedHosts", .array(status.pausedHosts.map { .object([("host", .string($0.host)), ("leftMs", JSONValue($0.left.inMilliseconds))]) })),
             ("batches", .array(status.batches.map { batch in
@@ -366,8 +391,12 @@ enum QueueCommands {
 
     /// A watcher of the queue: the same engine, output and observers as the spool's watcher
     /// (`WatchCommand`), its jobs from the queue.
-    static func watch(_ options: WatchCommand.Options, url: String, keepDays: Int) async -> Int32 {
+    static func watch(_ given: WatchCommand.Options, url: String, keepDays: Int, name: String? = nil) async -> Int32 {
+        var options = given
         var configuration = QueueFeed.Configuration.watch(queue: url, registry: options.engine.registry)
+        if let name { configuration.runner = name }
+        // Each event names the watcher, as the fleet's ends on the page's stream do.
+        options.events?.runner = configuration.runner
         configuration.engine = options.engine
         configuration.grace = options.grace
         configuration.rescanInterval = options.rescan
@@ -394,7 +423,7 @@ enum QueueCommands {
                 LiveSite.make(
                     settings, source: QueueLiveSource(
                         queue: try await JobQueue.connect(url: url), registry: configuration.engine.registry, runner: configuration.runner),
-                    registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] })
+                    registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] }, runner: configuration.runner)
             }
         } catch {
             return fail(error)
@@ -427,13 +456,15 @@ enum QueueCommands {
                         ]))
                     case .fileEnded(let name, let counts):
                         let tally = JobStatus.allCases.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
-                        Console.errLine("runner: \(name): the jobs it claimed here ended; " + tally.joined(separator: ", "))
+                        Console.errLine("runner: \(name): its jobs ended; " + tally.joined(separator: ", "))
                     }
                 })
         } catch {
             Console.error("\(error)")
             return 2
         }
+        // The name is this process's from now on, or the watcher does not start.
+        do { try await feed.register() } catch { return fail(error) }
         engine.withLock { $0 = feed.engine }
         service.metrics.follow(running: { feed.running })
         guard let serving = WatchCommand.Serving(
@@ -472,9 +503,12 @@ struct QueueLiveSource: LiveSource {
     func overview(runningHere: Int) -> LiveOverview {
         guard let status = try? queue.status() else { return LiveOverview(counts: [("jobs running here", runningHere)]) }
         var counts = [
-            ("jobs queued", status.queued), ("jobs running", max(status.running.count, runningHere)), ("running here", runningHere),
-            ("jobs done", status.done), ("jobs failed", status.failed), ("watchers", status.watchers.filter(\.isLive).count),
+            ("jobs queued", status.queued), ("jobs running", max(status.running.count, runningHere)), ("running on \(runner)", runningHere),
+            ("done, last 24 h", status.done), ("notFound, last 24 h", status.notFound), ("failed, last 24 h", status.failed),
+            ("watchers", status.watchers.filter(\.isLive).count),
         ]
+        let silent = status.watchers.filter { !$0.isLive }.count
+        if silent > 0 { counts.append(("silent watchers", silent)) }
         if status.waiting > 0 { counts.append(("parents waiting", status.waiting)) }
         return LiveOverview(
             counts: counts,

@@ -29,7 +29,7 @@ enum WatchCommand {
         summary: "Run the job files that arrive in the spool's inbox (or the jobs of a shared queue, with --queue), until SIGTERM or SIGINT; SIGHUP reopens its files.",
         options: [SpoolCommands.spoolOption.spec] + EngineCommandOptions.options
             + [grace.spec, settle.spec, rescan.spec, SpoolCommands.groupOption.spec, metrics.spec, json.spec]
-            + [QueueCommands.queueOption.spec, QueueCommands.keepOption.spec] + LiveOptions.specs,
+            + [QueueCommands.queueOption.spec, QueueCommands.keepOption.spec, QueueCommands.nameOption.spec] + LiveOptions.specs,
         run: { arguments in await run(arguments) })
 
     /// What both watchers take.
@@ -54,13 +54,14 @@ enum WatchCommand {
                 throw UsageError("--\(given) is an option of the spool's watcher; a watcher of a queue (--queue) takes no spool folder")
             }
             if queue == nil, arguments.value(QueueCommands.keepOption.spec.name) != nil { throw UsageError("--keep needs --queue") }
+            if queue == nil, arguments.value(QueueCommands.nameOption.spec.name) != nil { throw UsageError("--name needs --queue") }
             var engine = JobEngine.Configuration.run(registry: KindRegistry())
             try EngineCommandOptions.apply(arguments, to: &engine)
             // Whoever drops or submits a job is not the operator: no secret references.
             engine.limits.allowsSecretReferences = false
             options = Options(
                 engine: engine, grace: try arguments[grace], rescan: try arguments[rescan], metrics: try arguments[metrics],
-                json: try arguments[json], events: try EngineCommandOptions.eventsTarget(arguments),
+                json: try arguments[json], events: try EngineCommandOptions.eventsTarget(arguments, appends: true),
                 hook: try EngineCommandOptions.hook(arguments), live: try LiveOptions.settings(arguments))
             guard options.rescan >= .milliseconds(10) else { throw UsageError("--rescan must be at least 0.01 seconds") }
         } catch {
@@ -71,8 +72,14 @@ enum WatchCommand {
         options.engine.requests.merge(setup.requests)
         if let queue {
             let keepDays: Int
-            do { keepDays = try arguments[QueueCommands.keepOption] } catch { return Runner.usageError(error, spec: spec) }
-            return await QueueCommands.watch(options, url: queue, keepDays: keepDays)
+            let name: String?
+            do {
+                keepDays = try arguments[QueueCommands.keepOption]
+                name = try QueueCommands.watcherName(arguments)
+            } catch {
+                return Runner.usageError(error, spec: spec)
+            }
+            return await QueueCommands.watch(options, url: queue, keepDays: keepDays, name: name)
         }
         var feed: SpoolFeed.Configuration
         do {

@@ -151,6 +151,28 @@ struct QueueFeedTests {
         #expect(w.records.value.count == 2)
     }
 
+    /// Jobs of one file that came in six claims (one slot, one job a claim) are said to have
+    /// ended once, when the last of them ended, with the counts of them all.
+    @Test func aFileWhoseJobsCameInManyClaimsIsSaidToHaveEndedOnce() async throws {
+        let keys = (1...6).map { "f\($0)" }
+        for key in keys { w.http.script("http://queue.test/\(key)", key == "f6" ? .status(404) : .ok(key)) }
+        let feed = try w.feed {
+            $0.engine.concurrency = 1
+            $0.prefetch = 1
+        }
+        let run = w.start(feed)
+        w.submit(keys)
+        await w.waitDone(keys)
+        await eventually("the file said to have ended") {
+            w.events.read { $0.contains { if case .fileEnded = $0.event { true } else { false } } }
+        }
+        feed.shutdown()
+        await run.value
+        let ended = w.events.read { $0.compactMap { if case .fileEnded(let name, let counts) = $0.event { (name, counts) } else { nil } } }
+        #expect(ended.count == 1, "one line for the file: \(ended)")
+        #expect(ended.first?.0 == "test.jsonl" && ended.first?.1 == [.succeeded: 5, .notFound: 1], "\(ended)")
+    }
+
     @Test func aNoticeWakesAnIdleFeedBeforeItsRescan() async throws {
         w.http.script("http://queue.test/late", .ok("late"))
         let feed = try w.feed { $0.rescanInterval = .seconds(60) }

@@ -91,6 +91,18 @@ struct EventsTests {
         #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0)
         let events = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(String($0)) }
         #expect(Self.byKey(events)["image:a"] == ["queued", "started", "finished"], "\(events)")
+
+        // Restarted with the same command line (a service manager's Restart=on-failure): the
+        // watcher adds to the file instead of refusing it.
+        let again = try world.startWatcher(["--events", path])
+        defer { if again.isRunning { again.terminate() } }
+        try world.drop("b.jsonl", world.imageJob("image:b", query: "?b=1"))
+        #expect(await world.wait(upTo: .seconds(20)) { world.names(world.spool.done).contains("b.jsonl") }, "\(world.log())")
+        kill(again.processIdentifier, SIGTERM)
+        #expect(await world.exit(of: again, upTo: .seconds(20)) == 0, "\(world.log())")
+        let both = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map { try JSONParser.parse(String($0)) }
+        #expect(Self.byKey(both)["image:a"] == ["queued", "started", "finished"], "the first watcher's lines kept: \(both)")
+        #expect(Self.byKey(both)["image:b"] == ["queued", "started", "finished"], "\(both)")
     }
 
     /// `--events` never follows a link and never mixes into an existing file unasked.

@@ -293,13 +293,14 @@ struct QueueTests {
         let log = world.log("out")
         #expect(log.contains("notices stopped") || log.contains("could not be read") || log.contains("could not be stored"), "the outage is said: \(log)")
         #expect(log.split(separator: "\n").allSatisfy { $0.hasPrefix("runner: ") }, "every line in the runner's words, libpq's too: \(log)")
-        // A line each time the jobs of the file it held had all ended: together, the 20.
+        // One line once the jobs of the file had all ended: the 20.
         let ended = {
-            world.log("out").split(separator: "\n").filter { $0.hasPrefix("runner: restart.jsonl: the jobs it claimed here ended; ") }
+            world.log("out").split(separator: "\n").filter { $0.hasPrefix("runner: restart.jsonl: its jobs ended; ") }
                 .compactMap { line in line.split(separator: " ").last.flatMap { _ in Int(line.split(separator: "; ").last?.split(separator: " ").first ?? "") } }
                 .reduce(0, +)
         }
         #expect(await world.wait(upTo: .seconds(10)) { ended() == 20 }, "\(world.log("out"))")
+        #expect(world.log("out").components(separatedBy: "restart.jsonl: its jobs ended").count == 2, "one line: \(world.log("out"))")
         #expect(await Self.stop(watcher, world) == 0)
     }
 

@@ -61,7 +61,15 @@ public final class JobEngine: Sendable {
             store: store, runLog: configuration.runLog, observer: observer,
             knownRecords: configuration.storeHeldAlone ? store.recordFileNames() : nil, claimHeld: configuration.claimHeld)
         self.observer = observer
-        self.bandwidth = configuration.limitRate.map { BandwidthLimit(rate: $0) }
+        self.bandwidth = configuration.limitRate.map { rate in
+            BandwidthLimit(rate: rate, shared: Self.sharedBandwidth("", rate: rate, configuration.sharedPacing))
+        }
+    }
+
+    /// The fleet's share of a bandwidth limit, for the runners of a queue (nil: this one's alone).
+    private static func sharedBandwidth(_ name: String, rate: Int, _ pacing: (any SharedPacing)?) -> SharedBandwidth? {
+        guard let pacing else { return nil }
+        return SharedBandwidth(name: name, rate: rate) { name, bytes, rate in await pacing.reserveBandwidth(name, bytes: bytes, rate: rate) }
     }
 
     /// The limit a transfer from `host` takes its bytes from: the host's own (`limitRate` in the
@@ -70,7 +78,7 @@ public final class JobEngine: Sendable {
         guard !configuration.requests.hosts.isEmpty, let rate = configuration.requests.limitRate(forHost: host) else { return bandwidth }
         return hostBandwidth.withLock { limits in
             if let limit = limits[host] { return limit }
-            let limit = BandwidthLimit(rate: rate, within: bandwidth)
+            let limit = BandwidthLimit(rate: rate, within: bandwidth, shared: Self.sharedBandwidth(host, rate: rate, configuration.sharedPacing))
             limits[host] = limit
             return limit
         }

@@ -107,7 +107,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         /// Something went wrong that the feed goes on through (the store away, a record kept
         /// on disk only), in words.
         case problem(String)
-        /// Every job this runner claimed of a submitted file ended: how they ended here.
+        /// Every job of a submitted file ended, the last of them here: how they all ended, on
+        /// every runner of the fleet (said once per file, by the runner that ended the last).
         case fileEnded(name: String, counts: [JobStatus: Int])
         /// Another runner of the fleet ended a job (with `followsFleetEvents`).
         case fleetFinished(key: String, kind: String, status: String, runner: String)
@@ -145,8 +146,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         var givenBack: Set<Int64> = []
         /// Keys a cancel was asked for, and when: a job of the key claimed before then does not run.
         var cancels: [String: Duration] = [:]
-        /// By submitted file: jobs claimed here and not ended, and how those that ended did.
-        var files: [String: (open: Int, counts: [JobStatus: Int])] = [:]
+        /// By submitted file: jobs claimed here and not ended, and how many ended here since.
+        var files: [String: (open: Int, ended: Int)] = [:]
         /// Work beside the engine's, by job id: hooks another runner left, parents to complete.
         var sideWork: [Int64: Task<Void, Never>] = [:]
         /// Children of jobs running here, from their kinds, until the jobs' records are stored.
@@ -184,6 +185,12 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         self.timeline = makeTimeline(configuration.engine.clock)
         self.onEvent = onEvent
         self.observer = observer
+        var watcher = JobQueue.Watcher(
+            name: configuration.runner, host: Self.hostName(), version: RunnerVersion.current, kinds: configuration.engine.registry.names,
+            lease: store.lease)
+        watcher.followsEvents = configuration.followsFleetEvents
+        watcher.slots = configuration.engine.concurrency
+        self.watcher = watcher
         writer.onParentsReady { [weak self] ids in
             for id in ids { self?.completeParent(id) }
         }
@@ -208,12 +215,26 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
 
     // MARK: - Running and stopping
 
+    /// This watcher as the fleet lists it (one value for the life of the feed: the process that
+    /// holds its name).
+    private let watcher: JobQueue.Watcher
+    private let registered = Atomic<Bool>(false)
+
+    /// Lists this watcher in the fleet under its name. Refused (a usage error) when another
+    /// live watcher holds the name; when the process that held it died, the jobs it held come
+    /// back to the queue at once (this watcher claims them like any). `run()` registers if this
+    /// was not called.
+    public func register() async throws(QueueError) {
+        try await store.register(watcher)
+        registered.store(true, ordering: .relaxed)
+    }
+
     /// Runs the engine on this feed until `shutdown` and every job handed out has ended (its
     /// record stored, or given up on).
     public func run() async {
-        var watcher = JobQueue.Watcher(name: runner, host: Self.hostName(), version: RunnerVersion.current, kinds: kinds, lease: store.lease)
-        watcher.followsEvents = configuration.followsFleetEvents
-        do { try await store.register(watcher) } catch { report("this watcher could not be listed in the queue: \(error)") }
+        if !registered.load(ordering: .relaxed) {
+            do { try await register() } catch { report("this watcher could not be listed in the queue: \(error)") }
+        }
         renewed.withLock { $0 = timeline.now }
         onEvent(.started(runner: runner))
         await withDiscardingTaskGroup { group in
@@ -290,8 +311,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                     state.unstarted.remove(claim.id)
                     state.held.remove(claim.id)
                 }
-                tally(claim.file, .failed)
                 writer.releasePreLocked(claim.key)
+                await tally(claim.file, id: claim.id, ended: true)
                 continue
             }
             let (id, key, file) = (claim.id, claim.key, claim.file)
@@ -309,7 +330,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
                 },
                 ended: { [self] end in
                     await ended(id: id, key: key, job: job, stored: stored, end)
-                    if case .recorded(let result, _) = end { tally(file, result.status) } else { tally(file, nil) }
+                    if case .recorded = end { await tally(file, id: id, ended: true) } else { await tally(file, id: id, ended: false) }
                 },
                 lastRecord: claim.previous.flatMap { try? JSONParser.parse(Array($0.utf8)) },
                 takesChildren: { [self] children in state.withLock { $0.children[id] = children } })
@@ -378,7 +399,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
             guard !state.stopping else { return false }
             state.unstarted.formUnion(claims.map(\.id))
             state.held.formUnion(claims.map(\.id))
-            for claim in claims { state.files[claim.file, default: (0, [:])].open += 1 }
+            for claim in claims { state.files[claim.file, default: (0, 0)].open += 1 }
             state.buffer.append(contentsOf: claims.dropFirst().map { ($0, claimedAt) })
             return true
         }
@@ -453,20 +474,26 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         return made
     }
 
-    /// One job of `file` ended here (`status` nil: given back); the last says how they all did.
-    private func tally(_ file: String, _ status: JobStatus?) {
-        let ended = state.withLock { state -> [JobStatus: Int]? in
-            guard var entry = state.files[file] else { return nil }
+    /// One job of `file` (job `id`) ended here (`ended` false: given back). When none of the
+    /// file's jobs is left here, the queue says whether any is left in the fleet; once none is,
+    /// how they all ended is said once (by the watcher that ended the last of them), however
+    /// many claims brought them here.
+    private func tally(_ file: String, id: Int64, ended: Bool) async {
+        let last = state.withLock { state -> Bool in
+            guard var entry = state.files[file] else { return false }
             entry.open -= 1
-            if let status { entry.counts[status, default: 0] += 1 }
+            if ended { entry.ended += 1 }
             guard entry.open <= 0 else {
                 state.files[file] = entry
-                return nil
+                return false
             }
             state.files[file] = nil
-            return entry.counts
+            return entry.ended > 0
         }
-        if let ended, !ended.isEmpty { onEvent(.fileEnded(name: file, counts: ended)) }
+        guard last, let outcome = try? await store.fileOutcome(of: id), !outcome.isEmpty else { return }
+        var counts: [JobStatus: Int] = [:]
+        for (status, count) in outcome { counts[JobStatus(rawValue: status) ?? .failed, default: 0] += count }
+        onEvent(.fileEnded(name: file, counts: counts))
     }
 
     private func ended(id: Int64, key: String, job: JobDescriptor, stored: JSONValue, _ end: FeedJob.End) async {

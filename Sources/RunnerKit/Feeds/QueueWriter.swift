@@ -226,8 +226,9 @@ struct QueueKeyLock: KeyLocking {
     }
 }
 
-/// `--rate`, a host's `rate` and `Retry-After` pauses shared by every runner of a queue: each
-/// paced request takes the host's next slot in the queue. While the queue cannot be reached,
+/// `--rate`, a host's `rate`, `Retry-After` pauses, `--limit-rate` and a host's `limitRate`
+/// shared by every runner of a queue: each paced request takes the host's next slot in the
+/// queue, and transfers reserve their bytes there in chunks. While the queue cannot be reached,
 /// each runner paces alone.
 struct QueuePacing: SharedPacing {
     let store: any QueueStore
@@ -239,5 +240,9 @@ struct QueuePacing: SharedPacing {
 
     func pause(host: String, for duration: Duration) async {
         try? await store.pause(host: host, for: duration, from: runner)
+    }
+
+    func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async -> Duration? {
+        try? await store.reserveBandwidth(name, bytes: bytes, rate: rate)
     }
 }

@@ -34,8 +34,15 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     /// Whether an existing regular file at `path` is appended to (else it is refused).
     private let append: Bool
 
+    /// The watcher's name in its queue, on every line (nil: none).
+    public let runner: String?
+
     /// Starts the writer thread, which opens `path` (see `problem(opening:append:)`).
-    public init(path: String, append: Bool = false, capacity: Int = defaultCapacity, report: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(
+        path: String, append: Bool = false, capacity: Int = defaultCapacity, runner: String? = nil,
+        report: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.runner = runner
         self.path = path
         self.append = append
         self.report = report
@@ -47,7 +54,7 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
 
     // MARK: - Events
 
-    private var lines: EventLines { EventLines(sink: self) }
+    private var lines: EventLines { EventLines(sink: self, runner: runner) }
 
     public func jobQueued(_ job: JobDescriptor) { lines.jobQueued(job) }
     public func jobStarted(_ job: JobDescriptor) { lines.jobStarted(job) }
@@ -324,8 +331,13 @@ extension EventLineSink {
 /// event has `time`, `event`, `key` and `kind`.
 public struct EventLines: RunObserver {
     public let sink: any EventLineSink
+    /// The name of the queue's watcher whose events these are, as `runner` on each (nil: none).
+    public let runner: String?
 
-    public init(sink: any EventLineSink) { self.sink = sink }
+    public init(sink: any EventLineSink, runner: String? = nil) {
+        self.sink = sink
+        self.runner = runner
+    }
 
     public func jobQueued(_ job: JobDescriptor) {
         guard sink.wantsLines else { return }
@@ -366,7 +378,8 @@ public struct EventLines: RunObserver {
     private func emit(_ event: String, _ key: String, _ kind: String, _ fields: [(key: String, value: JSONValue)] = []) {
         guard sink.wantsLines else { return }
         // Every string capped, a record's included: one line must never be too long for a reader.
-        sink.take(Self.line(event, [("key", .string(key)), ("kind", .string(kind))] + fields.map { ($0.key, $0.value.capped()) }))
+        sink.take(Self.line(
+            event, [("key", .string(key)), ("kind", .string(kind))] + fields.map { ($0.key, $0.value.capped()) } + (runner.map { [("runner", .string($0))] } ?? [])))
     }
 
     /// One event's line: `time`, `event`, then `fields`.

@@ -43,6 +43,10 @@ public final class InMemoryQueueStore: QueueStore {
         var keys: [String: (runner: String, until: Duration)] = [:]
         var hosts: [String: (nextAt: Duration, pausedUntil: Duration)] = [:]
         var watchers: [String: JobQueue.Watcher] = [:]
+        /// Each fleet-wide bandwidth's bucket: when its bytes are paid for.
+        var bandwidth: [String: Duration] = [:]
+        /// When each watcher last said it was alive.
+        var heartbeats: [String: Duration] = [:]
         /// Each key's last record (`runner.results`).
         var results: [String: String] = [:]
         var identity = QueueIdentity(id: "memory-" + String(UInt64.random(in: 0...UInt64.max), radix: 16))
@@ -176,7 +180,7 @@ public final class InMemoryQueueStore: QueueStore {
                 (row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.isClaimable))
                     && (kinds?.contains(row.kind) ?? true)
                     && (row.status != nil || !((state.keys[row.key]?.until).map { $0 >= now } ?? false))
-            }.sorted { $0.id < $1.id }.prefix(max(0, limit))
+            }.sorted { $0.id < $1.id }.prefix(max(0, Self.share(of: runner, limit: limit, in: state, now: now)))
             var claims: [JobQueue.Claim] = []
             let pauses = state.hosts.filter { $0.value.pausedUntil > now }.map { (host: $0.key, left: $0.value.pausedUntil - now) }
             for row in picked {
@@ -201,6 +205,24 @@ public final class InMemoryQueueStore: QueueStore {
             }
             return claims
         }
+    }
+
+    /// How many jobs a claim of `runner` takes: `limit`, or its fair share when the fleet's
+    /// live watchers have more slots than there are jobs to run (as `JobQueue.claim` says).
+    private static func share(of runner: String, limit: Int, in state: State, now: Duration) -> Int {
+        let queuedKinds = Set(state.rows.values.filter { $0.state == "queued" }.map(\.kind))
+        let fleet = state.watchers.values.filter { watcher in
+            watcher.slots != nil
+                && (watcher.name == runner
+                    || (now - (state.heartbeats[watcher.name] ?? now) < watcher.lease && !queuedKinds.isDisjoint(with: watcher.kinds)))
+        }
+        let slots = fleet.reduce(0) { $0 + ($1.slots ?? 0) }
+        let work = state.rows.values.filter { ($0.state == "queued" || $0.state == "running") && $0.status == nil }.count
+        guard fleet.count > 1, work < slots else { return limit }
+        let mine = state.rows.values.filter {
+            $0.state == "running" && $0.runner == runner && $0.status == nil && ($0.leaseUntil ?? now) >= now
+        }.count
+        return min(limit, max(0, (work + fleet.count - 1) / fleet.count - mine))
     }
 
     public func nextLeaseEnd() async throws(QueueError) -> Duration? {
@@ -338,11 +360,31 @@ public final class InMemoryQueueStore: QueueStore {
     }
 
     public func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
-        try withState { state, _ throws(QueueError) in state.watchers[watcher.name] = watcher }
+        let wake = try withState { state, now throws(QueueError) -> Bool in
+            var taken = false
+            if let previous = state.watchers[watcher.name], previous.instance != watcher.instance {
+                let live = now - (state.heartbeats[watcher.name] ?? now) < previous.lease
+                if live && !JobQueue.isGone(host: previous.host, pid: previous.pid, seenFrom: watcher) {
+                    throw QueueError("a watcher named \(watcher.name) is alive (on \(previous.host)); give this one another --name", usage: true)
+                }
+                for (id, row) in state.rows where row.runner == watcher.name && row.state == "running" && (row.leaseUntil ?? now) >= now {
+                    state.rows[id]?.leaseUntil = now - .milliseconds(1)
+                    taken = true
+                }
+                state.keys = state.keys.filter { $0.value.runner != watcher.name }
+            }
+            state.watchers[watcher.name] = watcher
+            state.heartbeats[watcher.name] = now
+            return taken
+        }
+        if wake { notify(.jobs) }
     }
 
     public func unregister(runner: String) async throws(QueueError) {
-        try withState { state, _ throws(QueueError) in state.watchers[runner] = nil }
+        try withState { state, _ throws(QueueError) in
+            state.watchers[runner] = nil
+            state.heartbeats[runner] = nil
+        }
     }
 
     /// The watchers listed now, by name.
@@ -353,6 +395,7 @@ public final class InMemoryQueueStore: QueueStore {
         try withState { state, now throws(QueueError) in
             for (id, row) in state.rows where row.runner == runner && row.state == "running" { state.rows[id]?.leaseUntil = now + lease }
             for (key, held) in state.keys where held.runner == runner { state.keys[key] = (runner, now + lease) }
+            if state.watchers[runner] != nil { state.heartbeats[runner] = now }
         }
     }
 
@@ -417,6 +460,27 @@ public final class InMemoryQueueStore: QueueStore {
             let slot = max(entry.nextAt, now, entry.pausedUntil)
             state.hosts[host] = (slot + interval, entry.pausedUntil)
             return slot - now
+        }
+    }
+
+    public func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
+        try withState { state, _ throws(QueueError) -> [String: Int]? in
+            guard let file = state.rows[id]?.file else { return [:] }
+            var counts: [String: Int] = [:]
+            for row in state.rows.values where row.file == file {
+                if row.state == "queued" || row.state == "waiting" || (row.state == "running" && row.status == nil) { return nil }
+                counts[row.status ?? "", default: 0] += 1
+            }
+            return counts
+        }
+    }
+
+    public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
+        try withState { state, now throws(QueueError) -> Duration in
+            let cost = Duration.nanoseconds(Int64(bytes) * 1_000_000_000 / Int64(max(1, rate)))
+            let paid = max(state.bandwidth[name] ?? .zero, now - .milliseconds(100)) + cost
+            state.bandwidth[name] = paid
+            return paid - now
         }
     }
 

@@ -111,8 +111,21 @@ public final class JobQueue: Sendable {
                 to_regclass('runner.results') IS NOT NULL, to_regclass('runner.identity') IS NOT NULL,
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'parent_id' AND NOT attisdropped),
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('runner.watchers') AND attname = 'events' AND NOT attisdropped),
-                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'hook_claims' AND NOT attisdropped)
+                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'hook_claims' AND NOT attisdropped),
+                EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('runner.watchers') AND attname = 'instance' AND NOT attisdropped),
+                to_regclass('runner.bandwidth') IS NOT NULL
             """).first ?? []
+        if present.count > 8 && present[8] != "t" {
+            // `--limit-rate` and a host's `limitRate` for the fleet: a token bucket each (`''`
+            // for all transfers, else the host), its bytes paid for until `paid_until`.
+            try db.query("CREATE TABLE runner.bandwidth (name text PRIMARY KEY, paid_until timestamptz NOT NULL DEFAULT now())")
+        }
+        if present.count > 7 && present.first == "t" && present[7] != "t" {
+            // Named watchers: which process holds a name (`instance`, `pid`), so that a second
+            // live one is refused and a restarted one takes its own claims back; and how many
+            // jobs each runs at once (`slots`), for the fair share of a claim.
+            try db.query("ALTER TABLE runner.watchers ADD COLUMN instance text, ADD COLUMN pid integer, ADD COLUMN slots integer")
+        }
         if present.count > 6 && present[6] != "t" {
             // Abandons counted as the rule says: a claim made only to run hooks counts apart
             // (`hook_claims`), and a claim during which the job made durable progress is
@@ -163,7 +176,8 @@ public final class JobQueue: Sendable {
                     lease_ms bigint NOT NULL,
                     started_at timestamptz NOT NULL DEFAULT now(),
                     heartbeat_at timestamptz NOT NULL DEFAULT now(),
-                    events boolean NOT NULL DEFAULT false)
+                    events boolean NOT NULL DEFAULT false,
+                    instance text, pid integer, slots integer)
                 """)
         }
     }
@@ -461,15 +475,22 @@ public final class JobQueue: Sendable {
     /// statistics are not fresh, the planner takes `= ANY` to leave almost no row and sorts every
     /// waiting job for each claim (three times the database's CPU per job on 20 000 jobs), where
     /// this keeps the walk along the waiting jobs' index that stops at the limit.
+    ///
+    /// A fair share: when the fleet's live watchers (those that said how many slots they have,
+    /// and could run a queued job: this one, or one that has the kind of one loaded) have more
+    /// slots than there are jobs to run (queued, or running and not yet ended), a claim takes no
+    /// more than its share, the jobs to run divided among those watchers (rounded up), less the
+    /// jobs `runner` runs already. So two idle watchers given four long jobs run two each.
     public func claim(runner: String, limit: Int = 1, kinds: [String]? = nil) throws(QueueError) -> [Claim] {
         let rows = try connection.query(
             """
-            WITH picked AS (
+            WITH \(Self.fairShare),
+            picked AS (
                 SELECT id FROM runner.jobs
                 WHERE (state = 'queued' OR (state = 'running' AND lease_until < now() AND \(Self.claimable)))
                     \(kinds == nil ? "" : "AND array_position($5::text[], kind) IS NOT NULL")
                     AND (status IS NOT NULL OR NOT EXISTS (SELECT 1 FROM runner.keys k WHERE k.key = runner.jobs.key AND k.lease_until >= now()))
-                ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED),
+                ORDER BY id LIMIT (SELECT n FROM share) FOR UPDATE SKIP LOCKED),
             claimed AS (
                 UPDATE runner.jobs j SET state = 'running', runner = $1,
                     claims = claims + CASE WHEN j.status IS NULL THEN 1 ELSE 0 END,
@@ -499,6 +520,26 @@ public final class JobQueue: Sendable {
             return claim
         }.sorted { $0.id < $1.id }
     }
+
+    /// The part of the claim statement that says how many jobs it takes (`share`): `$2`, or
+    /// less when the fleet has more slots than jobs to run (see `claim`). The jobs to run are
+    /// counted only up to the fleet's slots, so a long queue costs no count of its own.
+    static let fairShare = """
+        fleet AS (
+            SELECT count(*) AS watchers, coalesce(sum(w.slots), 0) AS slots FROM runner.watchers w
+            WHERE w.slots IS NOT NULL
+                AND (w.name = $1 OR (w.heartbeat_at > now() - make_interval(secs => w.lease_ms / 1000.0)
+                    AND EXISTS (SELECT 1 FROM runner.jobs q WHERE q.state = 'queued' AND array_position(w.kinds, q.kind) IS NOT NULL)))),
+        work AS (
+            SELECT count(*) AS n FROM (
+                SELECT 1 FROM runner.jobs WHERE state IN ('queued', 'running') AND status IS NULL LIMIT (SELECT slots FROM fleet)) t),
+        share AS (
+            SELECT CASE WHEN f.watchers > 1 AND w.n < f.slots
+                THEN least($2::bigint, greatest(0, ceil(w.n::numeric / f.watchers)::bigint
+                    - (SELECT count(*) FROM runner.jobs m WHERE m.state = 'running' AND m.runner = $1 AND m.status IS NULL AND m.lease_until >= now())))
+                ELSE $2::bigint END AS n
+            FROM fleet f, work w)
+        """
 
     /// Whether a running job whose lease ran out may be claimed again (`$4`: `maxClaims`): a job
     /// abandoned fewer times than that (claims that made durable progress are credited back), or
@@ -718,6 +759,26 @@ public final class JobQueue: Sendable {
     /// A bool array literal.
     static func flags(_ values: [Bool]) -> String { "{" + values.map { $0 ? "t" : "f" }.joined(separator: ",") + "}" }
 
+    /// How the jobs of the submitted file of job `id` (its file in its batch, children
+    /// included) ended, by status, once none is left to run (queued, running its own job, or a
+    /// parent waiting for its children); nil while some are.
+    public func fileOutcome(of id: Int64) throws(QueueError) -> [String: Int]? {
+        let rows = try connection.query(
+            """
+            WITH f AS (SELECT file, batch FROM runner.jobs WHERE id = $1)
+            SELECT CASE WHEN j.state = 'queued' OR j.state = 'waiting' OR (j.state = 'running' AND j.status IS NULL) THEN '' ELSE j.status END,
+                count(*)
+            FROM runner.jobs j, f WHERE j.file = f.file AND j.batch IS NOT DISTINCT FROM f.batch GROUP BY 1
+            """, [String(id)])
+        var counts: [String: Int] = [:]
+        for row in rows {
+            let status = row[0] ?? ""
+            if status.isEmpty { return nil }
+            counts[status, default: 0] += Int(row[1] ?? "0") ?? 0
+        }
+        return counts
+    }
+
     /// Ends the jobs whose records `finish` stored with their hooks pending, once the hooks ran
     /// (those `runner` still holds).
     public func hooksEnded(ids: [Int64], runner: String) throws(QueueError) {
@@ -765,6 +826,11 @@ public final class JobQueue: Sendable {
         public var running = 0
         /// It serves a live page: the fleet tells it every job that ends.
         public var followsEvents = false
+        /// How many jobs it runs at once (nil: not said), for the fair share of a claim.
+        public var slots: Int?
+        /// The process that holds the name: its id on `host`, and a value of its own.
+        public var pid = getpid()
+        public var instance = UUID().uuidString
 
         public init(name: String, host: String, version: String, kinds: [String], lease: Duration) {
             self.name = name
@@ -778,17 +844,63 @@ public final class JobQueue: Sendable {
         public var isLive: Bool { silentFor < lease }
     }
 
-    /// Lists `watcher` in the fleet (again, if its name was there); rows of watchers silent
-    /// for a day go.
+    /// Lists `watcher` in the fleet under its name; rows of watchers silent for a day go.
+    /// A name is one live watcher's: when another process holds it and is alive (its heartbeat
+    /// within its lease), the watcher is refused (a usage error). When the process that held it
+    /// is dead (silent past its lease, or on this host and gone), the name is taken over and the
+    /// jobs that process still held under a lease are made claimable at once (their keys let
+    /// go of), so a watcher restarted under its name takes its own abandoned claims back without
+    /// waiting out their leases. Registering again from the same process only updates the row.
     public func register(_ watcher: Watcher) throws(QueueError) {
-        try connection.query("DELETE FROM runner.watchers WHERE heartbeat_at < now() - interval '1 day'")
-        try connection.query(
-            """
-            INSERT INTO runner.watchers (name, host, version, kinds, lease_ms, events) VALUES ($1, $2, $3, $4::text[], $5, $6)
-            ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, version = EXCLUDED.version, kinds = EXCLUDED.kinds,
-                lease_ms = EXCLUDED.lease_ms, events = EXCLUDED.events, started_at = now(), heartbeat_at = now()
-            """, [watcher.name, watcher.host, watcher.version, Self.array(watcher.kinds), String(watcher.lease.inMilliseconds),
-                  watcher.followsEvents ? "t" : "f"])
+        try connection.transaction { db throws(QueueError) in
+            try db.query("SELECT pg_advisory_xact_lock(74170003, hashtext($1))", [watcher.name])
+            try db.query("DELETE FROM runner.watchers WHERE heartbeat_at < now() - interval '1 day'")
+            let previous = try db.query(
+                """
+                SELECT host, coalesce(pid, 0), coalesce(instance, ''), heartbeat_at > now() - make_interval(secs => lease_ms / 1000.0),
+                    (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint
+                FROM runner.watchers WHERE name = $1
+                """, [watcher.name]).first
+            if let previous, previous.count > 4, previous[2] != watcher.instance {
+                let host = previous[0] ?? ""
+                let pid = Int32(previous[1] ?? "0") ?? 0
+                if previous[3] == "t" && !Self.isGone(host: host, pid: pid, seenFrom: watcher) {
+                    let silent = Double(previous[4] ?? "0").map { String(format: "%.0f", $0 / 1000) } ?? "?"
+                    throw QueueError(
+                        "a watcher named \(Printable.escaped(watcher.name)) is alive (on \(Printable.escaped(host)), heartbeat \(silent) s ago); give this one another --name",
+                        usage: true)
+                }
+                // The process that held the name is dead: what it held comes back now.
+                let taken = try db.query(
+                    """
+                    WITH mine AS (
+                        UPDATE runner.jobs SET lease_until = now() - interval '1 millisecond'
+                        WHERE runner = $1 AND state = 'running' AND lease_until >= now() RETURNING 1),
+                    keys AS (DELETE FROM runner.keys WHERE runner = $1 RETURNING 1)
+                    SELECT (SELECT count(*) FROM mine)
+                    """, [watcher.name])
+                if Self.value(taken) != "0" { try db.query("SELECT pg_notify('runner_jobs', '')") }
+            }
+            try db.query(
+                """
+                INSERT INTO runner.watchers (name, host, version, kinds, lease_ms, events, instance, pid, slots)
+                VALUES ($1, $2, $3, $4::text[], $5, $6, $7, $8, $9)
+                ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, version = EXCLUDED.version, kinds = EXCLUDED.kinds,
+                    lease_ms = EXCLUDED.lease_ms, events = EXCLUDED.events, instance = EXCLUDED.instance, pid = EXCLUDED.pid,
+                    slots = EXCLUDED.slots, heartbeat_at = now(),
+                    started_at = CASE WHEN runner.watchers.instance IS DISTINCT FROM EXCLUDED.instance THEN now() ELSE runner.watchers.started_at END
+                """, [watcher.name, watcher.host, watcher.version, Self.array(watcher.kinds), String(watcher.lease.inMilliseconds),
+                      watcher.followsEvents ? "t" : "f", watcher.instance, String(watcher.pid), watcher.slots.map(String.init)])
+        }
+    }
+
+    /// Whether the process `pid` on `host`, which held a watcher's name, is known to be gone as
+    /// seen from `watcher`: on the same host, it is this very process id (a container restarted)
+    /// or no process has that id.
+    static func isGone(host: String, pid: Int32, seenFrom watcher: Watcher) -> Bool {
+        guard host == watcher.host, pid > 0 else { return false }
+        if pid == watcher.pid { return true }
+        return kill(pid, 0) != 0 && errno == ESRCH
     }
 
     /// Takes `runner` off the list (it stopped).
@@ -842,6 +954,21 @@ public final class JobQueue: Sendable {
             """, [host, step])
         let ahead = Self.value(rows).flatMap(Double.init) ?? 0
         return max(.zero, .seconds(ahead) - interval)
+    }
+
+    /// Reserves `bytes` of the fleet's bandwidth `name` (`""`: every transfer, else a host) at
+    /// `rate` bytes a second: they are paid for after those reserved before them (or from now,
+    /// less a tenth of a second of burst, when the bucket is idle). Returns how long from now
+    /// until the end of their slot; they may be spent from `bytes / rate` before it.
+    public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) throws(QueueError) -> Duration {
+        let cost = "\(max(1, Int64(bytes) * 1_000_000 / Int64(max(1, rate)))) microseconds"
+        let rows = try connection.query(
+            """
+            INSERT INTO runner.bandwidth AS b (name, paid_until) VALUES ($1, now() - interval '100 milliseconds' + $2::interval)
+            ON CONFLICT (name) DO UPDATE SET paid_until = greatest(b.paid_until, now() - interval '100 milliseconds') + $2::interval
+            RETURNING extract(epoch FROM b.paid_until - now())::float8
+            """, [name, cost])
+        return .seconds(Self.value(rows).flatMap(Double.init) ?? 0)
     }
 
     /// Holds `host` back for every runner for `duration` from now (never shortening a pause),
@@ -932,10 +1059,14 @@ public final class JobQueue: Sendable {
         }
         public var queued: Int
         public var running: [Running]
+        /// Jobs that ended in the last `JobQueue.recent` (24 h) by outcome: succeeded or not
+        /// modified (`done`), failed (any other status but `notFound` and `cancelled`), and
+        /// `notFound` apart, an answer rather than a failure (a list's gone children).
         public var done: Int
         public var failed: Int
         public var cancelled: Int
-        /// The last failures, newest first.
+        public var notFound = 0
+        /// The last failures (not `notFound`), newest first.
         public var latestFailed: [Failed]
         /// The watchers heard from in the last hour, by name.
         public var watchers: [Watcher] = []
@@ -955,16 +1086,22 @@ public final class JobQueue: Sendable {
         public var pausedHosts: [(host: String, left: Duration)] = []
     }
 
-    /// Counts fleet-wide; up to 100 running jobs and 10 recent failures.
+    /// How far back `status` counts the jobs that ended: a day, not every row `--keep` keeps.
+    public static let recent = Duration.seconds(86_400)
+
+    /// Counts fleet-wide (the ended jobs of the last `recent`); up to 100 running jobs and 10
+    /// recent failures.
     public func status() throws(QueueError) -> Status {
         let counts = try connection.query(
             """
             SELECT count(*) FILTER (WHERE state = 'queued' OR (state = 'running' AND lease_until < now())),
-                   count(*) FILTER (WHERE state = 'done' AND status IN ('succeeded', 'notModified')),
-                   count(*) FILTER (WHERE state = 'done' AND status = 'cancelled'),
-                   count(*) FILTER (WHERE state = 'done' AND status NOT IN ('succeeded', 'notModified', 'cancelled'))
+                   count(*) FILTER (WHERE state = 'done' AND status IN ('succeeded', 'notModified') AND finished_at > now() - $1::interval),
+                   count(*) FILTER (WHERE state = 'done' AND status = 'cancelled' AND finished_at > now() - $1::interval),
+                   count(*) FILTER (WHERE state = 'done' AND status NOT IN ('succeeded', 'notModified', 'cancelled', 'notFound')
+                       AND finished_at > now() - $1::interval),
+                   count(*) FILTER (WHERE state = 'done' AND status = 'notFound' AND finished_at > now() - $1::interval)
             FROM runner.jobs
-            """).first ?? []
+            """, ["\(Self.recent.inMilliseconds) milliseconds"]).first ?? []
         func number(_ index: Int) -> Int { counts.count > index ? Int(counts[index] ?? "0") ?? 0 : 0 }
         let running = try connection.query(
             """
@@ -981,12 +1118,13 @@ public final class JobQueue: Sendable {
             """
             SELECT key, CASE WHEN hooks_failed IS NULL THEN status ELSE 'hooks' END, coalesce(hooks_failed, reason),
                 extract(epoch FROM finished_at)::float8 FROM runner.jobs
-            WHERE state = 'done' AND (status NOT IN ('succeeded', 'notModified', 'cancelled') OR hooks_failed IS NOT NULL)
+            WHERE state = 'done' AND (status NOT IN ('succeeded', 'notModified', 'cancelled', 'notFound') OR hooks_failed IS NOT NULL)
             ORDER BY finished_at DESC LIMIT 10
             """).map { row in
                 Status.Failed(key: row[0] ?? "", status: row[1] ?? "", reason: row[2], at: Date(timeIntervalSince1970: Double(row[3] ?? "0") ?? 0))
             }
         var status = Status(queued: number(0), running: running, done: number(1), failed: number(3), cancelled: number(2), latestFailed: failed)
+        status.notFound = number(4)
         status.watchers = try connection.query(
             """
             SELECT w.name, w.host, w.version, array_to_string(w.kinds, ' '), w.lease_ms, extract(epoch FROM w.started_at)::float8,

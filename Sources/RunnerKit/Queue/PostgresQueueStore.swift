@@ -127,6 +127,16 @@ public final class PostgresQueueStore: QueueStore {
         return try await mainThread.run { () throws(QueueError) -> Duration in try main.reservePace(host: host, interval: interval) }
     }
 
+    public func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> [String: Int]? in try main.fileOutcome(of: id) }
+    }
+
+    public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> Duration in try main.reserveBandwidth(name, bytes: bytes, rate: rate) }
+    }
+
     public func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.pause(host: host, for: duration, from: runner) }

@@ -53,6 +53,13 @@ public protocol QueueStore: Sendable {
     /// Takes `host`'s next request slot for the fleet, `interval` after the one before and not
     /// before its pause ends; returns how long from now until it.
     func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration
+    /// How the jobs of job `id`'s submitted file (in its batch, children included) ended, by
+    /// status, once none is left to run; nil while some are.
+    func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]?
+    /// Reserves `bytes` of the fleet's bandwidth `name` (`""`: all transfers, else a host) at
+    /// `rate` bytes a second, after the bytes reserved before; returns how long from now until
+    /// the end of their slot.
+    func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration
     /// Holds `host` back for every runner for `duration` (never shortening a pause), and tells them.
     func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError)
     /// The queue's id, and the output folder its first watcher stamped (nil until one did).

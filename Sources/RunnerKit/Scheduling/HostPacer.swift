@@ -10,6 +10,14 @@ public protocol SharedPacing: Sendable {
     /// Tells the fleet that `host` asked to be left alone for `duration` from now; returns once
     /// the fleet can know it (stored where every runner looks before it sends).
     func pause(host: String, for duration: Duration) async
+    /// Reserves `bytes` of the fleet's bandwidth `name` (`""`: all transfers, else a host) at
+    /// `rate` bytes a second; how long from now until the end of their slot (nil: not shared
+    /// now, each runner paces alone).
+    func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async -> Duration?
+}
+
+extension SharedPacing {
+    public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async -> Duration? { nil }
 }
 
 /// Paces requests per host (`--rate`, a host's `rate` in the config) and holds a host back while

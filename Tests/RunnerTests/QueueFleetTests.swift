@@ -1,0 +1,146 @@
+import FixtureServer
+import Foundation
+import Glibc
+import RunnerKit
+import RunnerTestSupport
+import Testing
+
+/// How watchers of one queue share it as a fleet, through the binary against a real PostgreSQL:
+/// names, fair shares of a short queue, and one bandwidth for all.
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
+struct QueueFleetTests {
+    static func listening(_ world: SpoolWorld, _ names: [String]) async -> Bool {
+        await world.wait(upTo: .seconds(20)) { names.allSatisfy { world.log($0).contains("watching the queue") } }
+    }
+
+    /// A name is one live watcher's: a second one is refused; one restarted under the name after
+    /// a kill -9 takes its own claims back at once instead of waiting out the 30 s lease.
+    @Test func aNameIsOneLiveWatcherAndARestartedOneTakesItsClaimsBackAtOnce() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let first = try QueueTests.startWatcher(world, db, "first", ["--name", "night-1", "--concurrency", "4"])
+        defer { if first.isRunning { first.terminate() } }
+        #expect(await Self.listening(world, ["first"]), "\(world.log("first"))")
+        let twin = try QueueTests.startWatcher(world, db, "twin", ["--name", "night-1"])
+        defer { if twin.isRunning { twin.terminate() } }
+        #expect(await world.exit(of: twin, upTo: .seconds(20)) == 2, "\(world.log("twin"))")
+        #expect(world.log("twin").contains("a watcher named night-1 is alive"), "\(world.log("twin"))")
+        let bad = try await world.w.run(["watch", "--queue", db.url, "--out", "\(world.w.root)/out", "--name", "two words"])
+        #expect(bad.status == 2 && bad.stderr.contains("--name"), "\(bad.stderr)")
+
+        let file = world.w.write("slow.jsonl", QueueTests.jobs(world, 2, prefix: "q:named", delay: 3000))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 2 })
+        kill(first.processIdentifier, SIGKILL)
+        _ = await world.exit(of: first, upTo: .seconds(5))
+        let restartedAt = ContinuousClock.now
+        let events = "\(world.w.root)/events.jsonl"
+        let again = try QueueTests.startWatcher(world, db, "again", ["--name", "night-1", "--concurrency", "4", "--events", events])
+        defer { if again.isRunning { again.terminate() } }
+        let done = await world.wait(upTo: .seconds(25)) { QueueTests.records(world).count == 2 }
+        let took = restartedAt.duration(to: .now)
+        #expect(done, "\(QueueTests.records(world)) \(world.log("again"))")
+        #expect(took < .seconds(15), "taken back at once (3 s jobs), not after the 30 s lease: \(took)")
+        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 4, "each job run again once, by the restarted watcher")
+        let status = try await QueueTests.status(world, db, upTo: .seconds(10)) { QueueTests.count($0, "done") == 2 }
+        let names = (status["watchers"]?.arrayValue ?? []).compactMap { $0["name"]?.stringValue }
+        #expect(names == ["night-1"], "one row for the name: \(status)")
+        #expect(try await QueueTests.ranBy(db, prefix: "q:named") == ["night-1": 2])
+        let lines = world.text(events).split(separator: "\n").compactMap { try? JSONParser.parse(String($0)) }
+        #expect(lines.contains { $0["event"]?.stringValue == "finished" }, "\(lines)")
+        #expect(!lines.isEmpty && lines.allSatisfy { $0["runner"]?.stringValue == "night-1" }, "each event names the watcher: \(lines)")
+        #expect(await QueueTests.stop(again, world) == 0)
+    }
+
+    /// Two idle watchers with four slots each and four long jobs: each runs two, none runs four.
+    @Test func twoIdleWatchersGivenFourLongJobsRunTwoEach() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let a = try QueueTests.startWatcher(world, db, "a", ["--name", "a", "--concurrency", "4"])
+        let b = try QueueTests.startWatcher(world, db, "b", ["--name", "b", "--concurrency", "4"])
+        defer { [a, b].forEach { if $0.isRunning { $0.terminate() } } }
+        #expect(await Self.listening(world, ["a", "b"]))
+        let file = world.w.write("long.jsonl", QueueTests.jobs(world, 4, prefix: "q:share", delay: 2000))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        #expect(await world.wait(upTo: .seconds(30)) { QueueTests.records(world).count == 4 }, "\(world.log("a")) \(world.log("b"))")
+        _ = try await QueueTests.status(world, db, upTo: .seconds(10)) { QueueTests.count($0, "done") == 4 }
+        #expect(try await QueueTests.ranBy(db, prefix: "q:share") == ["a": 2, "b": 2])
+        // With more work than slots, a watcher takes all it has room for.
+        let many = world.w.write("many.jsonl", QueueTests.jobs(world, 12, prefix: "q:full", delay: 500))
+        #expect(try await world.w.run(["submit", "--queue", db.url, many]).status == 0)
+        #expect(await world.wait(upTo: .seconds(30)) { QueueTests.records(world).count == 16 })
+        for watcher in [a, b] { #expect(await QueueTests.stop(watcher, world) == 0) }
+    }
+
+    /// `--limit-rate` holds for the fleet: two watchers at 2M, one 3 MiB download each, move at
+    /// most about 2 MiB a second together (each alone would move its file in 1.5 s); then one
+    /// watcher that holds the only transfer gets all of it (4 MiB in about 2 s, not 4).
+    @Test func limitRateCapsTheFleetTogetherAndOneWatcherAloneGetsAllOfIt() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        RangeResumeTests.writeKind(world.w)
+        let kinds = ["--kinds", "\(world.w.root)/k"]
+        let a = try QueueTests.startWatcher(world, db, "a", ["--name", "a", "--limit-rate", "2M"] + kinds)
+        let b = try QueueTests.startWatcher(world, db, "b", ["--name", "b", "--limit-rate", "2M"] + kinds)
+        defer { [a, b].forEach { if $0.isRunning { $0.terminate() } } }
+        #expect(await Self.listening(world, ["a", "b"]))
+        let mib = 1 << 20
+        let two = world.w.write("two.jsonl", (1...2).map { index in
+            #"{"kind": "file", "name": "two-\#(index)", "url": "\#(world.base)/ranged/\#(3 * mib)?n=\#(index)", "timeout": 60}"#
+        }.joined(separator: "\n") + "\n")
+        let started = ContinuousClock.now
+        #expect(try await world.w.run(["submit", "--queue", db.url, two] + kinds).status == 0)
+        #expect(await world.wait(upTo: .seconds(30)) { QueueTests.records(world).count == 2 }, "\(world.log("a")) \(world.log("b"))")
+        let together = started.duration(to: .now)
+        #expect(QueueTests.records(world).values.allSatisfy { $0 == "succeeded" })
+        _ = try await QueueTests.status(world, db, upTo: .seconds(10)) { QueueTests.count($0, "done") == 2 }
+        #expect(try await QueueTests.ranBy(db, prefix: "file:two") == ["a": 1, "b": 1], "one transfer on each watcher")
+        // 6 MiB at 2 MiB/s: 3 s, less what bursts let through at the start; per watcher it was 1.5 s.
+        #expect(together > .milliseconds(2400), "two watchers at --limit-rate 2M moved 6 MiB in \(together)")
+        #expect(together < .seconds(9), "\(together)")
+
+        let one = world.w.write("one.jsonl", #"{"kind": "file", "name": "alone", "url": "\#(world.base)/ranged/\#(4 * mib)", "timeout": 60}"# + "\n")
+        let alone = ContinuousClock.now
+        #expect(try await world.w.run(["submit", "--queue", db.url, one] + kinds).status == 0)
+        #expect(await world.wait(upTo: .seconds(30)) { QueueTests.records(world).count == 3 })
+        let took = alone.duration(to: .now)
+        // 4 MiB at 2 MiB/s: 2 s; had the rate been split between the two watchers, 4 s.
+        #expect(took > .milliseconds(1500) && took < .milliseconds(3400), "one watcher alone moved 4 MiB in \(took)")
+        let reservations = try await db.psql("SELECT count(*) FROM runner.bandwidth")
+        #expect(reservations.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "one bucket for --limit-rate: \(reservations)")
+        for watcher in [a, b] { #expect(await QueueTests.stop(watcher, world) == 0) }
+    }
+
+    /// `status` counts `notFound` apart from `failed`, the ended jobs of the last day, and the
+    /// live watchers, with a killed one listed apart as silent.
+    @Test func statusCountsNotFoundApartAndSilentWatchersApart() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let steady = try QueueTests.startWatcher(world, db, "steady", lease: 2, ["--name", "steady"])
+        let doomed = try QueueTests.startWatcher(world, db, "doomed", lease: 2, ["--name", "doomed"])
+        defer { [steady, doomed].forEach { if $0.isRunning { $0.terminate() } } }
+        #expect(await Self.listening(world, ["steady", "doomed"]))
+        let file = world.w.write("mixed.jsonl", ["imgly.A.1", "imgly.A.2", "imgly.B.2"].map { id in
+            #"{"kind": "entry", "key": "q:\#(id)", "id": "\#(id)", "url": "\#(world.base)/entries/{id}.json", "timeout": 30}"#
+        }.joined(separator: "\n") + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        // Finished longer ago than a day: not counted.
+        _ = try await QueueTests.status(world, db, upTo: .seconds(20)) { QueueTests.count($0, "done") + QueueTests.count($0, "notFound") == 3 }
+        _ = try await db.psql(
+            "INSERT INTO runner.jobs (key, kind, job, file, state, status, finished_at) VALUES ('q:old', 'entry', '{}', 'old.jsonl', 'done', 'succeeded', now() - interval '2 days')")
+        kill(doomed.processIdentifier, SIGKILL)
+        _ = await world.exit(of: doomed, upTo: .seconds(5))
+        let status = try await QueueTests.status(world, db, upTo: .seconds(10)) { status in
+            (status["watchers"]?.arrayValue ?? []).contains { $0["live"] == .bool(false) }
+        }
+        #expect(QueueTests.count(status, "done") == 2 && QueueTests.count(status, "notFound") == 1, "\(status)")
+        #expect(QueueTests.count(status, "failed") == 0, "a 404 is no failure: \(status)")
+        let text = try await world.w.run(["status", "--queue", db.url])
+        let lines = text.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("watchers: 1") && lines.contains { $0.hasPrefix("silent:   1") }, "\(text.stdout)")
+        let silentAt = try #require(lines.firstIndex { $0.hasPrefix("silent:") })
+        #expect(lines[silentAt + 1].hasPrefix("  doomed on ") && lines[2].hasPrefix("  steady on "), "\(text.stdout)")
+        #expect(lines.contains("done:     2") && lines.contains("notFound: 1") && lines.contains("failed:   0"), "\(text.stdout)")
+        #expect(await QueueTests.stop(steady, world) == 0)
+    }
+}
