@@ -220,10 +220,12 @@ enum QueueCommands {
     static func status(url: String, json: Bool) -> Int32 {
         let status: JobQueue.Status
         let display: String
+        var scheduled: [String: String] = [:]
         do {
             let queue = try JobQueue(url: url)
             status = try queue.status()
             display = queue.connection.display
+            scheduled = (try? queue.scheduleNames(batches: status.batches.map(\.id))) ?? [:]
         } catch {
             return fail(error)
         }
@@ -261,7 +263,7 @@ enum QueueCommands {
         }
         if !status.batches.isEmpty { lines.append("batches:") }
         for batch in status.batches {
-            lines.append("  \(batch.id)  " + batchLine(batch.counts))
+            lines.append("  \(batch.id)  " + batchLine(batch.counts) + (scheduled[batch.id].map { " (schedule \(Printable.escaped($0)))" } ?? ""))
         }
         Console.out(lines.joined(separator: "\n"))
         return 0
@@ -425,6 +427,14 @@ enum QueueCommands {
                         live?.server.take(EventLines.line("finished", [
                             ("key", .string(key)), ("kind", .string(kind)), ("status", .string(status)), ("runner", .string(runner)),
                         ]))
+                    case .scheduleFired(let fired):
+                        Console.errLine("runner: " + ScheduleCommands.firedLine(fired))
+                        if !fired.batch.isEmpty {
+                            live?.server.take(EventLines.line("scheduled", [
+                                ("schedule", .string(fired.schedule)), ("tick", .string(ScheduleCommands.iso(fired.tick))), ("batch", .string(fired.batch)),
+                                ("jobs", JSONValue(fired.jobs)), ("covers", JSONValue(fired.covers)), ("runner", .string(runner)),
+                            ]))
+                        }
                     case .fileEnded(let name, let counts):
                         let tally = JobStatus.allCases.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
                         Console.errLine("runner: \(name): the jobs it claimed here ended; " + tally.joined(separator: ", "))
