@@ -123,6 +123,8 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     public let engine: JobEngine
     public var runner: String { configuration.runner }
     private let writer: QueueWriter
+    /// Rung by a notice of new jobs or schedules: the schedules are looked at again.
+    let scheduleBell = Bell()
     private let clock: any Clock<Duration>
     private let timeline: any Timeline
     let onEvent: @Sendable (Event) -> Void
@@ -672,6 +674,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         switch notice {
         case .jobs:
             bell.ring()
+            scheduleBell.ring()
         case .cancel(let key):
             let now = timeline.now
             state.withLock { state in

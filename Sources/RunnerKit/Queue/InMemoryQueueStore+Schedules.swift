@@ -16,6 +16,8 @@ struct MemorySchedules: Sendable {
 }
 
 extension InMemoryQueueStore: ScheduleFiring {
+    public var pollsForSchedules: Bool { false }
+
 
     /// When the store's clock started, as a date (default 2027-01-15 08:00 UTC).
     public var scheduleEpoch: Date {

@@ -132,4 +132,7 @@ public protocol ScheduleFiring: Sendable {
     /// whose lease is the store's (a schedule no watcher looked at for a lease was missed);
     /// returns what was fired, and how long until the next tick of any schedule (nil: none).
     func fireDueSchedules(runner: String) async throws(QueueError) -> (fired: [Schedule.Fired], nextIn: Duration?)
+    /// Whether watchers look for new schedules every `--rescan` too (true), or only when told
+    /// of one (a notice of new jobs): a store whose notices cannot be lost.
+    var pollsForSchedules: Bool { get }
 }
