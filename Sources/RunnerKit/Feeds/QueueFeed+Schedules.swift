@@ -16,9 +16,10 @@ extension QueueFeed {
                 if failing { onEvent(.problem("the queue's schedules are fired again")) }
                 failing = false
             } catch {
-                if !failing { onEvent(.problem("the queue's schedules could not be fired (\(error)); trying again every --rescan")) }
+                if !failing { onEvent(.problem("the queue's schedules could not be fired (\(error)); trying again every second")) }
                 failing = true
-                wait = firing.pollsForSchedules ? configuration.rescanInterval : nil
+                // Tried again every second: a tick that fell due meanwhile fires once it is back.
+                wait = firing.pollsForSchedules ? min(configuration.rescanInterval, .seconds(1)) : nil
             }
             let bell = scheduleBell
             guard let wait else {
