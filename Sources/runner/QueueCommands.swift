@@ -185,10 +185,12 @@ enum QueueCommands {
         let status: JobQueue.BatchStatus
         let display: String
         var failures: [(key: String, status: String, error: String)] = []
+        var schedule: String?
         do {
             let queue = try JobQueue(url: url)
             status = try queue.batchStatus(batch)
             display = queue.connection.display
+            schedule = (try? queue.scheduleNames(batches: [batch]))?[batch]
             if json { failures = try queue.batchFailures(batch, limit: Int(Int32.max)).failures }
         } catch {
             return fail(error)
@@ -204,12 +206,13 @@ enum QueueCommands {
                 ("queued", JSONValue(status.queued)), ("running", JSONValue(status.running)),
                 ("ended", .object(ended.map { ($0.key, JSONValue($0.value)) })), ("over", .bool(status.isOver)),
                 ("failed", .array(failures.map { .object([("key", .string($0.key)), ("status", .string($0.status)), ("error", .string($0.error))]) })),
+                ("schedule", schedule.map { .string($0) } ?? .null),
             ])))
             return 0
         }
         let endedCount = ended.reduce(0) { $0 + $1.value }
         Console.out([
-            "batch \(batch) in \(display): \(status.total) job\(status.total == 1 ? "" : "s")\(status.isOver ? ", all ended" : "")",
+            "batch \(batch) in \(display)\(schedule.map { " (schedule \(Printable.escaped($0)))" } ?? ""): \(status.total) job\(status.total == 1 ? "" : "s")\(status.isOver ? ", all ended" : "")",
             "queued:   \(status.queued)",
             "running:  \(status.running)",
             "ended:    \(endedCount)" + (ended.isEmpty ? "" : " (" + ended.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + ")"),

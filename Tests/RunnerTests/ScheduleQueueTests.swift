@@ -68,6 +68,8 @@ struct ScheduleQueueTests {
         #expect(list.stdout.contains("  next:  ") && list.stdout.contains("(batch "), "\(list)")
         let status = try await world.w.run(["status", "--queue", db.url])
         #expect(status.stdout.contains("(schedule tick)"), "\(status)")
+        let batch = try await world.w.run(["status", "--queue", db.url, "--batch", after.last!.batch])
+        #expect(batch.stdout.hasPrefix("batch \(after.last!.batch) in ") && batch.stdout.contains(" (schedule tick): 1 job"), "\(batch)")
 
         // Removed: no tick more.
         let removed = try await world.w.run(["schedule", "remove", "tick", "--queue", db.url])
