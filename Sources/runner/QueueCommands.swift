@@ -200,10 +200,12 @@ enum QueueCommands {
         let status: JobQueue.BatchStatus
         let display: String
         var failures: [(key: String, status: String, error: String)] = []
+        var schedule: String?
         do {
             let queue = try JobQueue(url: url)
             status = try queue.batchStatus(batch)
             display = queue.connection.display
+            schedule = (try? queue.scheduleNames(batches: [batch]))?[batch]
             if json { failures = try queue.batchFailures(batch, limit: Int(Int32.max)).failures }
         } catch {
             return fail(error)
@@ -219,12 +221,13 @@ enum QueueCommands {
                 ("queued", JSONValue(status.queued)), ("running", JSONValue(status.running)),
                 ("ended", .object(ended.map { ($0.key, JSONValue($0.value)) })), ("over", .bool(status.isOver)),
                 ("failed", .array(failures.map { .object([("key", .string($0.key)), ("status", .string($0.status)), ("error", .string($0.error))]) })),
+                ("schedule", schedule.map { .string($0) } ?? .null),
             ])))
             return 0
         }
         let endedCount = ended.reduce(0) { $0 + $1.value }
         Console.out([
-            "batch \(batch) in \(display): \(status.total) job\(status.total == 1 ? "" : "s")\(status.isOver ? ", all ended" : "")",
+            "batch \(batch) in \(display)\(schedule.map { " (schedule \(Printable.escaped($0)))" } ?? ""): \(status.total) job\(status.total == 1 ? "" : "s")\(status.isOver ? ", all ended" : "")",
             "queued:   \(status.queued)",
             "running:  \(status.running)",
             "ended:    \(endedCount)" + (ended.isEmpty ? "" : " (" + ended.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + ")"),
@@ -235,10 +238,12 @@ enum QueueCommands {
     static func status(url: String, json: Bool) -> Int32 {
         let status: JobQueue.Status
         let display: String
+        var scheduled: [String: String] = [:]
         do {
             let queue = try JobQueue(url: url)
             status = try queue.status()
             display = queue.connection.display
+            scheduled = (try? queue.scheduleNames(batches: status.batches.map(\.id))) ?? [:]
         } catch {
             return fail(error)
         }
@@ -285,7 +290,7 @@ enum QueueCommands {
         }
         if !status.batches.isEmpty { lines.append("batches:") }
         for batch in status.batches {
-            lines.append("  \(batch.id)  " + batchLine(batch.counts))
+            lines.append("  \(batch.id)  " + batchLine(batch.counts) + (scheduled[batch.id].map { " (schedule \(Printable.escaped($0)))" } ?? ""))
         }
         Console.out(lines.joined(separator: "\n"))
         return 0
@@ -454,6 +459,14 @@ enum QueueCommands {
                         live?.server.take(EventLines.line("finished", [
                             ("key", .string(key)), ("kind", .string(kind)), ("status", .string(status)), ("runner", .string(runner)),
                         ]))
+                    case .scheduleFired(let fired):
+                        Console.errLine("runner: " + ScheduleCommands.firedLine(fired))
+                        if !fired.batch.isEmpty {
+                            live?.server.take(EventLines.line("scheduled", [
+                                ("schedule", .string(fired.schedule)), ("tick", .string(ScheduleCommands.iso(fired.tick))), ("batch", .string(fired.batch)),
+                                ("jobs", JSONValue(fired.jobs)), ("covers", JSONValue(fired.covers)), ("runner", .string(runner)),
+                            ]))
+                        }
                     case .fileEnded(let name, let counts):
                         let tally = JobStatus.allCases.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
                         Console.errLine("runner: \(name): its jobs ended; " + tally.joined(separator: ", "))

@@ -16,6 +16,7 @@ enum Runner {
         SpoolCommands.cancel,
         SpoolCommands.status,
         QueueCommands.grantSpec,
+        ScheduleCommands.spec,
         HelpCommand.spec,
         VersionCommand.spec,
         CompletionsCommand.spec,

@@ -16,6 +16,8 @@ import Synchronization
 //            record ends the last of them completes the parent's record with their counts
 //   a listener: new jobs ring the bell; a cancel cancels the key's task; a pause another
 //               runner was asked for pauses the host here too
+//   a scheduler: sleeps until the next tick of the queue's schedules (or --rescan), then fires
+//                the due ones: each tick one batch across the fleet, whichever watcher gets there first
 //   a renewer: every third of the lease, this runner's claims and keys renewed and jobs
 //              abandoned 3 times ended failed; every hour, rows finished before --keep pruned
 //
@@ -112,6 +114,9 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         case fileEnded(name: String, counts: [JobStatus: Int])
         /// Another runner of the fleet ended a job (with `followsFleetEvents`).
         case fleetFinished(key: String, kind: String, status: String, runner: String)
+        /// This watcher fired a schedule's tick (its batch inserted), or dropped missed ticks
+        /// (`--catch-up none`: `dropped` above 0, no batch).
+        case scheduleFired(Schedule.Fired)
     }
 
     public let configuration: Configuration
@@ -119,9 +124,11 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     public let engine: JobEngine
     public var runner: String { configuration.runner }
     private let writer: QueueWriter
+    /// Rung by a notice of new jobs or schedules: the schedules are looked at again.
+    let scheduleBell = Bell()
     private let clock: any Clock<Duration>
     private let timeline: any Timeline
-    private let onEvent: @Sendable (Event) -> Void
+    let onEvent: @Sendable (Event) -> Void
     /// When this runner's leases were last renewed (on `timeline`).
     private let renewed: Locked<Duration?>
     /// Hears hooks that failed because runners left them (metrics, the event stream).
@@ -240,6 +247,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         await withDiscardingTaskGroup { group in
             group.addTask { await self.listen() }
             group.addTask { await self.renew() }
+            group.addTask { await self.fireSchedules() }
             if let heartbeat = configuration.heartbeatInterval {
                 group.addTask {
                     while (try? await self.clock.sleep(for: heartbeat)) != nil { self.onEvent(.heartbeat(running: self.running)) }
@@ -298,6 +306,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 
     private var stopping: Bool { state.withLock { $0.stopping } }
+    var isStopping: Bool { stopping }
 
     private func report(_ message: String) { onEvent(.problem(message)) }
 
@@ -702,6 +711,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         switch notice {
         case .jobs:
             bell.ring()
+            scheduleBell.ring()
         case .cancel(let key):
             let now = timeline.now
             state.withLock { state in

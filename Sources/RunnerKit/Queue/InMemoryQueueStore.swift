@@ -11,6 +11,8 @@ public final class InMemoryQueueStore: QueueStore {
         public var kind: String
         public var job: String
         public var file = ""
+        /// The batch it was submitted in (a schedule's tick, in these tests).
+        public var batch: String?
         /// `queued`, `running` or `done`.
         public var state = "queued"
         public var runner: String?
@@ -37,7 +39,7 @@ public final class InMemoryQueueStore: QueueStore {
         public var firstInvalid: String?
     }
 
-    private struct State {
+    struct State {
         var rows: [Int64: Row] = [:]
         var nextID: Int64 = 1
         var keys: [String: (runner: String, until: Duration)] = [:]
@@ -56,6 +58,8 @@ public final class InMemoryQueueStore: QueueStore {
         /// Notices not yet read, per listener.
         var notices: [UInt64: [QueueNotice]] = [:]
         var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// The schedules and their ticks (`InMemoryQueueStore+Schedules.swift`).
+        var scheduling = MemorySchedules()
     }
 
     public let lease: Duration
@@ -93,7 +97,7 @@ public final class InMemoryQueueStore: QueueStore {
 
     private var root: InMemoryQueueStore { shared ?? self }
 
-    private func withState<T: Sendable>(_ body: (inout State, Duration) throws(QueueError) -> T) throws(QueueError) -> T {
+    func withState<T: Sendable>(_ body: (inout State, Duration) throws(QueueError) -> T) throws(QueueError) -> T {
         let now = timeline.now
         return try root.state.withLock { (state: inout State) throws(QueueError) -> T in
             guard state.available else { throw QueueError("the database cannot be reached: (in memory, made unavailable)") }
@@ -162,7 +166,7 @@ public final class InMemoryQueueStore: QueueStore {
     /// Every row now, by id.
     public var rows: [Row] { root.state.withLock { $0.rows.values.sorted { $0.id < $1.id } } }
 
-    private func notify(_ notice: QueueNotice) {
+    func notify(_ notice: QueueNotice) {
         let waiters = root.state.withLock { state -> [CheckedContinuation<Void, Never>] in
             for id in state.notices.keys { state.notices[id]!.append(notice) }
             defer { state.waiters = [:] }

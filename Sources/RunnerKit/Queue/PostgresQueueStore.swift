@@ -5,10 +5,10 @@ import Synchronization
 /// leases and pacing on one; records and key locks on another (stored as jobs end, while claims
 /// go on); LISTEN on the third.
 public final class PostgresQueueStore: QueueStore {
-    private let main: JobQueue
+    let main: JobQueue
     private let writer: JobQueue
     private let listener: PostgresConnection
-    private let mainThread = BlockingThread(name: "runner queue")
+    let mainThread = BlockingThread(name: "runner queue")
     private let writerThread = BlockingThread(name: "runner queue writer")
     private let listenerThread = BlockingThread(name: "runner queue listener")
     /// Whether `listener` has LISTENed since it last failed (a new connection has not).

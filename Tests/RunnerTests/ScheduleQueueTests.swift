@@ -1,0 +1,85 @@
+import Foundation
+import Glibc
+import RunnerKit
+import RunnerTestSupport
+import Testing
+
+/// Schedules through the binary against a real PostgreSQL: three watchers fire a schedule of
+/// `--every 2s`, one killed with SIGKILL and the database restarted meanwhile; every tick is one
+/// batch, none twice, none missing. Then all stopped for longer than a lease and one back: the
+/// missed ticks are one batch (`--catch-up one`). `remove` ends it.
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
+struct ScheduleQueueTests {
+    /// The ticks fired: seconds since 1970, how many ticks each stands for, its batch.
+    static func ticks(_ db: PostgresServer) async throws -> [(at: Int, covers: Int, batch: String)] {
+        try await db.psql("SELECT extract(epoch FROM tick)::bigint || ' ' || covers || ' ' || batch FROM runner.ticks ORDER BY tick")
+            .split(separator: "\n").compactMap { line in
+                let words = line.split(separator: " ")
+                guard words.count == 3, let at = Int(words[0]), let covers = Int(words[1]) else { return nil }
+                return (at, covers, String(words[2]))
+            }
+    }
+
+    @Test func watchersFireEachTickOnceThroughKillsRestartsAndAStopOfTheWholeFleet() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let file = world.w.write("tick.jsonl", QueueTests.jobs(world, 1, prefix: "s:tick", delay: 0))
+        // A bad expression is one line saying which field and why, exit 2.
+        let bad = try await world.w.run(["schedule", "add", "bad", "--cron", "61 * * * *", file, "--queue", db.url])
+        #expect(bad.status == 2 && bad.stderr == "Error: --cron \"61 * * * *\": minute: 61 is not in 0-59\n", "\(bad)")
+        let added = try await world.w.run(["schedule", "add", "tick", "--every", "2s", file, "--queue", db.url])
+        #expect(added.status == 0 && added.stdout.hasPrefix("schedule tick in "), "\(added)")
+        let again = try await world.w.run(["schedule", "add", "tick", "--every", "2s", file, "--queue", db.url])
+        #expect(again.status == 2 && again.stderr.contains("exists already"), "\(again)")
+
+        // Three watchers, a lease of 10 s (a fleet silent that long has missed its ticks).
+        var watchers = try (1...3).map { try QueueTests.startWatcher(world, db, "watcher\($0)", lease: 10) }
+        defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
+        #expect(await world.wait(upTo: .seconds(20)) { (1...3).allSatisfy { world.log("watcher\($0)").contains("watching the queue") } })
+        #expect(await world.wait(upTo: .seconds(20)) { ((try? await Self.ticks(db)) ?? []).count >= 3 })
+        kill(watchers[0].processIdentifier, SIGKILL)
+        _ = await world.exit(of: watchers[0], upTo: .seconds(5))
+        #expect(await world.wait(upTo: .seconds(20)) { ((try? await Self.ticks(db)) ?? []).count >= 6 })
+        try await db.restart()
+        #expect(await world.wait(upTo: .seconds(30)) { ((try? await Self.ticks(db)) ?? []).count >= 10 })
+        for watcher in watchers[1...] { #expect(await QueueTests.stop(watcher, world) == 0) }
+        let running = try await Self.ticks(db)
+        // Every 2 s from the first, each on its own, each one batch of one job.
+        #expect(running.map(\.covers).allSatisfy { $0 == 1 }, "\(running)")
+        #expect(zip(running, running.dropFirst()).allSatisfy { $1.at - $0.at == 2 }, "no tick twice, none missing: \(running.map(\.at))")
+        let batches = try await db.psql("SELECT batch || ' ' || count(*) FROM runner.jobs GROUP BY batch ORDER BY batch").split(separator: "\n")
+        #expect(batches.count == running.count && batches.allSatisfy { $0.hasSuffix(" 1") }, "\(batches)")
+        #expect(Set(running.map(\.batch)) == Set(batches.map { String($0.split(separator: " ")[0]) }))
+
+        // The whole fleet stopped for longer than its lease, then one back: one batch for the
+        // ticks missed, then every tick again.
+        try await Task.sleep(for: .seconds(13))
+        watchers.append(try QueueTests.startWatcher(world, db, "back", lease: 10))
+        #expect(await world.wait(upTo: .seconds(20)) { ((try? await Self.ticks(db)) ?? []).count >= running.count + 3 })
+        let after = try await Self.ticks(db)
+        let caughtUp = after[running.count]
+        #expect(caughtUp.covers >= 6 && caughtUp.at - running.last!.at == 2 * caughtUp.covers, "one batch for the missed ticks: \(after)")
+        #expect(after[(running.count + 1)...].allSatisfy { $0.covers == 1 }, "\(after)")
+        #expect(world.log("back").contains("runner: schedule tick: tick "), "\(world.log("back"))")
+
+        // The schedule and its batches, as people see them.
+        let list = try await world.w.run(["schedule", "list", "--queue", db.url])
+        #expect(list.status == 0 && list.stdout.hasPrefix("tick: every 2s, catch-up one, 1 job of "), "\(list)")
+        #expect(list.stdout.contains("  next:  ") && list.stdout.contains("(batch "), "\(list)")
+        let status = try await world.w.run(["status", "--queue", db.url])
+        #expect(status.stdout.contains("(schedule tick)"), "\(status)")
+        let batch = try await world.w.run(["status", "--queue", db.url, "--batch", after.last!.batch])
+        #expect(batch.stdout.hasPrefix("batch \(after.last!.batch) in ") && batch.stdout.contains(" (schedule tick): 1 job"), "\(batch)")
+
+        // Removed: no tick more.
+        let removed = try await world.w.run(["schedule", "remove", "tick", "--queue", db.url])
+        #expect(removed.status == 0, "\(removed)")
+        try await Task.sleep(for: .seconds(1))
+        let atRemoval = try await Self.ticks(db).count
+        try await Task.sleep(for: .seconds(5))
+        #expect(try await Self.ticks(db).count == atRemoval)
+        let gone = try await world.w.run(["schedule", "remove", "tick", "--queue", db.url])
+        #expect(gone.status == 1, "\(gone)")
+        #expect(await QueueTests.stop(watchers.last!, world) == 0)
+    }
+}
