@@ -5,6 +5,8 @@ extension OutputStore {
     public struct Pruned: Sendable {
         /// Relative paths, sorted.
         public var files: [String] = []
+        /// The size of each file in `files`, by its path.
+        public var sizes: [String: Int] = [:]
         public var bytes = 0
         /// Unreferenced files left alone because they were written moments ago (a watcher's
         /// payload whose record is on its way).
@@ -57,6 +59,7 @@ extension OutputStore {
                         guard dryRun || unlinkat(folder.fd, name, 0) == 0 else { continue }
                     }
                     pruned.files.append(path)
+                    pruned.sizes[path] = Int(info.st_size)
                     pruned.bytes += Int(info.st_size)
                     continue
                 }
@@ -67,6 +70,7 @@ extension OutputStore {
                 }
                 if dryRun || unlinkat(folder.fd, name, 0) == 0 {
                     pruned.files.append(path)
+                    pruned.sizes[path] = Int(info.st_size)
                     pruned.bytes += Int(info.st_size)
                 }
             }
