@@ -126,14 +126,18 @@ public struct JobDescriptor: Sendable {
         if let key, key.utf8.count > JobLimits.maxKeyBytes {
             throw JobSpecError(field: "key", "is \(key.utf8.count) bytes long; a key is at most \(JobLimits.maxKeyBytes) bytes of UTF-8")
         }
-        let timeout = try limits.timeout(try seconds(&fields, "timeout", allowZero: false) ?? parent?.timeout, default: defaultTimeout)
+        // A kind's own default (the file kind's, for large bodies) is not cut down by a parent's.
+        let kindTimeout = definition.defaultTimeout.map { max($0, parent?.timeout ?? $0) }
+        let timeout = try limits.timeout(
+            try seconds(&fields, "timeout", allowZero: false) ?? (kindTimeout == nil ? parent?.timeout : nil), default: kindTimeout ?? defaultTimeout)
         let noticeAfter = try seconds(&fields, "noticeAfter", allowZero: true) ?? parent?.noticeAfter ?? defaultNoticeAfter
         let retries = try fields.int("retries") ?? parent?.retries ?? 0
         guard (0...100).contains(retries) else { throw JobSpecError(field: "retries", "must be between 0 and 100") }
         _ = try limits.retries(retries)
-        let askedBytes = try fields.int("maxBytes") ?? parent?.maxBytes
+        let kindBytes = definition.defaultMaxBytes.map { max($0, parent?.maxBytes ?? $0) }
+        let askedBytes = try fields.int("maxBytes") ?? (kindBytes == nil ? parent?.maxBytes : nil)
         if let askedBytes, askedBytes <= 0 { throw JobSpecError(field: "maxBytes", "must be greater than 0") }
-        let maxBytes = try limits.maxBytes(askedBytes, default: defaultMaxBytes)
+        let maxBytes = try limits.maxBytes(askedBytes, default: kindBytes ?? defaultMaxBytes)
         let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try OutputStore.validateOutput(path) }
         let checksum = try fields.string("checksum").map { (text) throws(JobSpecError) -> String in try validateChecksum(text) }
         let headers = try decodeHeaders(fields.value("headers") != nil, object, defaults)
