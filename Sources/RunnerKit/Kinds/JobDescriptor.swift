@@ -20,8 +20,12 @@ public struct JobDescriptor: Sendable {
     public var retries: Int
     /// Largest payload accepted, counted after content decoding.
     public var maxBytes: Int
-    /// Payload path relative to the output directory, when the job file sets one.
+    /// Payload path relative to the output directory, when the job file sets one (`{urlPath}`
+    /// in it already replaced by the URL's path).
     public var output: String?
+    /// The `output` of this job's children that set none, with `{urlPath}` left in it: each child
+    /// places its payload by its own URL's path (a child inherits it for its own children).
+    public var childOutput: String?
     /// The job that started this one, for children of trees and lists.
     public var parent: String?
     /// The SHA-256 the payload must have (lowercase hex), from `checksum: "sha256:<hex>"`.
@@ -51,7 +55,7 @@ public struct JobDescriptor: Sendable {
     /// The fields every kind shares.
     public static let commonFields = [
         "kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum", "headers", "keepStale", "unique",
-        "stall", "lowSpeed",
+        "stall", "lowSpeed", "childOutput",
     ]
 
     public init(
@@ -138,7 +142,15 @@ public struct JobDescriptor: Sendable {
         let askedBytes = try fields.int("maxBytes") ?? (kindBytes == nil ? parent?.maxBytes : nil)
         if let askedBytes, askedBytes <= 0 { throw JobSpecError(field: "maxBytes", "must be greater than 0") }
         let maxBytes = try limits.maxBytes(askedBytes, default: kindBytes ?? defaultMaxBytes)
-        let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try OutputStore.validateOutput(path) }
+        // `output` is checked now, and again once `{urlPath}` is replaced, when the URL is known.
+        let outputTemplate = try fields.string("output") ?? parent?.childOutput
+        if let outputTemplate { _ = try checkOutputTemplate(outputTemplate, field: "output") }
+        let childOutput = try fields.string("childOutput") ?? parent?.childOutput
+        if let childOutput {
+            guard try checkOutputTemplate(childOutput, field: "childOutput") else {
+                throw JobSpecError(field: "childOutput", "must hold \(OutputStore.urlPathPlaceholder), else every child would write the same file")
+            }
+        }
         let checksum = try fields.string("checksum").map { (text) throws(JobSpecError) -> String in try validateChecksum(text) }
         let headers = try decodeHeaders(fields.value("headers") != nil, object, defaults)
         let keepStale = try fields.bool("keepStale") ?? parent?.keepStale ?? false
@@ -161,6 +173,7 @@ public struct JobDescriptor: Sendable {
         if url.absoluteString.utf8.count > maxURLBytes {
             throw JobSpecError(field: "url", "is \(url.absoluteString.utf8.count) bytes long; a URL is at most \(maxURLBytes) bytes")
         }
+        let output = try outputTemplate.map { (template) throws(JobSpecError) -> String in try OutputStore.resolveOutput(template, url: url) }
         var job = JobDescriptor(
             parameters: parameters, key: key, url: url, timeout: timeout,
             noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent?.key
@@ -170,6 +183,7 @@ public struct JobDescriptor: Sendable {
         job.unique = unique
         job.stall = stall
         job.lowSpeed = lowSpeed
+        job.childOutput = childOutput
         if let headers { job.headers = OriginHeaders(origin: Origin(url), headers: headers) }
         return job
     }
@@ -190,6 +204,18 @@ public struct JobDescriptor: Sendable {
             }
         }
         return headers.isEmpty ? nil : headers
+    }
+
+    /// Checks an `output` (or `childOutput`) before the URL is known, `{urlPath}` standing for a
+    /// plain name; answers whether it holds `{urlPath}`.
+    private static func checkOutputTemplate(_ template: String, field: String) throws(JobSpecError) -> Bool {
+        let holds = template.contains(OutputStore.urlPathPlaceholder)
+        do {
+            _ = try OutputStore.validateOutput(template.replacingOccurrences(of: OutputStore.urlPathPlaceholder, with: "name"))
+        } catch {
+            throw JobSpecError(field: field, error.message)
+        }
+        return holds
     }
 
     /// `sha256:<64 hex digits>`; answers the digits in lowercase.
