@@ -41,6 +41,8 @@ extension OutputStore {
             guard old || partialIsOutdated(partial), removeIdlePartial(partial.path, dryRun: true) else { continue }
             partialsGoing.insert(partial.path)
         }
+        // The partials' paths counted already (a sidecar may be counted with its partial).
+        var counted = Set<String>()
         forEachPayloadFolder(afterListing: afterListing) { folder in
             for name in folder.files {
                 let path = folder.path(of: name)
@@ -48,9 +50,23 @@ extension OutputStore {
                 guard fstatat(folder.fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
                 if name.hasPrefix(PartialDownload.prefix) {
                     if partialsGoing.contains(path) {
+                        // Its sidecar goes with it: counted here when the walk has not come to it
+                        // yet (removed, it would be passed over there), whichever is listed first.
+                        let sidecar = name + ".json"
+                        var sidecarInfo = stat()
+                        let sidecarSize = folder.files.contains(sidecar) && !counted.contains(folder.path(of: sidecar))
+                            && fstatat(folder.fd, sidecar, &sidecarInfo, AT_SYMLINK_NOFOLLOW) == 0 && (sidecarInfo.st_mode & S_IFMT) == S_IFREG
+                            ? Int(sidecarInfo.st_size) : nil
                         guard dryRun || removeIdlePartial(in: folder.fd, name: name) else { continue }
+                        if !dryRun, let sidecarSize, fstatat(folder.fd, sidecar, &sidecarInfo, AT_SYMLINK_NOFOLLOW) != 0 {
+                            pruned.files.append(folder.path(of: sidecar))
+                            pruned.sizes[folder.path(of: sidecar)] = sidecarSize
+                            pruned.bytes += sidecarSize
+                            counted.insert(folder.path(of: sidecar))
+                        }
                     } else if name.hasSuffix(".json"), partialsGoing.contains(String(path.dropLast(5))) {
                         // Listed with its partial, and removed with it (`removeIdlePartial`).
+                        guard !counted.contains(path) else { continue }
                     } else {
                         // A sidecar whose partial is gone, untouched for as long.
                         guard name.hasSuffix(".json"), now - info.st_mtim.wholeSeconds >= keptFor else { continue }
@@ -61,6 +77,7 @@ extension OutputStore {
                     pruned.files.append(path)
                     pruned.sizes[path] = Int(info.st_size)
                     pruned.bytes += Int(info.st_size)
+                    counted.insert(path)
                     continue
                 }
                 guard !referenced.contains(path) else { continue }
