@@ -8,6 +8,7 @@ public enum BuiltInKinds {
         KindDefinition(TreeKind.self),
         KindDefinition(ImageListKind.self),
         KindDefinition(JSONKind.self),
+        KindDefinition(FileKind.self),
     ]
 
     /// A registry holding the built-in kinds.

@@ -1,4 +1,5 @@
 import Foundation
+import RunnerKinds
 import RunnerKit
 
 /// The man page runner(1) in mdoc, written from the command table that the parser and the help
@@ -6,7 +7,7 @@ import RunnerKit
 enum ManPage {
     /// The date on the page: the day this text last changed, so that the output is the same on
     /// every machine.
-    static let date = "November 23, 2026"
+    static let date = "November 27, 2026"
 
     static func render(commands: [CommandSpec]) -> String {
         var page: [String] = [
@@ -62,8 +63,24 @@ enum ManPage {
             ".Bl -tag -width Ds",
             ".It Ev \(EngineCommandOptions.httpEnvironmentVariable)",
             text("The HTTP client when --http is not given: curl (the default) or urlsession."),
+            ".It Ev \(KindFolders.environmentVariable)",
+            text("Folders of kind files, colon-separated, when no --kinds is given."),
+            ".It Ev \(RequestConfig.environmentVariable)",
+            text("The config file (hosts, headers, pacing, TLS) when no --config is given."),
+            ".It Ev RUNNER_QUEUE",
+            text("The PostgreSQL queue's URL when no --queue is given; it is withheld from hooks and executable kinds."),
+            ".It Ev RUNNER_QUEUE_LEASE",
+            text("Seconds of a queue watcher's lease on its claims instead of the default, for tests."),
+            ".It Ev http_proxy , https_proxy , HTTPS_PROXY , all_proxy , ALL_PROXY , no_proxy , NO_PROXY",
+            text("The proxy to send requests through and the hosts that bypass it, as curl reads them."),
+            ".It Ev PATH",
+            text("Where the program of an executable kind whose exec names no path is looked for."),
+            ".It Ev NOTIFY_SOCKET , WATCHDOG_USEC , WATCHDOG_PID",
+            text("Set by systemd for a Type=notify service: runner watch reports ready and feeds the watchdog."),
             ".It Ev MALLOC_ARENA_MAX",
             text("When set, overrides the two malloc arenas the runner asks glibc for."),
+            ".It Ev NAME",
+            text("Any variable a secret reference {env:NAME} in a header of the config or of a job names, read when the request is made."),
             ".El",
             ".Sh FILES",
             ".Bl -tag -width Ds",

@@ -1,22 +1,37 @@
 import Glibc
 import RunnerKit
 
-/// `runner prune [OUT] [--dry-run]`: remove the payloads no record points to any more (a key
-/// that became 404, an output renamed), saying how many and how many bytes.
+/// `runner prune [--out DIR] [--dry-run] [--json]`: remove the payloads no record points to any
+/// more (a key that became 404, an output renamed), saying how many and how many bytes. The
+/// folder may also be given as an argument, as it was before `--out`.
 enum PruneCommand {
-    static let dryRun = CommandOption<Bool>.flag("dry-run", help: "Only say what would be removed.")
+    static let dryRun = CommandOption<Bool>.flag("dry-run", help: "Only say what would be removed: every path, and how many bytes.")
+    static let json = CommandOption<Bool>.flag(
+        "json", help: "Print one JSON object: every path removed (or that would be, with --dry-run) with its bytes, the total, and how many were left as too young.")
 
     static let spec: CommandSpec = CommandSpec(
         name: "prune",
         summary: "Remove the payloads in an output directory that no record points to, and cut transfers' kept bytes untouched for a week or outdated by a later final record of their key; say how many bytes that frees.",
         synopsis: "[OUT]",
-        arguments: [("OUT", "The output directory (default: out). Records, run logs, every key's last good payload and files written in the last minute stay.")],
-        options: [dryRun.spec],
+        arguments: [("OUT", "The output directory, as --out gives it (default: out). Records, run logs, every key's last good payload and files written in the last minute stay.")],
+        options: [dryRun.spec, json.spec, EngineCommandOptions.out.spec],
         positionals: (0, 1),
         run: { arguments in
             let dry: Bool
-            do { dry = try arguments[dryRun] } catch { return Runner.usageError(error, spec: spec) }
-            let out = arguments.positionals.first ?? "out"
+            let asJSON: Bool
+            let out: String
+            do {
+                dry = try arguments[dryRun]
+                asJSON = try arguments[json]
+                if let given = arguments.positionals.first {
+                    guard arguments.value(EngineCommandOptions.out.spec.name) == nil else {
+                        throw UsageError("Give the output directory once: --out DIR or OUT, not both")
+                    }
+                    out = given
+                } else {
+                    out = try arguments[EngineCommandOptions.out]
+                }
+            } catch { return Runner.usageError(error, spec: spec) }
             let store: OutputStore
             let lock: RunLock
             do {
@@ -35,10 +50,21 @@ enum PruneCommand {
             }
             defer { withExtendedLifetime(lock) {} }
             let pruned = store.prune(dryRun: dry)
+            if asJSON {
+                let files = pruned.files.map { path in
+                    JSONValue.object([("path", .string(path)), ("bytes", JSONValue(pruned.sizes[path] ?? 0))])
+                }
+                Console.out(JSONWriter.string(.object([
+                    ("dryRun", .bool(dry)), ("files", .array(files)), ("bytes", JSONValue(pruned.bytes)), ("young", JSONValue(pruned.young)),
+                ])))
+                return 0
+            }
             let count = "\(pruned.files.count) payload\(pruned.files.count == 1 ? "" : "s")"
             let size = Console.size(pruned.bytes)
-            for path in pruned.files.prefix(20) { Console.out("  \(path)") }
-            if pruned.files.count > 20 { Console.out("  … and \(pruned.files.count - 20) more") }
+            // A dry run is read to decide: it lists every path. A removal shows the first 20.
+            let shown = dry ? pruned.files.count : 20
+            for path in pruned.files.prefix(shown) { Console.out("  \(path)") }
+            if pruned.files.count > shown { Console.out("  … and \(pruned.files.count - shown) more (--dry-run or --json lists them all)") }
             if dry {
                 Console.out("would remove \(count) no record points to (\(size)) from \(RunReporter.relative(store.root))/")
             } else {

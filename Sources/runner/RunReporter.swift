@@ -218,6 +218,26 @@ final class RunReporter: RunObserver {
     // MARK: - Formatting
 
     static func note(_ result: JobResult) -> String {
+        let said = plainNote(result)
+        guard let kept = result.resumedFrom, kept > 0 else { return said }
+        let resumed = "resumed from \(binarySize(kept))"
+        return said.isEmpty ? resumed : resumed + "; " + said
+    }
+
+    /// 512 bytes, 3.5 KiB, 43.7 MiB, 1.2 GiB: one decimal, binary units.
+    static func binarySize(_ bytes: Int) -> String {
+        if bytes < 1024 { return "\(bytes) bytes" }
+        let units = ["KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes) / 1024
+        var unit = 0
+        while value >= 1024, unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return String(format: "%.1f", value) + " " + units[unit]
+    }
+
+    private static func plainNote(_ result: JobResult) -> String {
         if let error = result.error { return error }
         return result.details.map { key, value in
             switch value {

@@ -127,12 +127,8 @@ base=http://127.0.0.1:$port
 for _ in $(seq 1 100); do curl -sf -o /dev/null -r 0-0 "$base/big.bin" && break; sleep 0.05; done
 curl -sf -o /dev/null -r 0-0 "$base/big.bin" || { cat "$work/nginx/error.log" >&2; fail "nginx did not start"; }
 
+# The built-in file kind stores the body as it came, in files/<name>.bin.
 mkdir -p "$work/kinds"
-cat >"$work/kinds/file.json" <<'EOF'
-{"kind": "file", "summary": "Any file, stored as it came.",
- "parameters": {"name": {"type": "string", "required": true, "summary": "Its name."}},
- "key": "file:{name}", "folder": "files", "extension": "bin"}
-EOF
 job() { # NAME URL: one job line
     printf '{"kind": "file", "name": "%s", "url": "%s", "timeout": 600, "maxBytes": %d}\n' "$1" "$2" "$(((size_mib + 1) << 20))"
 }

@@ -244,11 +244,10 @@ struct EventsTests {
     @Test func aLongTransferReportsProgressAtMostOnceASecond() async throws {
         let w = try Workspace()
         try? FileManager.default.createDirectory(atPath: "\(w.root)/k", withIntermediateDirectories: true)
-        w.write("k/file.json", #"{"kind": "file", "summary": "Any file.", "parameters": {"name": {"type": "string", "required": true, "summary": "x"}}, "key": "file:{name}", "folder": "files", "extension": "bin"}"#)
         // 3 000 000 bytes at 1 MiB a second: about 3 s.
         w.write("jobs.jsonl", """
             {"kind": "file", "name": "big", "url": "\(w.base)/ranged/3000000?id=\(UUID().uuidString)", "timeout": 30}
-            {"kind": "file", "name": "small", "url": "\(w.base)/ranged/200000?id=\(UUID().uuidString)"}
+            {"kind": "file", "name": "small", "url": "\(w.base)/ranged/200000?id=\(UUID().uuidString)", "timeout": 2}
             """)
         let result = try await w.run(["run", "jobs.jsonl", "--kinds", "k", "--events", "events.jsonl", "--limit-rate", "1M"])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")

@@ -46,3 +46,21 @@ struct RunReporterTests {
         #expect(Self.result("a", ms: 5, waited: 7).ownMs == 0)
     }
 }
+
+/// The NOTE of a record that went on from a cut transfer's kept bytes.
+struct ResumedNoteTests {
+    @Test func aResumedRecordsNoteSaysFromHowManyBytes() {
+        var result = RunReporterTests.result("file:big", ms: 10)
+        #expect(RunReporter.note(result) == "", "nothing resumed, nothing said")
+        result.resumedFrom = 45_822_771
+        #expect(RunReporter.note(result) == "resumed from 43.7 MiB")
+        result.details = [("id", .string("x"))]
+        #expect(RunReporter.note(result) == "resumed from 43.7 MiB; id x")
+        result.resumedFrom = 0
+        #expect(RunReporter.note(result) == "id x", "a transfer that started over resumed nothing")
+        #expect(RunReporter.binarySize(512) == "512 bytes" && RunReporter.binarySize(3584) == "3.5 KiB")
+        #expect(RunReporter.binarySize(3 << 30) == "3.0 GiB")
+        let table = RunReporter.table([{ var r = result; r.resumedFrom = 2_000_000; return r }()])
+        #expect(table.contains("resumed from 1.9 MiB; id x"), "\(table)")
+    }
+}

@@ -65,7 +65,7 @@ struct ShippingTests {
         #expect(try await complete("runner r") == ["run"])
         #expect(try await complete("runner run --res") == ["--resume"])
         #expect(try await complete("runner run --http ") == ["curl", "urlsession"])
-        #expect(try await complete("runner kinds ") == ["image", "entry", "tree", "image-list", "json"])
+        #expect(try await complete("runner kinds ") == ["image", "entry", "tree", "image-list", "json", "file"])
     }
 
     /// Types a line and a tab into an interactive zsh (through zsh/zpty) whose fpath holds the
@@ -113,6 +113,31 @@ struct ShippingTests {
             #expect(page.stdout.contains(".It Cm \(name)\n"), "the man page lacks \(name)")
         }
         #expect(text.contains("RUNNER(1)"))
+    }
+
+    /// Every variable the sources read from the environment (a lookup `environment["NAME"]`, a
+    /// constant `environmentVariable = "NAME"`) is an entry of the man page's ENVIRONMENT.
+    @Test func theManPagesEnvironmentListsEveryVariableTheRunnerReads() async throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources").standardized.path
+        let files = (FileManager.default.enumerator(atPath: sources)?.allObjects as? [String] ?? []).filter { $0.hasSuffix(".swift") }
+        #expect(files.count > 50, "the sources are found: \(sources)")
+        var names = Set<String>()
+        let quoted = /"([A-Za-z_][A-Za-z0-9_]*)"/
+        for file in files {
+            let text = (try? String(contentsOfFile: "\(sources)/\(file)", encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") where line.contains("environment[") || line.contains("nvironmentVariable = ") {
+                guard !line.trimmingCharacters(in: .whitespaces).hasPrefix("//") else { continue }
+                for match in line.matches(of: quoted) { names.insert(String(match.output.1)) }
+            }
+        }
+        #expect(names.isSuperset(of: ["RUNNER_HTTP", "RUNNER_KINDS", "RUNNER_CONFIG", "RUNNER_QUEUE", "MALLOC_ARENA_MAX", "NOTIFY_SOCKET", "PATH"]), "\(names.sorted())")
+        let page = try await Workspace().run(["help", "--man"]).stdout
+        let start = try #require(page.range(of: ".Sh ENVIRONMENT"))
+        let environment = String(page[start.upperBound...]).components(separatedBy: ".Sh FILES")[0]
+        let entries = environment.split(separator: "\n").filter { $0.hasPrefix(".It Ev ") }.flatMap { line in
+            line.dropFirst(7).split(separator: " ").filter { $0 != "," }.map(String.init)
+        }
+        for name in names.sorted() { #expect(entries.contains(name), "ENVIRONMENT lacks \(name): \(entries)") }
     }
 
     @Test func helpListsTheNewSubcommandsAndKindsTakesAKind() async throws {

@@ -20,8 +20,12 @@ public struct JobDescriptor: Sendable {
     public var retries: Int { didSet { inherits.remove(.retries) } }
     /// Largest payload accepted, counted after content decoding.
     public var maxBytes: Int { didSet { inherits.remove(.maxBytes) } }
-    /// Payload path relative to the output directory, when the job file sets one.
+    /// Payload path relative to the output directory, when the job file sets one (`{urlPath}`
+    /// in it already replaced by the URL's path).
     public var output: String?
+    /// The `output` of this job's children that set none, with `{urlPath}` left in it: each child
+    /// places its payload by its own URL's path (a child inherits it for its own children).
+    public var childOutput: String?
     /// The job that started this one, for children of trees and lists.
     public var parent: String?
     /// The SHA-256 the payload must have (lowercase hex), from `checksum: "sha256:<hex>"`.
@@ -54,7 +58,7 @@ public struct JobDescriptor: Sendable {
     /// The fields every kind shares.
     public static let commonFields = [
         "kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum", "headers", "keepStale", "unique",
-        "stall", "lowSpeed",
+        "stall", "lowSpeed", "childOutput",
     ]
 
     /// A job of `parameters`. `timeout`, `retries` and `maxBytes` left nil, and the headers,
@@ -171,17 +175,28 @@ public struct JobDescriptor: Sendable {
         if let key, key.utf8.count > JobLimits.maxKeyBytes {
             throw JobSpecError(field: "key", "is \(key.utf8.count) bytes long; a key is at most \(JobLimits.maxKeyBytes) bytes of UTF-8")
         }
-        let askedTimeout = try seconds(&fields, "timeout", allowZero: false) ?? parent?.timeout
-        let timeout = try limits.timeout(askedTimeout, default: defaultTimeout)
+        // A kind's own default (the file kind's, for large bodies) is not cut down by a parent's.
+        let kindTimeout = definition.defaultTimeout.map { max($0, parent?.timeout ?? $0) }
+        let askedTimeout = try seconds(&fields, "timeout", allowZero: false) ?? (kindTimeout == nil ? parent?.timeout : nil)
+        let timeout = try limits.timeout(askedTimeout, default: kindTimeout ?? defaultTimeout)
         let noticeAfter = try seconds(&fields, "noticeAfter", allowZero: true) ?? parent?.noticeAfter ?? defaultNoticeAfter
         let askedRetries = try fields.int("retries") ?? parent?.retries
         let retries = askedRetries ?? 0
         guard (0...100).contains(retries) else { throw JobSpecError(field: "retries", "must be between 0 and 100") }
         _ = try limits.retries(retries)
-        let askedBytes = try fields.int("maxBytes") ?? parent?.maxBytes
+        let kindBytes = definition.defaultMaxBytes.map { max($0, parent?.maxBytes ?? $0) }
+        let askedBytes = try fields.int("maxBytes") ?? (kindBytes == nil ? parent?.maxBytes : nil)
         if let askedBytes, askedBytes <= 0 { throw JobSpecError(field: "maxBytes", "must be greater than 0") }
-        let maxBytes = try limits.maxBytes(askedBytes, default: defaultMaxBytes)
-        let output = try fields.string("output").map { (path) throws(JobSpecError) -> String in try OutputStore.validateOutput(path) }
+        let maxBytes = try limits.maxBytes(askedBytes, default: kindBytes ?? defaultMaxBytes)
+        // `output` is checked now, and again once `{urlPath}` is replaced, when the URL is known.
+        let outputTemplate = try fields.string("output") ?? parent?.childOutput
+        if let outputTemplate { _ = try checkOutputTemplate(outputTemplate, field: "output") }
+        let childOutput = try fields.string("childOutput") ?? parent?.childOutput
+        if let childOutput {
+            guard try checkOutputTemplate(childOutput, field: "childOutput") else {
+                throw JobSpecError(field: "childOutput", "must hold \(OutputStore.urlPathPlaceholder), else every child would write the same file")
+            }
+        }
         let checksum = try fields.string("checksum").map { (text) throws(JobSpecError) -> String in try validateChecksum(text) }
         let headers = try decodeHeaders(fields.value("headers") != nil, object, defaults)
         let keepStale = try fields.bool("keepStale") ?? parent?.keepStale ?? false
@@ -204,21 +219,24 @@ public struct JobDescriptor: Sendable {
         if url.absoluteString.utf8.count > maxURLBytes {
             throw JobSpecError(field: "url", "is \(url.absoluteString.utf8.count) bytes long; a URL is at most \(maxURLBytes) bytes")
         }
+        let output = try outputTemplate.map { (template) throws(JobSpecError) -> String in try OutputStore.resolveOutput(template, url: url) }
         var job = JobDescriptor(
             resolved: parameters, key: key, url: url, timeout: timeout,
             noticeAfter: noticeAfter, retries: retries, maxBytes: maxBytes, output: output, parent: parent?.key
         )
         // What neither the job, its file's defaults nor its parent set comes from the engine's.
         job.inherits = []
-        if askedTimeout == nil { job.inherits.insert(.timeout) }
+        // (A kind's own defaults, the file kind's, are more particular than the engine's.)
+        if askedTimeout == nil, kindTimeout == nil { job.inherits.insert(.timeout) }
         if askedRetries == nil { job.inherits.insert(.retries) }
-        if askedBytes == nil { job.inherits.insert(.maxBytes) }
+        if askedBytes == nil, kindBytes == nil { job.inherits.insert(.maxBytes) }
         if headers == nil, parent == nil { job.inherits.insert(.headers) }
         job.checksum = checksum
         job.keepStale = keepStale
         job.unique = unique
         job.stall = stall
         job.lowSpeed = lowSpeed
+        job.childOutput = childOutput
         if let headers { job.headers = OriginHeaders(origin: Origin(url), headers: headers) }
         return job
     }
@@ -239,6 +257,18 @@ public struct JobDescriptor: Sendable {
             }
         }
         return headers.isEmpty ? nil : headers
+    }
+
+    /// Checks an `output` (or `childOutput`) before the URL is known, `{urlPath}` standing for a
+    /// plain name; answers whether it holds `{urlPath}`.
+    private static func checkOutputTemplate(_ template: String, field: String) throws(JobSpecError) -> Bool {
+        let holds = template.contains(OutputStore.urlPathPlaceholder)
+        do {
+            _ = try OutputStore.validateOutput(template.replacingOccurrences(of: OutputStore.urlPathPlaceholder, with: "name"))
+        } catch {
+            throw JobSpecError(field: field, error.message)
+        }
+        return holds
     }
 
     /// `sha256:<64 hex digits>`; answers the digits in lowercase.

@@ -57,6 +57,10 @@ public protocol JobKind: JobParameters {
     static var parameters: [KindParameter] { get }
     /// The `Accept` header its requests send: what it validates. Nil sends none.
     static var accept: String? { get }
+    /// The `timeout` of its jobs that set none (nil: the runner's 2 s).
+    static var defaultTimeout: Duration? { get }
+    /// The `maxBytes` of its jobs that set none (nil: the runner's 64 MiB).
+    static var defaultMaxBytes: Int? { get }
 
     /// Decodes this kind's own fields. Read each field through `fields`, which reports
     /// missing, mistyped and (afterwards) unknown fields by name.
@@ -65,6 +69,8 @@ public protocol JobKind: JobParameters {
 
 extension JobKind {
     public static var accept: String? { nil }
+    public static var defaultTimeout: Duration? { nil }
+    public static var defaultMaxBytes: Int? { nil }
     public var kindName: String { Self.name }
     public var accept: String? { Self.accept }
 }

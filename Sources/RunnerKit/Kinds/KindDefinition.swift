@@ -11,6 +11,11 @@ public struct KindDefinition: Sendable {
     public let source: String
     /// The `Accept` header of the kind's requests.
     public let accept: String?
+    /// The `timeout` of a job of this kind that sets none, instead of the runner's 2 s (a kind of
+    /// large bodies needs more); nil: the runner's.
+    public var defaultTimeout: Duration?
+    /// The `maxBytes` of a job of this kind that sets none, instead of 64 MiB; nil: the runner's.
+    public var defaultMaxBytes: Int?
     private let decoder: @Sendable (inout JobFields) throws(JobSpecError) -> any JobParameters
 
     public init(
@@ -30,6 +35,8 @@ public struct KindDefinition: Sendable {
         self.init(
             name: Kind.name, summary: Kind.summary, parameters: Kind.parameters, source: source, accept: Kind.accept,
             decode: { (fields: inout JobFields) throws(JobSpecError) -> any JobParameters in try Kind(fields: &fields) })
+        defaultTimeout = Kind.defaultTimeout
+        defaultMaxBytes = Kind.defaultMaxBytes
     }
 
     /// Decodes the kind's own fields of one job. A `required` parameter the job leaves out is

@@ -5,6 +5,8 @@ extension OutputStore {
     public struct Pruned: Sendable {
         /// Relative paths, sorted.
         public var files: [String] = []
+        /// The size of each file in `files`, by its path.
+        public var sizes: [String: Int] = [:]
         public var bytes = 0
         /// Unreferenced files left alone because they were written moments ago (a watcher's
         /// payload whose record is on its way).
@@ -52,7 +54,8 @@ extension OutputStore {
                     if partialsGoing.contains(path) {
                         guard dryRun || removeIdlePartial(in: folder.fd, name: name) else { continue }
                     } else if name.hasSuffix(".json"), partialsGoing.contains(String(path.dropLast(5))) {
-                        // Listed with its partial, and removed with it (`removeIdlePartial`).
+                        // Listed with its partial (looked at above, before either was removed),
+                        // and removed with it (`removeIdlePartial`).
                     } else {
                         // A sidecar whose partial is gone, untouched for as long.
                         guard name.hasSuffix(".json"), now - info.st_mtim.wholeSeconds >= keptFor else { continue }
@@ -61,6 +64,7 @@ extension OutputStore {
                         guard dryRun || unlinkat(folder.fd, name, 0) == 0 else { continue }
                     }
                     pruned.files.append(path)
+                    pruned.sizes[path] = Int(info.st_size)
                     pruned.bytes += Int(info.st_size)
                     continue
                 }
@@ -71,6 +75,7 @@ extension OutputStore {
                 }
                 if dryRun || unlinkat(folder.fd, name, 0) == 0 {
                     pruned.files.append(path)
+                    pruned.sizes[path] = Int(info.st_size)
                     pruned.bytes += Int(info.st_size)
                 }
             }

@@ -1,0 +1,38 @@
+import Glibc
+
+extension RunLog {
+    /// Every key that has a line in the run log at `path`: each job the run finished, children
+    /// included, whatever its status, and each key a `--resume` run skipped as settled (its
+    /// `{"key", "settledIn"}` line). What a mirror's run still lists, for `forget --not-in`.
+    ///
+    /// A line that is not a JSON object with a `key` (the last line of a log whose run was killed
+    /// while writing it) is passed over. A log that cannot be read, or holds no key at all, is an
+    /// error: an empty set would make every key of the output look dropped.
+    public static func includedKeys(atPath path: String) throws(ResumeError) -> Set<String> {
+        var info = stat()
+        if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
+            throw ResumeError(description: "\(path): is a folder; give one run log (out/runs/<run-id>.jsonl)")
+        }
+        guard let reader = LineReader(path: path) else {
+            throw ResumeError(description: "\(path): cannot be read: \(String(cString: strerror(errno)))")
+        }
+        var keys = Set<String>()
+        while true {
+            let line: ArraySlice<UInt8>?
+            do {
+                line = try reader.next()
+            } catch {
+                throw ResumeError(description: "\(path): line \(reader.lineNumber + 1) is longer than 16 MiB; is it a run log?")
+            }
+            guard let line else { break }
+            guard let record = try? JSONParser.parse(line), let key = record["key"]?.stringValue,
+                record["status"]?.stringValue != nil || record["settledIn"]?.stringValue != nil
+            else { continue }
+            keys.insert(key)
+        }
+        guard !keys.isEmpty else {
+            throw ResumeError(description: "\(path): holds no result records; is it a run log (out/runs/<run-id>.jsonl)?")
+        }
+        return keys
+    }
+}
