@@ -170,6 +170,25 @@ public struct QueueStoreContract {
         #expect(try await second.claim(runner: "six", limit: 5, kinds: ["fetch", "mine"]).isEmpty, "x1 waits for a runner of its kind", sourceLocation: sourceLocation)
         #expect(try await second.claim(runner: "six", limit: 5).map(\.key) == ["x1"], sourceLocation: sourceLocation)
 
+        // Hooks left by three runners: the job keeps its own status, its hooks failed, said.
+        try await submit([JobQueue.Submission(key: "h2", kind: "hooked2", job: #"{"job": {"kind": "hooked2", "key": "h2"}}"#, file: "contract")])
+        let ran = try await first.claim(runner: "r0", limit: 5, kinds: ["hooked2"])
+        #expect(ran.map(\.key) == ["h2"], sourceLocation: sourceLocation)
+        let h2 = #"{"key":"h2","kind":"hooked2","status":"succeeded"}"#
+        _ = try await first.finish(
+            [JobQueue.Finish(id: ran[0].id, status: "succeeded", error: nil, record: h2, hooksPending: true)], runner: "r0", unlocking: ["h2"])
+        for runner in ["r1", "r2", "r3"] {
+            await pass(lease + lease / 4)
+            #expect(try await first.failAbandoned().hooksFailed.isEmpty, "\(runner)", sourceLocation: sourceLocation)
+            let forHooks = try await second.claim(runner: runner, limit: 5, kinds: ["hooked2"])
+            #expect(forHooks.map(\.key) == ["h2"] && forHooks.first?.outcome == h2, "\(runner): for its hooks alone", sourceLocation: sourceLocation)
+        }
+        await pass(lease + lease / 4)
+        let left = try await first.failAbandoned()
+        #expect(left.failed == 0 && left.hooksFailed.map(\.key) == ["h2"] && left.hooksFailed.first?.record == h2, "\(left.hooksFailed)", sourceLocation: sourceLocation)
+        #expect(left.hooksFailed.first?.reason.contains("left by 3 runners") == true, sourceLocation: sourceLocation)
+        #expect(try await second.claim(runner: "r4", limit: 5, kinds: ["hooked2"]).isEmpty, "not a fourth time", sourceLocation: sourceLocation)
+
         // Finished rows older than --keep go.
         await pass(.seconds(1))
         #expect(try await first.prune(olderThan: .milliseconds(500)) >= 2, sourceLocation: sourceLocation)

@@ -575,7 +575,7 @@ public final class JobQueue: Sendable {
                     record = CASE WHEN status IS NULL THEN json_build_object('key', key, 'kind', kind, 'status', 'failed',
                         'error', 'abandoned by ' || claims - credits || ' runners (each stopped while running it)')::text ELSE record END
                 WHERE state = 'running' AND lease_until < now() AND NOT (\(Self.claimable.replacingOccurrences(of: "$4", with: "$1")))
-                RETURNING key, record, CASE WHEN hook_claims > 0 AND reason NOT LIKE 'abandoned by %' THEN hooks_failed END)
+                RETURNING key, record, hooks_failed)
             SELECT * FROM gone
             """, [String(Self.maxClaims)])
         var abandoned = Abandoned()
