@@ -249,7 +249,7 @@ enum QueueCommands {
         }
         let now = Date()
         if json {
-            Console.out(JSONWriter.string(.object(statusJSON(status, display: display, now: now))))
+            Console.out(JSONWriter.string(.object(statusJSON(status, display: display, now: now, scheduled: scheduled))))
             return 0
         }
         // The live watchers counted and listed; the silent ones (killed, lost) apart.
@@ -315,7 +315,9 @@ enum QueueCommands {
     }
 
     /// `status --queue --json`'s members.
-    static func statusJSON(_ status: JobQueue.Status, display: String, now: Date) -> [(key: String, value: JSONValue)] {
+    static func statusJSON(
+        _ status: JobQueue.Status, display: String, now: Date, scheduled: [String: String] = [:]
+    ) -> [(key: String, value: JSONValue)] {
         let latest: JSONValue = status.latestFailed.first.map { failed in
             var fields: [(key: String, value: JSONValue)] = [
                 ("key", .string(failed.key)), ("status", .string(failed.status)), ("at", .string(Timestamp.iso8601(failed.at))),
@@ -364,6 +366,7 @@ enum QueueCommands {
                     ("queued", JSONValue(batch.counts.queued)), ("running", JSONValue(batch.counts.running)),
                     ("ended", .object(batch.counts.ended.sorted { $0.key < $1.key }.map { ($0.key, JSONValue($0.value)) })),
                     ("total", JSONValue(batch.counts.total)),
+                    ("schedule", scheduled[batch.id].map { .string($0) } ?? .null),
                 ])
             })),
         ]
@@ -462,10 +465,13 @@ enum QueueCommands {
                     case .scheduleFired(let fired):
                         Console.errLine("runner: " + ScheduleCommands.firedLine(fired))
                         if !fired.batch.isEmpty {
-                            live?.server.take(EventLines.line("scheduled", [
+                            // The page's stream and the --events file both say which batch a tick made.
+                            let line = EventLines.line("scheduled", [
                                 ("schedule", .string(fired.schedule)), ("tick", .string(ScheduleCommands.iso(fired.tick))), ("batch", .string(fired.batch)),
                                 ("jobs", JSONValue(fired.jobs)), ("covers", JSONValue(fired.covers)), ("runner", .string(runner)),
-                            ]))
+                            ])
+                            live?.server.take(line)
+                            observers.events?.take(line)
                         }
                     case .fileEnded(let name, let counts):
                         let tally = JobStatus.allCases.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
@@ -530,7 +536,9 @@ struct QueueLiveSource: LiveSource {
 
     func status() -> [(key: String, value: JSONValue)] {
         do {
-            return QueueCommands.statusJSON(try queue.status(), display: queue.connection.display, now: Date())
+            let status = try queue.status()
+            let scheduled = (try? queue.scheduleNames(batches: status.batches.map(\.id))) ?? [:]
+            return QueueCommands.statusJSON(status, display: queue.connection.display, now: Date(), scheduled: scheduled)
         } catch {
             return [("queue", .string(queue.connection.display)), ("error", .string("\(error)"))]
         }

@@ -54,7 +54,8 @@ struct ScheduleQueueTests {
         // The whole fleet stopped for longer than its lease, then one back: one batch for the
         // ticks missed, then every tick again.
         try await Task.sleep(for: .seconds(13))
-        watchers.append(try QueueTests.startWatcher(world, db, "back", lease: 10))
+        let events = "\(world.w.root)/back-events.jsonl"
+        watchers.append(try QueueTests.startWatcher(world, db, "back", lease: 10, ["--events", events]))
         #expect(await world.wait(upTo: .seconds(20)) { ((try? await Self.ticks(db)) ?? []).count >= running.count + 3 })
         let after = try await Self.ticks(db)
         let caughtUp = after[running.count]
@@ -68,6 +69,10 @@ struct ScheduleQueueTests {
         #expect(list.stdout.contains("  next:  ") && list.stdout.contains("(batch "), "\(list)")
         let status = try await world.w.run(["status", "--queue", db.url])
         #expect(status.stdout.contains("(schedule tick)"), "\(status)")
+        let json = try JSONParser.parse(try await world.w.run(["status", "--queue", db.url, "--json"]).stdout)
+        #expect(json["batches"]?.arrayValue?.first?["schedule"] == .string("tick"), "\(json)")
+        let lines = ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)) }
+        #expect(lines.contains { $0["event"] == .string("scheduled") && $0["schedule"] == .string("tick") && $0["batch"]?.stringValue != nil }, "\(lines.prefix(3))")
         let batch = try await world.w.run(["status", "--queue", db.url, "--batch", after.last!.batch])
         #expect(batch.stdout.hasPrefix("batch \(after.last!.batch) in ") && batch.stdout.contains(" (schedule tick): 1 job"), "\(batch)")
 
