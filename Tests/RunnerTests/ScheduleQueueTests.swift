@@ -20,6 +20,25 @@ struct ScheduleQueueTests {
             }
     }
 
+    /// Ten watchers started at once on a schedule of every second: each tick is one batch,
+    /// none twice, none missing.
+    @Test func tenWatchersStartedAtOnceFireEachTickOnce() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let file = world.w.write("tick.jsonl", QueueTests.jobs(world, 1, prefix: "s:ten", delay: 0))
+        #expect(try await world.w.run(["schedule", "add", "ten", "--every", "1s", file, "--queue", db.url]).status == 0)
+        let watchers = try (1...10).map { try QueueTests.startWatcher(world, db, "ten\($0)", lease: 10) }
+        defer { watchers.forEach { if $0.isRunning { $0.terminate() } } }
+        #expect(await world.wait(upTo: .seconds(30)) { ((try? await Self.ticks(db)) ?? []).count >= 6 })
+        for watcher in watchers { kill(watcher.processIdentifier, SIGTERM) }
+        for watcher in watchers { #expect(await world.exit(of: watcher, upTo: .seconds(20)) == 0) }
+        let ticks = try await Self.ticks(db)
+        #expect(ticks.allSatisfy { $0.covers == 1 }, "\(ticks)")
+        #expect(zip(ticks, ticks.dropFirst()).allSatisfy { $1.at - $0.at == 1 }, "no tick twice, none missing: \(ticks.map(\.at))")
+        let batches = try await db.psql("SELECT count(DISTINCT batch) || ' ' || count(*) FROM runner.jobs").trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(batches == "\(ticks.count) \(ticks.count)", "one batch of one job a tick: \(batches)")
+    }
+
     @Test func watchersFireEachTickOnceThroughKillsRestartsAndAStopOfTheWholeFleet() async throws {
         let db = try await PostgresServer()
         let world = try SpoolWorld()
