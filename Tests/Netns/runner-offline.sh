@@ -73,10 +73,11 @@ EOF
 
     local up_pid=
     if [ "$link" = down-then-up ]; then
-        # One second after the job started (the run log is opened just before), the link comes up.
+        # About a second after the job started, the link comes up: half a second after its
+        # "no network connection" notice, which comes half a second in (noticeAfter 0.5).
         (
-            wait_for compgen -G "$dir/out/runs/*.jsonl" >/dev/null || exit 1
-            sleep 1
+            wait_for grep -qs "no network connection" "$dir/stderr" || exit 1
+            sleep 0.5
             now_ms >"$dir/up-at"
             C link set veth-c up
         ) &
