@@ -37,7 +37,7 @@ enum QueueCommands {
         let environment = ProcessInfo.processInfo.environment["RUNNER_QUEUE"] ?? ""
         guard let url = try arguments[queueOption] ?? (environment.isEmpty ? nil : environment) else { return nil }
         ChildEnvironment.withhold(url)
-        if let password = URLComponents(string: url)?.password, password.count >= 4 { ChildEnvironment.withhold(password) }
+        if let password = URLComponents(string: url)?.password { ChildEnvironment.withhold(password) }
         return url
     }
 

@@ -24,9 +24,12 @@ public enum ChildEnvironment {
     /// The runner's environment without what is withheld, with `adding` over it.
     public static func make(adding: [String: String] = [:], from base: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
         // The values of the withheld variables are secrets too, wherever else they were copied.
-        let secrets = withheldValues.withLock { $0 }.union(withheldNames.compactMap { base[$0] }.filter { $0.count >= 8 })
+        // A secret of 8 characters or more is looked for inside every value; a shorter one (a
+        // weak password) only as a whole value, so that it cannot take PATH or HOME with it.
+        let secrets = withheldValues.withLock { $0 }.union(withheldNames.compactMap { base[$0] }.filter { !$0.isEmpty })
+        let (long, short) = (secrets.filter { $0.count >= 8 }, secrets.filter { $0.count < 8 })
         var environment = base.filter { name, value in
-            !withheldNames.contains(name) && !secrets.contains { value.contains($0) }
+            !withheldNames.contains(name) && !short.contains(value) && !long.contains { value.contains($0) }
         }
         environment.merge(adding) { $1 }
         return environment
