@@ -364,9 +364,11 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         guard var client = clients[fd] else { return }
         switch client.phase {
         case .draining:
-            // Not for long: a client still sending a body it was refused is closed past 256 KiB.
+            // Not for long: a client still sending a body it was refused is closed past 8 MiB.
+            // Closed earlier, the kernel's reset could reach a client that keeps sending before
+            // it read the refusal (seen on a loaded machine at 256 KiB), and destroy the answer.
             client.drained += count
-            if client.drained > 256 * 1024 { return drop(fd) }
+            if client.drained > 8 << 20 { return drop(fd) }
             clients[fd] = client
             return
         case .events, .answering:
