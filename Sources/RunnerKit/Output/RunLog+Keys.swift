@@ -13,21 +13,10 @@ extension RunLog {
         if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
             throw ResumeError(description: "\(path): is a folder; give one run log (out/runs/<run-id>.jsonl)")
         }
-        guard let reader = LineReader(path: path) else {
-            throw ResumeError(description: "\(path): cannot be read: \(String(cString: strerror(errno)))")
-        }
         var keys = Set<String>()
-        while true {
-            let line: ArraySlice<UInt8>?
-            do {
-                line = try reader.next()
-            } catch {
-                throw ResumeError(description: "\(path): line \(reader.lineNumber + 1) is longer than 16 MiB; is it a run log?")
-            }
-            guard let line else { break }
-            guard let record = try? JSONParser.parse(line), let key = record["key"]?.stringValue,
-                record["status"]?.stringValue != nil || record["settledIn"]?.stringValue != nil
-            else { continue }
+        try forEachRecord(atPath: path) { record in
+            guard let key = record["key"]?.stringValue, record["status"]?.stringValue != nil || record["settledIn"]?.stringValue != nil
+            else { return }
             keys.insert(key)
         }
         guard !keys.isEmpty else {

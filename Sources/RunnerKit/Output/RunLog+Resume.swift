@@ -23,23 +23,10 @@ extension RunLog {
     public static func settledKeys(atPath path: String) throws(ResumeError) -> Set<String> {
         var info = stat()
         if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return try settledKeys(inOutput: path) }
-        guard let reader = LineReader(path: path) else {
-            throw ResumeError(description: "\(path): cannot be read: \(String(cString: strerror(errno)))")
-        }
         var last: [String: Bool] = [:]
         var records = 0
-        while true {
-            let line: ArraySlice<UInt8>?
-            do {
-                line = try reader.next()
-            } catch {
-                throw ResumeError(description: "\(path): line \(reader.lineNumber + 1) is longer than 16 MiB; is it a run log?")
-            }
-            guard let line, let record = try? JSONParser.parse(line), case .object = record else {
-                if line == nil { break }
-                continue
-            }
-            guard let settled = settledness(of: record) else { continue }
+        try forEachRecord(atPath: path) { record in
+            guard let settled = settledness(of: record) else { return }
             records += 1
             if let settled { last[settled.key] = settled.isSettled }
         }
@@ -91,5 +78,24 @@ extension RunLog {
             lines.append(0x0A)
         }
         append(lines: lines)
+    }
+
+    /// Calls `body` with each line of the run log at `path` that is a JSON object; a line that is
+    /// not (the last line of a log whose run was killed while writing it) is passed over.
+    static func forEachRecord(atPath path: String, _ body: (JSONValue) -> Void) throws(ResumeError) {
+        guard let reader = LineReader(path: path) else {
+            throw ResumeError(description: "\(path): cannot be read: \(String(cString: strerror(errno)))")
+        }
+        while true {
+            let line: ArraySlice<UInt8>?
+            do {
+                line = try reader.next()
+            } catch {
+                throw ResumeError(description: "\(path): line \(reader.lineNumber + 1) is longer than 16 MiB; is it a run log?")
+            }
+            guard let line else { return }
+            guard let record = try? JSONParser.parse(line), case .object = record else { continue }
+            body(record)
+        }
     }
 }
