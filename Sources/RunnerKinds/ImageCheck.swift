@@ -104,7 +104,7 @@ public struct ImageCheck: Sendable, Equatable {
     /// Checks a payload: `prefix` is its first bytes, `suffix` its last 64 (or fewer), `count` its
     /// length, and `body` reads all of it, which is asked for only when the format keeps what is
     /// needed past the prefix.
-    public func check(
+    package func check(
         prefix: [UInt8], suffix: [UInt8], count: Int, body: () throws -> [UInt8]
     ) throws(Failure) -> ImageHeader {
         let header: ImageHeader
@@ -149,7 +149,7 @@ public struct ImageCheck: Sendable, Equatable {
     /// gives the size, a size over `maxPixels` or under `minWidth` x `minHeight` stops the transfer
     /// there, with the message the whole body would have got. Returns true once it has decided;
     /// whatever it cannot judge from the first bytes is judged when the body is whole.
-    public func inspect(_ prefix: [UInt8]) throws(JobFailure) -> Bool {
+    package func inspect(_ prefix: [UInt8]) throws(JobFailure) -> Bool {
         let header: ImageHeader
         do {
             header = try ImageHeader.declaredSize(prefix)
@@ -171,7 +171,7 @@ public struct ImageCheck: Sendable, Equatable {
 
     /// Checks a fetched response's body as a job's failure: what was served (its size and
     /// Content-Type) is named when the bytes are no image.
-    public func check(_ response: JobContext.Response) throws(JobFailure) -> ImageHeader {
+    package func check(_ response: JobContext.Response) throws(JobFailure) -> ImageHeader {
         let payload = response.payload
         do {
             return try check(payload)
@@ -183,7 +183,7 @@ public struct ImageCheck: Sendable, Equatable {
 
     /// Checks a fetched payload, reading it back from disk only when the format asks for more than
     /// its first bytes.
-    public func check(_ payload: Payload) throws(Failure) -> ImageHeader {
+    package func check(_ payload: Payload) throws(Failure) -> ImageHeader {
         let prefix = payload.prefix
         let count = payload.count
         return try check(prefix: prefix, suffix: payload.suffix, count: count) {
@@ -210,7 +210,7 @@ public struct ImageCheck: Sendable, Equatable {
 
     /// The details of a result record: format, width and height; frames and animated for an
     /// animation; orientation with the display size when EXIF says the image is turned or mirrored.
-    public static func details(_ header: ImageHeader) -> [(key: String, value: JSONValue)] {
+    package static func details(_ header: ImageHeader) -> [(key: String, value: JSONValue)] {
         var details: [(key: String, value: JSONValue)] = [
             ("format", .string(header.format.rawValue)),
             ("width", JSONValue(header.width)),

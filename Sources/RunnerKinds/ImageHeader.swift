@@ -13,18 +13,18 @@
 
 /// The format and pixel size of an image, with its frame count and EXIF orientation, read from
 /// the bytes of its payload.
-public struct ImageHeader: Equatable, Sendable {
-    public var format: ImageFormat
+package struct ImageHeader: Equatable, Sendable {
+    package var format: ImageFormat
     /// Width as stored (before any orientation is applied), as ImageMagick's `identify` reports it.
-    public var width: Int
+    package var width: Int
     /// Height as stored.
-    public var height: Int
+    package var height: Int
     /// Frames of an animation (GIF images, APNG `acTL`, WebP `ANMF`, an AVIF sequence's samples); 1 for a still image.
-    public var frames: Int
+    package var frames: Int
     /// EXIF orientation, 1 (as stored) to 8; 5-8 swap width and height for display.
-    public var orientation: Int
+    package var orientation: Int
 
-    public init(format: ImageFormat, width: Int, height: Int, frames: Int = 1, orientation: Int = 1) {
+    package init(format: ImageFormat, width: Int, height: Int, frames: Int = 1, orientation: Int = 1) {
         self.format = format
         self.width = width
         self.height = height
@@ -33,19 +33,19 @@ public struct ImageHeader: Equatable, Sendable {
     }
 
     /// More than one frame.
-    public var animated: Bool { frames > 1 }
+    package var animated: Bool { frames > 1 }
     /// The width once the orientation is applied.
-    public var displayWidth: Int { orientation >= 5 ? height : width }
+    package var displayWidth: Int { orientation >= 5 ? height : width }
     /// The height once the orientation is applied.
-    public var displayHeight: Int { orientation >= 5 ? width : height }
+    package var displayHeight: Int { orientation >= 5 ? width : height }
 
     /// The largest width or height accepted; anything above is taken for a corrupt header.
-    public static let maximumDimension = 1 << 20
+    package static let maximumDimension = 1 << 20
 
     // MARK: - Errors
 
     /// Why a payload is not a usable image.
-    public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+    package enum Error: Swift.Error, Equatable, CustomStringConvertible {
         /// The bytes are not an image of a supported format; the string names what arrived
         /// (see ``ImageHeader/describe(_:)``).
         case notAnImage(String)
@@ -57,7 +57,7 @@ public struct ImageHeader: Equatable, Sendable {
         /// The bytes start like this format but its header is inconsistent; the string says how.
         case malformed(ImageFormat, String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .notAnImage(let what):
                 "expected an image, but \(what) arrived"
@@ -72,7 +72,7 @@ public struct ImageHeader: Equatable, Sendable {
 
         /// The parser ran off the bytes it was given (`truncated` or `cutShort`): given more of the
         /// body it may succeed.
-        public var wantsMoreBytes: Bool {
+        package var wantsMoreBytes: Bool {
             switch self {
             case .truncated, .cutShort: true
             case .notAnImage, .malformed: false
@@ -87,7 +87,7 @@ public struct ImageHeader: Equatable, Sendable {
     /// `bytes` is the body or its first bytes; `totalLength` is the length of the whole body
     /// (default: `bytes` is all of it). Where the format needs bytes past those given, this throws
     /// `truncated` or `cutShort`: parse again with the whole body.
-    public static func parse(_ bytes: [UInt8], totalLength: Int? = nil) throws(ImageHeader.Error) -> ImageHeader {
+    package static func parse(_ bytes: [UInt8], totalLength: Int? = nil) throws(ImageHeader.Error) -> ImageHeader {
         let reader = ImageByteReader(bytes)
         let total = max(totalLength ?? bytes.count, bytes.count)
         if bytes.isEmpty {
@@ -162,7 +162,7 @@ public struct ImageHeader: Equatable, Sendable {
     /// The size a header declares, from a body's first bytes, before the rest has arrived: the
     /// logical screen of a GIF (its frames come later), otherwise what `parse` reads from them.
     /// Throws `truncated` (or `cutShort`) while the bytes given do not reach that far.
-    public static func declaredSize(_ prefix: [UInt8]) throws(Error) -> ImageHeader {
+    package static func declaredSize(_ prefix: [UInt8]) throws(Error) -> ImageHeader {
         let reader = ImageByteReader(prefix)
         if reader.starts(with: Signature.gif) {
             guard let width = reader.uint16LE(6), let height = reader.uint16LE(8) else { throw .truncated(.gif) }
@@ -187,7 +187,7 @@ public struct ImageHeader: Equatable, Sendable {
     /// cannot be checked and those two formats count as complete. TIFF, ICO, CUR, HEIC, AVIF and
     /// JPEG XL have no end marker: `parse` checks that the body holds what their headers point to
     /// (strips and tiles, icon images, ISO boxes), so they count as complete here.
-    public static func isComplete(
+    package static func isComplete(
         _ format: ImageFormat,
         prefix: [UInt8] = [],
         suffix: [UInt8],
@@ -225,7 +225,7 @@ public struct ImageHeader: Equatable, Sendable {
 
     /// A short phrase naming what arrived, for error messages: "an HTML page", "a JSON document",
     /// "plain text", "an empty body", "23 bytes of unknown data starting 3c 21 44 4f".
-    public static func describe(_ prefix: [UInt8]) -> String {
+    package static func describe(_ prefix: [UInt8]) -> String {
         if prefix.isEmpty {
             return "an empty body"
         }

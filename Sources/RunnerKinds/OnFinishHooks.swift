@@ -18,11 +18,11 @@ import Synchronization
 ///
 /// A queue's watcher runs the hooks of its jobs itself (`run(record:)`), so that a job is done
 /// only once they ended; it then hears nothing as an observer (`observing` false).
-public final class OnFinishHooks: RunObserver, Sendable {
-    public static let defaultConcurrency = 2
-    public static let defaultTimeout: Duration = .seconds(60)
+package final class OnFinishHooks: RunObserver, Sendable {
+    package static let defaultConcurrency = 2
+    package static let defaultTimeout: Duration = .seconds(60)
 
-    public let command: String
+    package let command: String
     private let timeout: Duration
     private let slots: SlotLimiter
     private let store: OutputStore
@@ -46,7 +46,7 @@ public final class OnFinishHooks: RunObserver, Sendable {
     /// One syncfs at a time; a hook whose record an earlier one covered runs without its own.
     private let syncing = Mutex(())
 
-    public init(
+    package init(
         command: String, store: OutputStore, concurrency: Int = defaultConcurrency, timeout: Duration = defaultTimeout,
         sync: Bool = true, observer: any RunObserver = SilentObserver(), observing: Bool = true,
         report: @escaping @Sendable (String) -> Void
@@ -62,16 +62,16 @@ public final class OnFinishHooks: RunObserver, Sendable {
     }
 
     /// Hooks that failed or timed out so far.
-    public var failures: Int { state.withLock { $0.failed } }
+    package var failures: Int { state.withLock { $0.failed } }
 
-    public func jobFinished(_ result: JobResult) {
+    package func jobFinished(_ result: JobResult) {
         guard observing else { return }
         schedule(result, line: nil)
     }
 
     /// Runs the hook for a job whose record `line` a runner that died had written (its file runs
     /// again, the job not): as for a job that finished now, with that record.
-    public func replay(record line: [UInt8]) {
+    package func replay(record line: [UInt8]) {
         guard let result = JobResult(record: line) else { return }
         schedule(result, line: line)
     }
@@ -92,7 +92,7 @@ public final class OnFinishHooks: RunObserver, Sendable {
     }
 
     /// Waits for every hook to end, those that start meanwhile included.
-    public func finish() async {
+    package func finish() async {
         while let task = state.withLock({ $0.running.values.first }) {
             await task.value
         }
@@ -100,7 +100,7 @@ public final class OnFinishHooks: RunObserver, Sendable {
 
     /// Waits for the hooks of every job finished so far to end (not for those of jobs that
     /// finish meanwhile): what a spool file waits for before it moves on.
-    public func settle() async {
+    package func settle() async {
         let tasks = state.withLock { Array($0.running.values) }
         for task in tasks { await task.value }
     }
@@ -108,7 +108,7 @@ public final class OnFinishHooks: RunObserver, Sendable {
     /// Runs the hook for the job whose record is `line` (one line of JSON, as stored), now, and
     /// returns once it ended; the record is durable already. Whether it succeeded.
     @discardableResult
-    public func run(record line: [UInt8]) async -> Bool {
+    package func run(record line: [UInt8]) async -> Bool {
         guard let result = JobResult(record: line) else {
             report("runner: an --on-finish hook did not run: its record is not one: \(Printable.escaped(String(decoding: line.prefix(200), as: UTF8.self)))")
             return false

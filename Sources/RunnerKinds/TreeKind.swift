@@ -60,9 +60,9 @@ public struct TreeKind: JobKind {
 }
 
 /// The tree contract: an array of nodes; a node has `label` and either `children` (nodes) or `id` (a leaf).
-public struct Tree: Sendable {
-    public struct Malformed: Error, CustomStringConvertible {
-        public var description: String
+package struct Tree: Sendable {
+    package struct Malformed: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Every node, inner and leaf.
@@ -74,7 +74,7 @@ public struct Tree: Sendable {
     /// The tree with each node's members in the order label, id, children.
     public private(set) var normalized: JSONValue = .array([])
 
-    public init(_ document: JSONValue) throws {
+    package init(_ document: JSONValue) throws {
         guard case .array(let roots) = document else {
             throw Malformed(description: "the top level must be an array of nodes, not \(document.typeDescription)")
         }

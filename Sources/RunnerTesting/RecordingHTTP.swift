@@ -14,7 +14,7 @@ public final class RecordingHTTP: HTTPFetching {
     public enum Reply: Sendable {
         /// A response: status, headers (any case) and body.
         case respond(status: Int, headers: [String: String] = [:], body: [UInt8] = [])
-        /// The fetch throws this error (a transport failure such as `HTTPError.cannotConnect`).
+        /// The fetch throws this error (a transport failure such as `FetchError.cannotConnect`).
         case fail(any Error)
         /// Nothing arrives until the request is cancelled; then the fetch throws `CancellationError`.
         case hang
@@ -116,7 +116,7 @@ public final class RecordingHTTP: HTTPFetching {
 
     // MARK: - HTTPFetching
 
-    public func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
+    public func fetch(_ request: FetchRequest, into body: any BodySink) async throws -> FetchResponseHead {
         if let fixed { return try answer(fixed, to: request, into: body) }
         let url = request.url
         let reply = state.update { state -> Reply in
@@ -146,13 +146,13 @@ public final class RecordingHTTP: HTTPFetching {
         }
     }
 
-    private func answer(_ reply: Reply, to request: HTTPRequest, into body: any BodySink) throws -> HTTPResponseHead {
+    private func answer(_ reply: Reply, to request: FetchRequest, into body: any BodySink) throws -> FetchResponseHead {
         switch reply {
         case .respond(let status, let headers, let bytes):
             let lowered = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }) { last, _ in last }
             try body.begin(status: status, headers: lowered)
             if !bytes.isEmpty { try bytes.withUnsafeBytes { try body.write($0) } }
-            return HTTPResponseHead(status: status, headers: lowered, url: request.url)
+            return FetchResponseHead(status: status, headers: lowered, url: request.url)
         case .fail(let error):
             throw error
         case .hang:
@@ -161,7 +161,7 @@ public final class RecordingHTTP: HTTPFetching {
     }
 
     /// Suspends until the calling task is cancelled, then throws `CancellationError`.
-    private func hang(_ url: URL) async throws -> HTTPResponseHead {
+    private func hang(_ url: URL) async throws -> FetchResponseHead {
         let id = state.update { state -> UInt64 in
             state.nextID += 1
             return state.nextID

@@ -11,7 +11,7 @@ import Testing
 
     @Test func keptJobsRunWithoutReadingAgain() throws {
         let path = folder.write("jobs.jsonl", (1...3).map { Self.line("k\($0)") }.joined(separator: "\n") + "\n")
-        let feed = BatchFeed(files: [path], registry: probeRegistry(), keep: 10)
+        let feed = BatchFeed(files: [path], registry: probeRegistry(), shard: nil, keep: 10)
         let validation = feed.validate()
         #expect(validation.errors.isEmpty && validation.total == 3)
         try FileManager.default.removeItem(atPath: path)  // gone: only the kept jobs can run
@@ -22,7 +22,7 @@ import Testing
     @Test func beyondKeepALineChangedAfterValidationIsNotRunAndIsReported() throws {
         let lines = (1...4).map { Self.line("k\($0)") }
         let path = folder.write("jobs.jsonl", lines.joined(separator: "\n") + "\n")
-        let feed = BatchFeed(files: [path], registry: probeRegistry(), keep: 2)
+        let feed = BatchFeed(files: [path], registry: probeRegistry(), shard: nil, keep: 2)
         #expect(feed.validate().errors.isEmpty)
         // Line 3 is overwritten in place with something of the same length that is no job.
         var changed = lines

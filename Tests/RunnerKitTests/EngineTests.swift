@@ -118,7 +118,7 @@ struct EngineTests {
 
     @Test func transientFailuresAreRetriedAfterAnExponentialBackoffOnTheClock() async throws {
         let url = "http://host.test/flaky"
-        http.script(url, .status(503), .fail(HTTPError.cannotConnect("host.test")), .ok("payload"))
+        http.script(url, .status(503), .fail(FetchError.cannotConnect("host.test")), .ok("payload"))
         let engine = try makeEngine(folder, http: http, clock: clock, backoff: Backoff(base: .seconds(1), cap: .seconds(8)))
         let run = Task { await engine.run(job(url, key: "flaky", retries: 3)) }
 
@@ -365,7 +365,7 @@ struct EngineTests {
 
     // MARK: The stale fallback
 
-    @Test(arguments: [RecordingHTTP.Reply.status(500), .fail(HTTPError.cannotConnect("host.test"))])
+    @Test(arguments: [RecordingHTTP.Reply.status(500), .fail(FetchError.cannotConnect("host.test"))])
     func aFailureAfterAGoodRunPointsAtTheGoodPayload(failure: RecordingHTTP.Reply) async throws {
         let url = "http://host.test/cached"
         http.script(url, .ok("good"), failure)

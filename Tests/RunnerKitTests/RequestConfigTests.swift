@@ -70,7 +70,7 @@ struct RequestConfigTests {
             (try HostPattern(parsing: "api.example.com"), HostSettings(headers: [try HeaderTemplate(name: "x-api-key", value: "config")])),
             (try HostPattern(parsing: "cdn.example.net"), HostSettings(headers: [try HeaderTemplate(name: "x-cdn", value: "c")])),
         ])
-        let request = HTTPRequest(
+        let request = FetchRequest(
             url: url, headers: [("Accept", "application/json")], originHeaders: [("Authorization", "job"), ("x-api-key", "job")],
             maxBytes: 1)
         func names(_ hop: String) throws -> [String] {

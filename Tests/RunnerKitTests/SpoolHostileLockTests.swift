@@ -77,5 +77,5 @@ private struct CountingKind: JobKind {
 
 private struct UnusedFetcher: HTTPFetching {
     struct Unused: Error {}
-    func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead { throw Unused() }
+    func fetch(_ request: FetchRequest, into body: any BodySink) async throws -> FetchResponseHead { throw Unused() }
 }

@@ -89,5 +89,5 @@ struct SpoolLockTests {
 /// A fetcher for jobs that never fetch.
 private struct NoFetching: HTTPFetching {
     struct Unused: Error {}
-    func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead { throw Unused() }
+    func fetch(_ request: FetchRequest, into body: any BodySink) async throws -> FetchResponseHead { throw Unused() }
 }

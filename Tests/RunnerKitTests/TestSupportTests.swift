@@ -52,10 +52,10 @@ struct TestSupportTests {
         let url = "http://host.test/a"
         http.script(url, .status(503), .respond(status: 200, headers: ["ETag": "\"x\""], body: [1, 2, 3]))
         let store = try OutputStore(root: TemporaryFolder().path)
-        func fetch(_ url: String, headers: [(name: String, value: String)] = []) async throws -> (HTTPResponseHead, [UInt8]) {
+        func fetch(_ url: String, headers: [(name: String, value: String)] = []) async throws -> (FetchResponseHead, [UInt8]) {
             let payload = Payload(store: store, folder: "", maxBytes: 100)
             defer { payload.discard() }
-            let head = try await http.fetch(HTTPRequest(url: URL(string: url)!, headers: headers, maxBytes: 100), into: payload)
+            let head = try await http.fetch(FetchRequest(url: URL(string: url)!, headers: headers, maxBytes: 100), into: payload)
             return (head, try payload.bytes())
         }
 
@@ -77,7 +77,7 @@ struct TestSupportTests {
         let fetch = Task {
             let payload = Payload(store: try OutputStore(root: TemporaryFolder().path), folder: "", maxBytes: 100)
             defer { payload.discard() }
-            return try await http.fetch(HTTPRequest(url: URL(string: "http://host.test/hang")!, maxBytes: 100), into: payload)
+            return try await http.fetch(FetchRequest(url: URL(string: "http://host.test/hang")!, maxBytes: 100), into: payload)
         }
         await http.waitForRequests(1)
         #expect(http.events.count == 1, "started, and nothing more")

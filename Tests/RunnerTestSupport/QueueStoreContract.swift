@@ -5,16 +5,16 @@ import Testing
 /// clock) and on the PostgreSQL one (on the real clock, with a short lease): claims oldest first
 /// and never twice, key locks, release, records, leases that end and are renewed, abandoned jobs
 /// failed, the fleet's pace and pauses, claims by kind, notices, pruning.
-public struct QueueStoreContract {
+package struct QueueStoreContract {
     /// Two watchers' views of one empty queue.
-    public let first: any QueueStore
-    public let second: any QueueStore
+    package let first: any QueueStore
+    package let second: any QueueStore
     /// Queues jobs as `submit --queue` does.
-    public let submit: @Sendable ([JobQueue.Submission]) async throws -> Void
+    package let submit: @Sendable ([JobQueue.Submission]) async throws -> Void
     /// Lets `duration` pass on the stores' clock.
-    public let pass: @Sendable (Duration) async -> Void
+    package let pass: @Sendable (Duration) async -> Void
 
-    public init(
+    package init(
         first: any QueueStore, second: any QueueStore, submit: @escaping @Sendable ([JobQueue.Submission]) async throws -> Void,
         pass: @escaping @Sendable (Duration) async -> Void
     ) {
@@ -28,7 +28,7 @@ public struct QueueStoreContract {
         keys.map { JobQueue.Submission(key: $0, kind: "fetch", job: #"{"job": {"kind": "fetch", "key": "\#($0)"}}"#, file: "contract") }
     }
 
-    public func check(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    package func check(sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let lease = first.lease
         // Listening from now on (a timeout of zero waits for nothing).
         #expect(try await first.notifications(waitingUpTo: .zero).isEmpty, sourceLocation: sourceLocation)

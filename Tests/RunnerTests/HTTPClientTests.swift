@@ -31,9 +31,9 @@ struct HTTPClientTests {
 
     static let clients = HTTPClientKind.allCases
 
-    func fetch(_ client: any HTTPClient, _ url: URL, headers: [(name: String, value: String)] = [], maxBytes: Int = 10_000_000) async throws -> (HTTPResponseHead, [UInt8]) {
+    func fetch(_ client: any HTTPClient, _ url: URL, headers: [(name: String, value: String)] = [], maxBytes: Int = 10_000_000) async throws -> (FetchResponseHead, [UInt8]) {
         let sink = Collector()
-        let head = try await client.fetch(HTTPRequest(url: url, headers: headers, maxBytes: maxBytes), into: sink)
+        let head = try await client.fetch(FetchRequest(url: url, headers: headers, maxBytes: maxBytes), into: sink)
         return (head, sink.all)
     }
 
@@ -93,7 +93,7 @@ struct HTTPClientTests {
         #expect(head.url == target)
         #expect(body.count == 10)
         let refused = await error { try await fetch(client, server.url("/redirect?to=ftp%3A%2F%2Fexample.org%2Fx.png")) }
-        guard case .redirectRefused(let to)? = refused as? HTTPError else {
+        guard case .redirectRefused(let to)? = refused as? FetchError else {
             Issue.record("expected redirectRefused, got \(String(describing: refused))")
             return
         }
@@ -115,7 +115,7 @@ struct HTTPClientTests {
         #expect(plain.status == 200, "the If-None-Match of the request before was sent again")
         #expect(again == full)
 
-        let refused = await error { try await client.fetch(HTTPRequest(url: server.url("/bytes/100000"), maxBytes: 1_000_000), into: Refuser()) }
+        let refused = await error { try await client.fetch(FetchRequest(url: server.url("/bytes/100000"), maxBytes: 1_000_000), into: Refuser()) }
         #expect(refused is Refuser.Refused)
         let (afterAbort, bytes) = try await fetch(client, server.url("/bytes/1000"))
         #expect(afterAbort.status == 200)
@@ -137,13 +137,13 @@ struct HTTPClientTests {
         let server = try Server()
         let client = try kind.make(maxConnectionsPerHost: 4)
         let sink = Collector()
-        let failure = await error { try await client.fetch(HTTPRequest(url: server.url("/bytes/5000000\(query)"), maxBytes: 1000), into: sink) }
+        let failure = await error { try await client.fetch(FetchRequest(url: server.url("/bytes/5000000\(query)"), maxBytes: 1000), into: sink) }
         if query.isEmpty {
-            #expect(failure as? HTTPError == .tooLarge(limit: 1000))
+            #expect(failure as? FetchError == .tooLarge(limit: 1000))
             #expect(sink.all.isEmpty, "nothing of the body was read")
         } else if let failure {
             // No declared length: a client may count the body as it arrives and stop at the limit…
-            #expect(failure as? HTTPError == .tooLarge(limit: 1000))
+            #expect(failure as? FetchError == .tooLarge(limit: 1000))
             #expect(sink.all.count <= 1000)
         } else {
             // …or leave it to the sink, which is the one to refuse.
@@ -155,23 +155,23 @@ struct HTTPClientTests {
     func aThrowingSinkAbortsTheTransferWithItsError(kind: HTTPClientKind) async throws {
         let server = try Server()
         let client = try kind.make(maxConnectionsPerHost: 4)
-        let failure = await error { try await client.fetch(HTTPRequest(url: server.url("/bytes/5000000"), maxBytes: 10_000_000), into: Refuser()) }
+        let failure = await error { try await client.fetch(FetchRequest(url: server.url("/bytes/5000000"), maxBytes: 10_000_000), into: Refuser()) }
         #expect(failure is Refuser.Refused, "\(String(describing: failure))")
         let limit = ContinuousClock.now.advanced(by: .seconds(5))
         while client.activeTaskCount > 0 && ContinuousClock.now < limit { try await Task.sleep(for: .milliseconds(10)) }
         #expect(client.activeTaskCount == 0)
     }
 
-    @Test(arguments: clients, [("?truncate=100", HTTPError.connectionLost), ("?reset=1", .connectionLost)])
-    func brokenConnectionsAreConnectionLost(kind: HTTPClientKind, fault: (query: String, expected: HTTPError)) async throws {
+    @Test(arguments: clients, [("?truncate=100", FetchError.connectionLost), ("?reset=1", .connectionLost)])
+    func brokenConnectionsAreConnectionLost(kind: HTTPClientKind, fault: (query: String, expected: FetchError)) async throws {
         let server = try Server()
         let client = try kind.make(maxConnectionsPerHost: 4)
         let failure = await error { try await fetch(client, server.url("/bytes/1000\(fault.query)")) }
         if kind == .urlsession {
             // URLSession on Linux reports a truncated body as an unknown error (URLError -1).
-            #expect(failure is HTTPError, "\(String(describing: failure))")
+            #expect(failure is FetchError, "\(String(describing: failure))")
         } else {
-            #expect(failure as? HTTPError == fault.expected, "\(String(describing: failure))")
+            #expect(failure as? FetchError == fault.expected, "\(String(describing: failure))")
         }
     }
 
@@ -180,9 +180,9 @@ struct HTTPClientTests {
         let client = try kind.make(maxConnectionsPerHost: 4)
         let port = try LoopbackPort.unused()
         let refused = await error { try await fetch(client, URL(string: "http://127.0.0.1:\(port)/x")!) }
-        #expect(refused as? HTTPError == .cannotConnect("127.0.0.1:\(port)"), "\(String(describing: refused))")
+        #expect(refused as? FetchError == .cannotConnect("127.0.0.1:\(port)"), "\(String(describing: refused))")
         let unresolved = await error { try await fetch(client, URL(string: "http://no-such-host.invalid/x")!) }
-        #expect(unresolved as? HTTPError == .cannotResolveHost("no-such-host.invalid"), "\(String(describing: unresolved))")
+        #expect(unresolved as? FetchError == .cannotResolveHost("no-such-host.invalid"), "\(String(describing: unresolved))")
     }
 
     @Test(arguments: clients)

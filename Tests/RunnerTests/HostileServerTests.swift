@@ -11,16 +11,16 @@ import Testing
 struct HostileServerTests {
     static let clients = HTTPClientKind.allCases
 
-    static func fetch(_ client: any HTTPClient, _ url: URL) async -> Result<HTTPResponseHead, any Error> {
+    static func fetch(_ client: any HTTPClient, _ url: URL) async -> Result<FetchResponseHead, any Error> {
         do {
-            return .success(try await client.fetch(HTTPRequest(url: url, maxBytes: 1_000_000), into: HTTPClientTests.Collector()))
+            return .success(try await client.fetch(FetchRequest(url: url, maxBytes: 1_000_000), into: HTTPClientTests.Collector()))
         } catch {
             return .failure(error)
         }
     }
 
-    static func refusal(_ result: Result<HTTPResponseHead, any Error>) -> String? {
-        guard case .failure(let error) = result, case .refused(let why)? = error as? HTTPError else { return nil }
+    static func refusal(_ result: Result<FetchResponseHead, any Error>) -> String? {
+        guard case .failure(let error) = result, case .refused(let why)? = error as? FetchError else { return nil }
         return why
     }
 

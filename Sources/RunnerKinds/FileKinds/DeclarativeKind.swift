@@ -3,7 +3,7 @@ import RunnerKit
 
 /// A job of a declarative kind: the kind file says what to fetch, how to check it, what to
 /// record and what to fan out to.
-struct DeclarativeKind: JobParameters {
+struct DeclarativeKind: DecodedJob {
     let file: KindFile
     let parameters: FileKindParameters
 

@@ -5,7 +5,7 @@ import Synchronization
 
 /// A job of an executable kind: a program checks the fetched payload, or does the whole
 /// network operation (`fetch: false`), and answers in JSON on stdout.
-struct ExecutableKind: JobParameters {
+struct ExecutableKind: DecodedJob {
     let file: KindFile
     let parameters: FileKindParameters
 

@@ -4,16 +4,16 @@ import RunnerKit
 
 /// A kind read from a file: declarative (what to fetch, check, record and fan out
 /// to) or executable (`exec`: a program does the checking, or the whole operation).
-public struct KindFile: Sendable {
+package struct KindFile: Sendable {
     /// The largest kind file read, in bytes.
-    public static let maxFileBytes = 1 << 20
+    package static let maxFileBytes = 1 << 20
     /// How deep a child job template may nest objects and arrays.
-    public static let maxTemplateDepth = 8
+    package static let maxTemplateDepth = 8
     /// The most fields (at all depths) of a child job template, details or parameters.
-    public static let maxEntries = 256
+    package static let maxEntries = 256
 
     /// What the payload must be.
-    public enum PayloadRule: Sendable {
+    package enum PayloadRule: Sendable {
         /// JSON: `object`, `array` or `any`, with pointers that must name something.
         case json(shape: String, require: [JSONPointer])
         case image([ImageFormat])
@@ -22,13 +22,13 @@ public struct KindFile: Sendable {
     }
 
     /// A `details` entry: the value a pointer names, or the size of the array or object it names.
-    public enum Detail: Sendable {
+    package enum Detail: Sendable {
         case value(JSONPointer)
         case count(JSONPointer)
     }
 
     /// A child job template: its strings are templates; other values are copied.
-    public indirect enum JobTemplate: Sendable {
+    package indirect enum JobTemplate: Sendable {
         case template(KindTemplate)
         case value(JSONValue)
         case object([(key: String, value: JobTemplate)])
@@ -51,25 +51,25 @@ public struct KindFile: Sendable {
         }
     }
 
-    public var name: String
-    public var summary: String
-    public var path: String
-    public var parameters: [KindParameter]
-    public var key: KindTemplate?
-    public var accept: String?
-    public var payload: PayloadRule
-    public var contentTypes: [String]?
-    public var folder: String
-    public var fileExtension: String
-    public var details: [(name: String, detail: Detail)]
-    public var children: (each: JSONPointer, job: [(key: String, value: JobTemplate)])?
+    package var name: String
+    package var summary: String
+    package var path: String
+    package var parameters: [KindParameter]
+    package var key: KindTemplate?
+    package var accept: String?
+    package var payload: PayloadRule
+    package var contentTypes: [String]?
+    package var folder: String
+    package var fileExtension: String
+    package var details: [(name: String, detail: Detail)]
+    package var children: (each: JSONPointer, job: [(key: String, value: JobTemplate)])?
     /// The program and its arguments, for an executable kind.
-    public var exec: [String]?
+    package var exec: [String]?
     /// Whether the runner fetches the URL first (executable kinds only; declarative always do).
-    public var fetch: Bool
+    package var fetch: Bool
 
     /// The folder of the kind file: an executable kind's working directory.
-    public var directory: String { (path as NSString).deletingLastPathComponent }
+    package var directory: String { (path as NSString).deletingLastPathComponent }
 
     static let fieldNames: Set<String> = [
         "kind", "summary", "parameters", "key", "accept", "payload", "folder", "extension", "details", "children",
@@ -77,7 +77,7 @@ public struct KindFile: Sendable {
     ]
 
     /// Reads and checks a kind file; errors name the file and the field.
-    public static func read(path: String) throws(JobFileError) -> KindFile {
+    package static func read(path: String) throws(JobFileError) -> KindFile {
         guard let handle = FileHandle(forReadingAtPath: path) else {
             throw JobFileError(file: path, "cannot be read")
         }
@@ -95,7 +95,7 @@ public struct KindFile: Sendable {
     }
 
     /// Decodes a kind file's bytes. `fileStem`: the file's name without `.json`, which must be the kind's name.
-    public static func decode(_ bytes: [UInt8], path: String, fileStem: String?) throws(JobSpecError) -> KindFile {
+    package static func decode(_ bytes: [UInt8], path: String, fileStem: String?) throws(JobSpecError) -> KindFile {
         do {
             return try decodeFields(bytes, path: path, fileStem: fileStem)
         } catch {
@@ -444,7 +444,7 @@ extension KindFile {
     /// is, names a kind, and each field of the child job is a job field or one of that kind's
     /// parameters. Throws naming the field, so a typo fails when kinds load, not silently at
     /// run time in every element.
-    public func checkChildren(against registry: KindRegistry) throws(JobSpecError) {
+    package func checkChildren(against registry: KindRegistry) throws(JobSpecError) {
         guard let children else { return }
         guard let kindName = children.job.first(where: { $0.key == "kind" })?.value.literal else { return }
         guard let child = registry.definition(named: kindName) else {
@@ -464,7 +464,7 @@ extension KindFile {
     /// An executable kind's program must exist and be executable: a name with a `/` in the kind
     /// file's folder (where the program runs), a bare name on `PATH`. Judged when kinds load, so
     /// a typo fails `kinds`, `validate` and `run` at once instead of every job at run time.
-    public func checkProgram(environment: [String: String] = ProcessInfo.processInfo.environment) throws(JobSpecError) {
+    package func checkProgram(environment: [String: String] = ProcessInfo.processInfo.environment) throws(JobSpecError) {
         guard let program = exec?.first else { return }
         if program.contains("/") {
             let path = program.hasPrefix("/") || directory.isEmpty ? program : "\(directory)/\(program)"

@@ -61,7 +61,7 @@ extension KindFile {
         let file = self
         return KindDefinition(
             name: name, summary: summary, parameters: parameters, source: path, accept: accept,
-            decode: { (fields: inout JobFields) throws(JobSpecError) -> any JobParameters in
+            decode: { (fields: inout JobFields) throws(JobSpecError) -> any DecodedJob in
                 let values = try FileKindParameters(file.parameters, fields: &fields)
                 if file.exec != nil { return ExecutableKind(file: file, parameters: values) }
                 return DeclarativeKind(file: file, parameters: values)

@@ -4,26 +4,26 @@ import RunnerKit
 /// A string of a kind file with placeholders: `{name}` is a job parameter, `{/pointer}` a JSON
 /// Pointer into the current element (children) or the payload (details). `{{` and `}}` are a
 /// literal brace.
-public struct KindTemplate: Sendable, Equatable {
+package struct KindTemplate: Sendable, Equatable {
     /// The longest template accepted, in bytes.
-    public static let maxLength = 4096
+    package static let maxLength = 4096
     /// The most placeholders in one template.
-    public static let maxPlaceholders = 64
+    package static let maxPlaceholders = 64
 
-    public enum Segment: Sendable, Equatable {
+    package enum Segment: Sendable, Equatable {
         case literal(String)
         case parameter(String)
         case pointer(JSONPointer)
     }
 
-    public let segments: [Segment]
-    public let text: String
+    package let segments: [Segment]
+    package let text: String
 
-    public struct Invalid: Error, Sendable, CustomStringConvertible {
-        public var description: String
+    package struct Invalid: Error, Sendable, CustomStringConvertible {
+        package var description: String
     }
 
-    public init(_ text: String) throws(KindTemplate.Invalid) {
+    package init(_ text: String) throws(KindTemplate.Invalid) {
         guard text.utf8.count <= Self.maxLength else {
             throw Invalid(description: "is a template longer than \(Self.maxLength) bytes")
         }
@@ -70,23 +70,23 @@ public struct KindTemplate: Sendable, Equatable {
     }
 
     /// Whether the template is one placeholder and nothing else (its value lands whole).
-    public var isSinglePlaceholder: Bool {
+    package var isSinglePlaceholder: Bool {
         if segments.count == 1, case .literal = segments[0] { return false }
         return segments.count == 1
     }
 
-    public var parameterNames: [String] {
+    package var parameterNames: [String] {
         segments.compactMap { if case .parameter(let name) = $0 { name } else { nil } }
     }
 
-    public var hasPointers: Bool {
+    package var hasPointers: Bool {
         segments.contains { if case .pointer = $0 { true } else { false } }
     }
 
     /// Fills the placeholders. `encode`: values are percent-encoded (the template lands in a URL)
     /// unless the template is a single placeholder, whose value is the whole URL.
     /// Throws a sentence naming the placeholder that cannot be filled.
-    public func fill(
+    package func fill(
         parameters: [String: String], element: JSONValue?, encode: Bool
     ) throws(KindTemplate.Invalid) -> String {
         let encodeValues = encode && !isSinglePlaceholder

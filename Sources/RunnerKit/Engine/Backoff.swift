@@ -11,7 +11,7 @@ public struct Backoff: Sendable {
     }
 
     /// The delay after failed attempt number `attempt` (1-based).
-    public func delay(afterAttempt attempt: Int, retryAfter: Duration?, random: Double = Double.random(in: 0...1)) -> Duration {
+    package func delay(afterAttempt attempt: Int, retryAfter: Duration?, random: Double = Double.random(in: 0...1)) -> Duration {
         if let retryAfter { return min(retryAfter, retryAfterCap) }
         let exponent = min(attempt - 1, 20)
         let full = min(base * (1 << exponent), cap)

@@ -30,14 +30,14 @@ extension JobEngine {
         /// (nor has them from its file's `defaults` or its parent): 2 s, no retries, 64 MiB, none.
         public var jobDefaults = JobDefaults()
         /// Per host: headers, pacing (`--rate`, a host's `rate` and `perHost`) and TLS files.
-        public var requests = RequestConfig()
+        package var requests = RequestConfig()
         /// The delay between attempts.
         public var backoff = Backoff()
         /// Bytes a second of every transfer together (`--limit-rate`); nil: unlimited.
         public var limitRate: Int?
         /// The bytes the kept partials of cut transfers may take in the output (`--keep-partials`);
         /// keeping one past it removes the oldest first.
-        public var keepPartials = PartialDownload.defaultBudget
+        package var keepPartials = PartialDownload.defaultBudget
 
         // MARK: Where it writes
 
@@ -46,22 +46,22 @@ extension JobEngine {
         /// The output store; nil: the one of `out`.
         public var store: OutputStore?
         /// Where each finished job is appended (`runner run`'s log, a watch session's).
-        public var runLog: RunLog?
+        package var runLog: RunLog?
         /// Whether the store is this engine's alone while it runs (`runner run` holds its lock):
         /// then which records exist is read once, and a key's first run looks for no record file.
         /// Watchers sharing an output directory leave it false: another may write any record.
-        public var storeHeldAlone = false
+        package var storeHeldAlone = false
         /// Asked before a record is written to `results/` over one of an attempt that started
         /// later: whether this engine may still have been the key's only runner (a queue's
         /// watcher: whether its leases held). Nil: always. A queue's watchers share the output,
         /// and one frozen past its lease, whose job another watcher took over and ended, must
         /// not write its older attempt's record over the newer one.
-        public var claimHeld: (@Sendable () -> Bool)?
+        package var claimHeld: (@Sendable () -> Bool)?
 
         // MARK: Dependencies
 
         /// The HTTP client to make unless `http` is given.
-        public var client = HTTPClientKind.standard
+        package var client = HTTPClientKind.standard
         /// Which addresses the made client may connect to.
         public var policy = AddressPolicy.standard
         /// The HTTP client; nil: one of `client`, made for these settings.
@@ -74,10 +74,10 @@ extension JobEngine {
         public var deadlines: (any DeadlineScheduling)?
         /// A lock per key across processes (the spool's), taken once the TaskManager admitted
         /// the key; a key held elsewhere ends `duplicate`.
-        public var keyLock: (any KeyLocking)?
+        package var keyLock: (any KeyLocking)?
         /// Pacing shared with other runners (a queue's): `--rate`, a host's `rate` and
         /// `Retry-After` pauses then hold for all of them together.
-        public var sharedPacing: (any SharedPacing)?
+        package var sharedPacing: (any SharedPacing)?
 
         /// An engine over `store` and `http` (or those made from `out` and `client`), every
         /// other field at its default: always reachable, the continuous clock.
@@ -98,7 +98,7 @@ extension JobEngine {
         }
 
         /// The connectivity monitor of a process: on Linux, the kernel's routing netlink.
-        public static func standardMonitor() -> any ConnectivityMonitoring {
+        package static func standardMonitor() -> any ConnectivityMonitoring {
             #if os(Linux)
             return RouteMonitor()
             #else
@@ -109,14 +109,14 @@ extension JobEngine {
         /// Connections the made HTTP client may open to one host: `perHost`, or the largest
         /// `perHost` of the config's hosts when that is larger (the client's cap must let every
         /// slot through).
-        public var connectionsPerHost: Int {
+        package var connectionsPerHost: Int {
             requests.hosts.compactMap(\.settings.perHost).reduce(perHost, max)
         }
 
         /// This configuration with what it does not give made: the HTTP client first (one that
         /// refuses an option must leave no output directory behind), then the output store and
         /// the connectivity monitor.
-        public func prepared() throws(Problem) -> Configuration {
+        package func prepared() throws(Problem) -> Configuration {
             var configuration = self
             if configuration.http == nil {
                 do {

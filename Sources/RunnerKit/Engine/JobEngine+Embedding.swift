@@ -68,6 +68,12 @@ extension JobEngine {
         return waited || ran
     }
 
+    /// Whether a job of `key` runs now.
+    public func isRunning(key: String) -> Bool { taskManager.isRunning(key: key) }
+
+    /// The keys of the jobs running now, with when each started.
+    public var running: [(key: String, startedAt: Date)] { taskManager.running }
+
     /// Stops the engine: cancels every running job (each ends `cancelled` with `reason`), waits
     /// until every record is written, and stops the threads the engine started for itself (the
     /// connectivity monitor it made when none was given). An engine that was shut down must not

@@ -12,7 +12,7 @@ import Synchronization
 ///          ─► [children: slot released ─► window of children, each from the top]
 ///          ─► RecordWriter (record, run log, observer) ─► key released ─► slot released
 /// ```
-/// The engine knows no job kind: it calls `JobParameters.run(in:)`, commits what it returned, and
+/// The engine knows no job kind: it calls `DecodedJob.run(in:)`, commits what it returned, and
 /// counts statuses. A job runs in one task, which its deadlines cancel (see `JobCancellation`).
 public final class JobEngine: Sendable {
     public let configuration: Configuration
@@ -22,7 +22,7 @@ public final class JobEngine: Sendable {
     public let http: any HTTPFetching
     /// The tasks running now, by key. To cancel a job, use `cancel(key:reason:)`, which also
     /// reaches jobs waiting for a slot.
-    public var taskManager: TaskManager { admission.taskManager }
+    package var taskManager: TaskManager { admission.taskManager }
     /// Jobs handed to the engine that wait for a slot, by key: what `cancel(key:reason:)`
     /// reaches before the TaskManager holds them.
     let waiting = WaitingJobs()
@@ -40,8 +40,13 @@ public final class JobEngine: Sendable {
     /// An engine of `configuration`; what it does not give (the HTTP client, the output store)
     /// is made from its settings.
     /// - Throws: one line, when the client cannot be made or the output directory not used.
-    public init(
-        configuration given: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver()
+    public convenience init(configuration: Configuration, observer: any RunObserver = SilentObserver()) throws(Configuration.Problem) {
+        try self.init(configuration: configuration, taskManager: TaskManager(), observer: observer)
+    }
+
+    /// An engine whose jobs run under `taskManager`, which a feed may share.
+    package init(
+        configuration given: Configuration, taskManager: TaskManager, observer: any RunObserver = SilentObserver()
     ) throws(Configuration.Problem) {
         let configuration = try given.prepared()
         self.ownsMonitor = given.monitor == nil
@@ -85,21 +90,21 @@ public final class JobEngine: Sendable {
     }
 
     /// How much `perHost` held jobs back so far (for a run's summary).
-    public var hostWaits: HostLimiter.Waits { admission.hostLimiter.waits }
+    package var hostWaits: HostLimiter.Waits { admission.hostLimiter.waits }
     /// The hosts of the jobs that ran (children's included), lower-cased.
-    public var hostsContacted: [String] { admission.hostLimiter.hosts }
+    package var hostsContacted: [String] { admission.hostLimiter.hosts }
 
     /// How much pacing (`--rate`, `Retry-After` pauses) held jobs back so far.
-    public var paceWaits: HostPacer.Waits { admission.pacer.waits }
+    package var paceWaits: HostPacer.Waits { admission.pacer.waits }
 
     /// Concurrency slots free right now.
-    public var freeSlots: Int { admission.freeSlots }
+    package var freeSlots: Int { admission.freeSlots }
 
     /// The pacer every job of this engine shares.
-    public var pacer: HostPacer { admission.pacer }
+    package var pacer: HostPacer { admission.pacer }
 
     /// What one host holds right now: slots in use of its cap, jobs waiting for one, its pace.
-    public struct HostActivity: Sendable {
+    package struct HostActivity: Sendable {
         public var host: String
         public var inUse: Int
         public var limit: Int
@@ -112,7 +117,7 @@ public final class JobEngine: Sendable {
     }
 
     /// Every host jobs have taken a slot of, by name.
-    public var hostActivity: [HostActivity] {
+    package var hostActivity: [HostActivity] {
         let pacer = admission.pacer
         return admission.hostLimiter.hostLimiters.map { host, limiter in
             HostActivity(
@@ -374,7 +379,7 @@ public final class JobEngine: Sendable {
     }
 
     /// Returns once every record queued so far is written (and every partial download's sidecar).
-    public func flush() async {
+    package func flush() async {
         await records.flush()
         await PartialDownload.settle()
     }
@@ -395,20 +400,20 @@ public struct RunSummary: Sendable {
     /// Whether no job failed the run.
     public var allSucceeded: Bool { failures == 0 }
     /// Whether some top-level job succeeded or was not modified (or there were none).
-    public var anyTopLevelSucceeded: Bool { topLevel.isEmpty || topLevel.contains { $0.key.isSuccess && $0.value > 0 } }
+    package var anyTopLevelSucceeded: Bool { topLevel.isEmpty || topLevel.contains { $0.key.isSuccess && $0.value > 0 } }
     /// The slowest top-level jobs by their own time (`JobResult.ownMs`: without waits for their
     /// host's slot or pace), slowest first.
-    public var slowest: [(key: String, ownMs: Int)] = []
+    package var slowest: [(key: String, ownMs: Int)] = []
 
     public init() {}
 
     /// How many failures a run may have and still exit 0 (`--max-failed N` or `P%` of every job).
-    public enum FailureAllowance: Sendable, Equatable {
+    package enum FailureAllowance: Sendable, Equatable {
         case count(Int)
         case percent(Double)
 
         /// `N` or `P%` (0 to 100); nil when it is neither.
-        public init?(_ text: String) {
+        package init?(_ text: String) {
             if text.hasSuffix("%"), let percent = Double(text.dropLast()), percent.isFinite, (0...100).contains(percent) {
                 self = .percent(percent)
             } else if let count = Int(text), count >= 0 {
@@ -429,14 +434,14 @@ public struct RunSummary: Sendable {
     /// The exit code of a run that went through: 0 when no job failed it (or no more than
     /// `allowing`), 4 when no top-level job succeeded (nothing was fetched: a refused token, the
     /// network down), else 1.
-    public func exitCode(allowing allowance: FailureAllowance? = nil) -> Int32 {
+    package func exitCode(allowing allowance: FailureAllowance? = nil) -> Int32 {
         if failures == 0 { return 0 }
         if let allowance, allowance.allows(failures, of: total + invalidChildren) { return 0 }
         return anyTopLevelSucceeded ? 1 : 4
     }
 
     /// Adds a top-level job, and the jobs it started.
-    public mutating func add(_ result: JobResult) {
+    package mutating func add(_ result: JobResult) {
         add(result.status, count: 1)
         add(descendants: result.descendants)
         slowest.append((result.key, result.ownMs))
@@ -448,7 +453,7 @@ public struct RunSummary: Sendable {
 
     /// Adds `count` top-level jobs that ended `status`: each fails the run unless it succeeded
     /// or was not modified.
-    public mutating func add(_ status: JobStatus, count: Int) {
+    package mutating func add(_ status: JobStatus, count: Int) {
         guard count > 0 else { return }
         counts[status, default: 0] += count
         topLevel[status, default: 0] += count
@@ -457,21 +462,21 @@ public struct RunSummary: Sendable {
 
     /// Adds jobs that top-level jobs started, judged as children: `notFound` and `duplicate`
     /// are answers, not failures; elements not made into jobs are counted, not failures.
-    public mutating func add(descendants: JobResult.Descendants) {
+    package mutating func add(descendants: JobResult.Descendants) {
         for (status, count) in descendants.byStatus { counts[status, default: 0] += count }
         invalidChildren += descendants.invalid
         failures += descendants.failures
     }
 
     /// `4 jobs: 3 succeeded, 1 notFound`: every job by status, and the elements not made into jobs.
-    public var countsText: String {
+    package var countsText: String {
         let parts = JobStatus.allCases.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
             + (invalidChildren > 0 ? ["\(invalidChildren) not made into jobs"] : [])
         return "\(total) job\(total == 1 ? "" : "s"): \(parts.joined(separator: ", "))"
     }
 
     /// The five slowest, slowest first.
-    public var slowestFive: [(key: String, ownMs: Int)] {
+    package var slowestFive: [(key: String, ownMs: Int)] {
         Array(slowest.sorted { $0.ownMs > $1.ownMs }.prefix(5))
     }
 }

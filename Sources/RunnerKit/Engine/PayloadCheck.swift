@@ -8,24 +8,24 @@ import Synchronization
 /// (the deadline, a cancel) it stops waiting at once and raises `stop`, which the work checks
 /// now and then (`JSONParser` every few thousand values) to give up. Small work runs in place:
 /// a hop to another thread would cost more than it.
-public struct PayloadCheck: Sendable {
+package struct PayloadCheck: Sendable {
     /// Raised when nobody waits for the work any more; long work should check it and throw.
-    public final class Stop: Sendable {
+    package final class Stop: Sendable {
         private let raised = Atomic<Bool>(false)
         init() {}
-        public var isRaised: Bool { raised.load(ordering: .relaxed) }
+        package var isRaised: Bool { raised.load(ordering: .relaxed) }
         func raise() { raised.store(true, ordering: .relaxed) }
     }
 
     /// Work on payloads of at least this many bytes leaves the concurrency pool.
-    public static let offPoolBytes = 256 * 1024
+    package static let offPoolBytes = 256 * 1024
 
     private static let queue = DispatchQueue(label: "runner.payload-checks", attributes: .concurrent)
     /// The flag of work done in place: nobody can stop waiting for it half-way.
     private static let neverRaised = Stop()
 
     /// Runs `work` (given the size of what it works on) inside the current attempt.
-    public static func run<Value: Sendable>(
+    package static func run<Value: Sendable>(
         bytes: Int, _ work: @escaping @Sendable (Stop) throws -> Value
     ) async throws -> Value {
         guard bytes >= offPoolBytes else {

@@ -7,7 +7,7 @@
 /// way everywhere: lines that no longer hold a valid job are not run and are listed in
 /// `changes`; the jobs that still read run; the caller reports the change and fails the file.
 public final class BatchFeed: JobFeed, @unchecked Sendable {  // taken from by one task at a time
-    public let files: [String]
+    package let files: [String]
     private let registry: KindRegistry
     private let shard: Shard?
     private let skipping: Set<String>
@@ -21,13 +21,18 @@ public final class BatchFeed: JobFeed, @unchecked Sendable {  // taken from by o
     /// Jobs kept from validation, up to this many across all files (every shard counted). A kept
     /// job takes about 0.7 KB, so this bounds the extra memory near 7 MB; reading a line again
     /// costs about 5 µs, a small share of a job.
-    public static let defaultKeep = 10_000
+    package static let defaultKeep = 10_000
+
+    /// Jobs of the job files `files`, decoded through `registry`; `limits` caps what a job may
+    /// ask (a job asking more is invalid).
+    public convenience init(files: [String], registry: KindRegistry, limits: JobLimits = .none) {
+        self.init(files: files, registry: registry, shard: nil, skipping: [], limits: limits)
+    }
 
     /// Jobs run are those of `shard` (all without one) whose key is not in `skipping` (keys that
     /// need no further run, as `--resume` finds them in a run log).
-    /// `limits` caps what a job may ask (a job asking more is invalid).
-    public init(
-        files: [String], registry: KindRegistry, shard: Shard? = nil, skipping: Set<String> = [], limits: JobLimits = .none,
+    package init(
+        files: [String], registry: KindRegistry, shard: Shard?, skipping: Set<String> = [], limits: JobLimits = .none,
         keep: Int = defaultKeep
     ) {
         self.limits = limits
@@ -39,20 +44,20 @@ public final class BatchFeed: JobFeed, @unchecked Sendable {  // taken from by o
     }
 
     /// What validation found.
-    public struct Validation: Sendable {
+    package struct Validation: Sendable {
         /// Jobs of this shard in each file, in the order of `files`.
-        public var jobs: [Int]
+        package var jobs: [Int]
         /// Every error, at most `limit` per file.
-        public var errors: [JobFileError]
+        package var errors: [JobFileError]
         /// Jobs of the shard left out because their key is in `skipping`.
-        public var skipped = 0
+        package var skipped = 0
         /// Their keys, each once, in the order first read.
-        public var skippedKeys: [String] = []
-        public var total: Int { jobs.reduce(0, +) }
+        package var skippedKeys: [String] = []
+        package var total: Int { jobs.reduce(0, +) }
     }
 
     /// Reads every file once, keeping up to `keep` valid jobs of the shard.
-    public func validate(limit: Int = 20) -> Validation {
+    package func validate(limit: Int = 20) -> Validation {
         var kept: [JobDescriptor]? = []
         var read = 0
         var validation = Validation(jobs: [], errors: [])
@@ -87,7 +92,7 @@ public final class BatchFeed: JobFeed, @unchecked Sendable {  // taken from by o
     }
 
     /// Lines that no longer held a valid job when read to run.
-    public var changes: [JobFileError] { changed.value }
+    package var changes: [JobFileError] { changed.value }
 
     /// The next job to run (a `JobFeed`): nothing to hear when it ends.
     public func next() async -> FeedJob? {

@@ -26,47 +26,47 @@ import Synchronization
 
 /// Takes jobs from a shared queue as this runner has room for them and hands them to its
 /// engine; several runners on several machines share one queue.
-public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state behind `state`
-    public struct Configuration: Sendable {
+package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state behind `state`
+    package struct Configuration: Sendable {
         /// The engine every job runs on (its registry, limits, concurrency and clock are the
         /// feed's too); the feed adds the queue's key lock and shared pacing.
-        public var engine: JobEngine.Configuration
+        package var engine: JobEngine.Configuration
         /// The queue: a libpq URL, connected by `prepared()` unless `store` is given. `prepared()`
         /// also makes the engine's output (its `store`, when given) the queue's one output
         /// folder, or refuses it (`QueueOutput`).
-        public var url: String?
-        public var store: (any QueueStore)?
+        package var url: String?
+        package var store: (any QueueStore)?
         /// How long a claim holds unless renewed (`RUNNER_QUEUE_LEASE` in seconds overrides it).
-        public var lease: Duration = .seconds(30)
+        package var lease: Duration = .seconds(30)
         /// This runner's name in the queue: claims and keys are held under it.
-        public var runner: String = QueueFeed.defaultRunnerName()
+        package var runner: String = QueueFeed.defaultRunnerName()
         /// How often the queue is read when no notice came.
-        public var rescanInterval: Duration = .seconds(2)
+        package var rescanInterval: Duration = .seconds(2)
         /// How long finished rows stay (nil: for ever).
-        public var keep: Duration? = .seconds(7 * 86_400)
+        package var keep: Duration? = .seconds(7 * 86_400)
         /// How many jobs one claim takes at least when the engine has fewer slots free (they
         /// wait for a slot under the lease); nil: a quarter of the concurrency, at most 16.
-        public var prefetch: Int?
+        package var prefetch: Int?
         /// On shutdown, how long running jobs may go on before they are handed back to the queue.
-        public var grace: Duration = .seconds(10)
+        package var grace: Duration = .seconds(10)
         /// After the grace, how long records the store refuses are still retried; then the
         /// feed ends, the records on disk (the jobs run again once their leases end).
-        public var storeGrace: Duration = .seconds(5)
+        package var storeGrace: Duration = .seconds(5)
         /// How often `.heartbeat` is reported (a service manager's watchdog); nil: never.
-        public var heartbeatInterval: Duration?
+        package var heartbeatInterval: Duration?
         /// The output made durable before records are stored in the queue (off only for tests).
-        public var durable = true
+        package var durable = true
         /// Hear every job the fleet's other runners end (`Event.fleetFinished`), for a live
         /// page's event stream; the runners tell them only while such a watcher is alive.
-        public var followsFleetEvents = false
+        package var followsFleetEvents = false
         /// The job's `--on-finish` hooks, given its record as one line of JSON; returns once they
         /// ended. With them, a job is done in the queue only once they ended: its record is
         /// stored first with the hooks pending, and if this runner dies before they end, another
         /// runner claims the job for its hooks alone and runs them with that record (at least
         /// once, with the job's own status). Nil: no hooks.
-        public var hooks: (@Sendable ([UInt8]) async -> Void)?
+        package var hooks: (@Sendable ([UInt8]) async -> Void)?
 
-        public init(engine: JobEngine.Configuration, url: String? = nil, store: (any QueueStore)? = nil) {
+        package init(engine: JobEngine.Configuration, url: String? = nil, store: (any QueueStore)? = nil) {
             self.engine = engine
             self.url = url
             self.store = store
@@ -74,7 +74,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
 
         /// The preset of `runner watch --queue URL`: the queue's defaults around the engine's
         /// `run` preset; a watcher's jobs are written by others, so they may not read its secrets.
-        public static func watch(queue url: String, registry: KindRegistry) -> Configuration {
+        package static func watch(queue url: String, registry: KindRegistry) -> Configuration {
             var configuration = Configuration(engine: .run(registry: registry), url: url)
             configuration.engine.limits.allowsSecretReferences = false
             if let seconds = ProcessInfo.processInfo.environment["RUNNER_QUEUE_LEASE"].flatMap(Double.init), seconds > 0 {
@@ -85,7 +85,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
 
         /// This configuration with its engine prepared and its store connected (libpq's
         /// connections made on a thread of their own).
-        public func prepared() async throws(QueueError) -> Configuration {
+        package func prepared() async throws(QueueError) -> Configuration {
             var configuration = self
             if configuration.store == nil {
                 guard let url else { throw QueueError("no queue: give a URL or a store", usage: true) }
@@ -101,7 +101,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 
     /// What happens to the watcher, for its log and its service manager.
-    public enum Event: Sendable {
+    package enum Event: Sendable {
         case started(runner: String)
         /// Every `heartbeatInterval`, while the feed runs: how many jobs run here.
         case heartbeat(running: Int)
@@ -119,10 +119,10 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
         case scheduleFired(Schedule.Fired)
     }
 
-    public let configuration: Configuration
-    public let store: any QueueStore
-    public let engine: JobEngine
-    public var runner: String { configuration.runner }
+    package let configuration: Configuration
+    package let store: any QueueStore
+    package let engine: JobEngine
+    package var runner: String { configuration.runner }
     private let writer: QueueWriter
     /// Rung by a notice of new jobs or schedules: the schedules are looked at again.
     let scheduleBell = Bell()
@@ -166,7 +166,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
 
     /// A feed over `configuration.store` (see `Configuration.prepared()`) and its own engine.
     /// - Throws: one line, when the engine cannot be made.
-    public init(
+    package init(
         configuration: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver(),
         onEvent: @escaping @Sendable (Event) -> Void = { _ in }
     ) throws(JobEngine.Configuration.Problem) {
@@ -209,7 +209,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 
     /// `host-pid`: unique in a fleet, and says where to look.
-    public static func defaultRunnerName() -> String { "\(hostName())-\(getpid())" }
+    package static func defaultRunnerName() -> String { "\(hostName())-\(getpid())" }
 
     static func hostName() -> String {
         var host = [CChar](repeating: 0, count: 256)
@@ -218,7 +218,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     }
 
     /// Jobs running here now.
-    public var running: Int { configuration.engine.concurrency - engine.freeSlots }
+    package var running: Int { configuration.engine.concurrency - engine.freeSlots }
 
     // MARK: - Running and stopping
 
@@ -231,14 +231,14 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     /// live watcher holds the name; when the process that held it died, the jobs it held come
     /// back to the queue at once (this watcher claims them like any). `run()` registers if this
     /// was not called.
-    public func register() async throws(QueueError) {
+    package func register() async throws(QueueError) {
         try await store.register(watcher)
         registered.store(true, ordering: .relaxed)
     }
 
     /// Runs the engine on this feed until `shutdown` and every job handed out has ended (its
     /// record stored, or given up on).
-    public func run() async {
+    package func run() async {
         if !registered.load(ordering: .relaxed) {
             do { try await register() } catch { report("this watcher could not be listed in the queue: \(error)") }
         }
@@ -271,7 +271,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
     /// jobs have `grace` (the configuration's by default) before they are stopped and given back
     /// to the queue (never recorded `cancelled`: the watcher stops, not the job). `run()`
     /// returns when it is done. Safe from any thread; a second call does nothing.
-    public func shutdown(grace: Duration? = nil) {
+    package func shutdown(grace: Duration? = nil) {
         let grace = grace ?? configuration.grace
         let now = timeline.now
         let unstarted = state.withLock { state -> [Int64]? in
@@ -312,7 +312,7 @@ public final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state b
 
     // MARK: - Feeding
 
-    public func next() async -> FeedJob? {
+    package func next() async -> FeedJob? {
         while !stopping {
             guard let (claim, claimedAt) = await nextClaim() else { continue }
             guard let (job, stored) = await decode(claim) else {

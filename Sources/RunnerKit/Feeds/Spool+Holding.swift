@@ -3,11 +3,11 @@ import Foundation
 extension Spool {
     /// Whether the spool's folders are there (`submit` and `watch` make them; `cancel` and
     /// `status` only read).
-    public var exists: Bool { FileSystem.entry(inbox)?.type == .directory }
+    package var exists: Bool { FileSystem.entry(inbox)?.type == .directory }
 
     /// The job files waiting in inbox/ or claimed in active/ that hold a job with `key` (keys a
     /// file does not name are derived as when it runs; a file that does not read is passed over).
-    public func filesHolding(key: String, registry: KindRegistry) -> [String] {
+    package func filesHolding(key: String, registry: KindRegistry) -> [String] {
         var folders = [inbox]
         for name in FileSystem.names(in: active).sorted() where !name.hasPrefix(".") {
             if FileSystem.entry("\(active)/\(name)")?.type == .directory { folders.append("\(active)/\(name)") }
@@ -30,7 +30,7 @@ extension Spool {
     }
 
     /// The watchers' processes running a task of `key` now (its lock is held).
-    public func running(key: String) -> [Int] {
+    package func running(key: String) -> [Int] {
         SpoolKeyLock(spool: self).held().filter { $0.key == key }.map(\.pid)
     }
 }

@@ -22,50 +22,50 @@ import Synchronization
 // heartbeat, grace) sleeps on the engine's clock, so a test clock drives all of it.
 
 /// Takes job files from a spool's inbox/ as they arrive and hands their jobs to one engine.
-public final class SpoolFeed: JobFeed {
-    public struct Configuration: Sendable {
-        public var spool: Spool
+package final class SpoolFeed: JobFeed {
+    package struct Configuration: Sendable {
+        package var spool: Spool
         /// The engine every job runs on (its registry, limits, concurrency and clock are the
         /// feed's too); the feed adds the spool's key lock.
-        public var engine: JobEngine.Configuration
+        package var engine: JobEngine.Configuration
         /// Files claimed at once; nil: the engine's concurrency. What is not claimed stays in
         /// inbox/ for other watchers.
-        public var filesAtOnce: Int?
+        package var filesAtOnce: Int?
         /// How often inbox/ and cancel/ are read in full, besides inotify.
-        public var rescanInterval: Duration = .seconds(2)
+        package var rescanInterval: Duration = .seconds(2)
         /// Largest JSON document taken (JSON Lines stream, so any size).
-        public var maxDocumentBytes = 16 << 20
+        package var maxDocumentBytes = 16 << 20
         /// How long a cancel request stands (it cancels jobs of files written before it).
-        public var cancelRequestLifetime: Duration = .seconds(3600)
+        package var cancelRequestLifetime: Duration = .seconds(3600)
         /// How long a file that did not arrive by rename must stay unchanged, with no writer,
         /// before it is taken (`SettleCheck`).
-        public var settle: Duration = .seconds(1)
+        package var settle: Duration = .seconds(1)
         /// On shutdown, how long running jobs may go on before they are cancelled.
-        public var grace: Duration = .seconds(10)
+        package var grace: Duration = .seconds(10)
         /// How often the main loop reports `.heartbeat` (for a service manager's watchdog and
         /// status line); nil for never.
-        public var heartbeatInterval: Duration?
+        package var heartbeatInterval: Duration?
         /// Makes each move to done/, failed/ or back to inbox/ durable, and a file's payloads and
         /// records before it reaches done/ (off only for tests of what is not durable).
-        public var durable = true
+        package var durable = true
         /// Watches inbox/ and cancel/ with inotify; off (or where inotify cannot be used), they
         /// are read every `rescanInterval`, at most 250 ms apart.
-        public var inotify = true
+        package var inotify = true
         /// Awaited once a file's jobs ended and its records are durable, before it moves to
         /// done/ or failed/ (`--on-finish`: the hooks of every job finished so far), so a crash
         /// before then runs the file, and its hooks, again.
-        public var beforeMove: (@Sendable () async -> Void)?
+        package var beforeMove: (@Sendable () async -> Void)?
         /// Hears the record of each job that had ended under a watcher that died before its file
         /// was through (the file runs again, that job not): `--on-finish` runs its hooks with it.
-        public var replayed: (@Sendable ([UInt8]) -> Void)?
+        package var replayed: (@Sendable ([UInt8]) -> Void)?
 
-        public init(spool: Spool, engine: JobEngine.Configuration) {
+        package init(spool: Spool, engine: JobEngine.Configuration) {
             self.spool = spool
             self.engine = engine
         }
 
         /// The preset of `runner watch`: the spool's defaults around the engine's `run` preset.
-        public static func watch(spool: Spool, registry: KindRegistry) -> Configuration {
+        package static func watch(spool: Spool, registry: KindRegistry) -> Configuration {
             Configuration(spool: spool, engine: .run(registry: registry))
         }
 
@@ -73,8 +73,8 @@ public final class SpoolFeed: JobFeed {
     }
 
     /// What happened to a file, for the log.
-    public struct FileReport: Sendable {
-        public enum Outcome: String, Sendable {
+    package struct FileReport: Sendable {
+        package enum Outcome: String, Sendable {
             /// Every job ended succeeded or notModified: in done/.
             case done
             /// Junk, invalid, or some job ended otherwise: in failed/ with the reason beside it.
@@ -83,33 +83,33 @@ public final class SpoolFeed: JobFeed {
             case returned
         }
 
-        public var name: String
+        package var name: String
         /// Its name in done/, failed/ or inbox/ (another when the name was taken).
-        public var finalName: String
-        public var outcome: Outcome
-        public var counts: [JobStatus: Int]
+        package var finalName: String
+        package var outcome: Outcome
+        package var counts: [JobStatus: Int]
         /// For failed files: the first lines of the reason.
-        public var reason: String?
+        package var reason: String?
         /// From the file's arrival in inbox/ (its last status change) to the start of its first job.
-        public var startLatency: Duration?
+        package var startLatency: Duration?
     }
 
     /// What the watcher holds now, for a status line.
-    public struct Counts: Sendable {
+    package struct Counts: Sendable {
         /// Files seen in inbox/ and not yet claimed (those still being written included).
-        public var queued: Int
+        package var queued: Int
         /// Files in inbox/ not yet taken because they are still being written or settling.
-        public var settling: Int
+        package var settling: Int
         /// Files claimed and not through.
-        public var active: Int
+        package var active: Int
         /// Jobs running now.
-        public var running: Int
+        package var running: Int
         /// Files moved to done/ and failed/ by this watcher.
-        public var done: Int
-        public var failed: Int
+        package var done: Int
+        package var failed: Int
     }
 
-    public enum Event: Sendable {
+    package enum Event: Sendable {
         case started(watcher: String, recovered: [String])
         /// The first scan of inbox/ is through: the watcher takes files from now on.
         case ready(Counts)
@@ -163,9 +163,9 @@ public final class SpoolFeed: JobFeed {
         var adopted: [String] = []
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     /// The engine every job runs on; its TaskManager cancels by key.
-    public let engine: JobEngine
+    package let engine: JobEngine
     private let state = Mutex(State())
     private let timeline: any Timeline
     private let wakes: AsyncStream<Wake>
@@ -174,7 +174,7 @@ public final class SpoolFeed: JobFeed {
 
     /// `observer` hears every job, as with `JobEngine`; `onEvent` hears what happens to files.
     /// - Throws: one line, when the engine cannot be made (`JobEngine.init`).
-    public init(
+    package init(
         configuration: Configuration, taskManager: TaskManager = TaskManager(), observer: any RunObserver = SilentObserver(),
         onEvent: @escaping @Sendable (Event) -> Void = { _ in }
     ) throws(JobEngine.Configuration.Problem) {
@@ -190,7 +190,7 @@ public final class SpoolFeed: JobFeed {
     /// Begins a shutdown: claim nothing more, let running jobs end for `grace` (the
     /// configuration's by default), then cancel them; files not through go back to inbox/.
     /// `run()` returns when it is done. Safe from any thread.
-    public func shutdown(grace: Duration? = nil) {
+    package func shutdown(grace: Duration? = nil) {
         wake.yield(.shutdown(grace ?? configuration.grace))
     }
 
@@ -198,7 +198,7 @@ public final class SpoolFeed: JobFeed {
 
     /// Recovers what dead watchers left in active/, then runs the engine on this feed until
     /// `shutdown`.
-    public func run() async throws(Spool.Error) {
+    package func run() async throws(Spool.Error) {
         let spool = configuration.spool
         let clock = configuration.engine.clock
         try spool.makeFolders()
@@ -445,7 +445,7 @@ public final class SpoolFeed: JobFeed {
     }
 
     /// What the watcher holds now.
-    public var counts: Counts {
+    package var counts: Counts {
         let running = engine.taskManager.count
         return state.withLock { state in
             let settling = Set(state.settling.keys)
@@ -491,7 +491,7 @@ public final class SpoolFeed: JobFeed {
     /// The next job of the ready files, taking one from each in turn, so a small file that
     /// arrives behind a large one does not wait for all of it. Waits while no file is ready;
     /// nil once the feed drains.
-    public func next() async -> FeedJob? {
+    package func next() async -> FeedJob? {
         while !Task.isCancelled {
             let step = state.withLock { state -> Step in
                 if state.draining { return .end }

@@ -15,10 +15,16 @@ import Glibc
 /// The HTTP clients apply it to the address each connection actually goes to; see `CurlFetcher`
 /// and `URLSessionFetcher` for how each can.
 public struct AddressPolicy: Sendable, Equatable {
+    /// Whether loopback, RFC 1918, 100.64.0.0/10 and fc00::/7 addresses are refused too.
     public var denyPrivate: Bool
-    public var allowedHosts: [HostPattern]
+    package var allowedHosts: [HostPattern]
 
-    public init(denyPrivate: Bool = false, allowedHosts: [HostPattern] = []) {
+    /// Link-local and unspecified addresses refused; with `denyPrivate`, private ones too.
+    public init(denyPrivate: Bool = false) {
+        self.init(denyPrivate: denyPrivate, allowedHosts: [])
+    }
+
+    package init(denyPrivate: Bool = false, allowedHosts: [HostPattern]) {
         self.denyPrivate = denyPrivate
         self.allowedHosts = allowedHosts
     }
@@ -27,18 +33,18 @@ public struct AddressPolicy: Sendable, Equatable {
     public static let standard = AddressPolicy()
 
     /// Why a connection is refused; the message names the rule and the option that changes it.
-    public struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
-        public var description: String
-        public init(_ description: String) { self.description = description }
+    package struct Refusal: Error, Sendable, Equatable, CustomStringConvertible {
+        package var description: String
+        package init(_ description: String) { self.description = description }
     }
 
     /// Resolves a host name to its addresses (an empty answer when it cannot).
-    public typealias Resolver = @Sendable (String) -> [NetworkAddress]
+    package typealias Resolver = @Sendable (String) -> [NetworkAddress]
 
     // MARK: - Rules
 
     /// Whether a connection to `host` (the URL's host) at `address` may be made.
-    public func refusal(host: String, address: NetworkAddress) -> Refusal? {
+    package func refusal(host: String, address: NetworkAddress) -> Refusal? {
         // Made only for a refusal's message: a connection that may be made describes nothing.
         var target: String { Self.describe(host: host, address: address) }
         if !allowedHosts.isEmpty {
@@ -59,7 +65,7 @@ public struct AddressPolicy: Sendable, Equatable {
     /// Whether a redirect hop may connect to `host` at `address` when the hop before it went to
     /// `previous`: the rules of `refusal(host:address:)`, and no step from a public address to
     /// another kind unless an `--allow-host` pattern names the target.
-    public func refusal(host: String, address: NetworkAddress, after previous: NetworkAddress?) -> Refusal? {
+    package func refusal(host: String, address: NetworkAddress, after previous: NetworkAddress?) -> Refusal? {
         if let refusal = refusal(host: host, address: address) { return refusal }
         guard let previous, previous.scope == .publicNetwork, address.scope != .publicNetwork,
             !isNamed(host: host, address: address)
@@ -70,7 +76,7 @@ public struct AddressPolicy: Sendable, Equatable {
 
     /// Whether a redirect from `source` to `target` may be followed, on their URLs alone: only to
     /// http and https, and never from https to http.
-    public func refusal(redirectFrom source: URL, to target: URL) -> Refusal? {
+    package func refusal(redirectFrom source: URL, to target: URL) -> Refusal? {
         let from = source.scheme?.lowercased()
         let to = target.scheme?.lowercased()
         guard to == "http" || to == "https" else {
@@ -86,7 +92,7 @@ public struct AddressPolicy: Sendable, Equatable {
     /// to: every address `resolver` gives for the URL's host must pass (`after` the previous
     /// hop's addresses, for a redirect). Answers nil when the name does not resolve: the client
     /// then reports that itself.
-    public func refusal(url: URL, after previous: [NetworkAddress] = [], resolver: Resolver = AddressPolicy.systemResolver) -> (Refusal?, [NetworkAddress]) {
+    package func refusal(url: URL, after previous: [NetworkAddress] = [], resolver: Resolver = AddressPolicy.systemResolver) -> (Refusal?, [NetworkAddress]) {
         guard let host = url.host, !host.isEmpty else { return (nil, []) }
         let addresses = NetworkAddress(host).map { [$0] } ?? resolver(host)
         for address in addresses {
@@ -102,7 +108,7 @@ public struct AddressPolicy: Sendable, Equatable {
     }
 
     /// `getaddrinfo`'s addresses for a host name.
-    public static let systemResolver: Resolver = { host in
+    package static let systemResolver: Resolver = { host in
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         var list: UnsafeMutablePointer<addrinfo>?

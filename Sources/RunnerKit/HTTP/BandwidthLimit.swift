@@ -8,9 +8,9 @@ import Synchronization
 /// others, so the server's sends slow down with it (TCP's flow control) and no other transfer
 /// waits; URLSession's waits on the transfer's own queue (`take`). A burst of a tenth of a second
 /// passes at once.
-public final class BandwidthLimit: Sendable {
+package final class BandwidthLimit: Sendable {
     /// Bytes a second.
-    public let rate: Int
+    package let rate: Int
     /// When (on the monotonic clock, in nanoseconds) the bytes taken so far are paid for.
     private let paidUntil = Mutex<UInt64>(0)
 
@@ -19,7 +19,7 @@ public final class BandwidthLimit: Sendable {
     /// The fleet's share of this limit, for the runners of a queue (nil: this process's alone).
     private let shared: SharedBandwidth?
 
-    public init(rate: Int, within: BandwidthLimit? = nil, shared: SharedBandwidth? = nil) {
+    package init(rate: Int, within: BandwidthLimit? = nil, shared: SharedBandwidth? = nil) {
         self.rate = max(1, rate)
         self.within = within
         self.shared = shared
@@ -30,7 +30,7 @@ public final class BandwidthLimit: Sendable {
 
     /// Takes `count` bytes of the limit (and of the one it is within), waiting first when the
     /// transfers are ahead of it.
-    public func take(_ count: Int) {
+    package func take(_ count: Int) {
         guard count > 0 else { return }
         while true {
             let wait = delay()
@@ -75,11 +75,11 @@ public final class BandwidthLimit: Sendable {
 /// slot, paced locally by the limit that holds this. A runner that transfers alone gets every
 /// slot, so the whole rate; two share it. While the database cannot be reached, chunks are
 /// granted locally at the full rate (each runner alone, as before).
-public final class SharedBandwidth: Sendable {
-    public typealias Reserve = @Sendable (_ name: String, _ bytes: Int, _ rate: Int) async -> Duration?
+package final class SharedBandwidth: Sendable {
+    package typealias Reserve = @Sendable (_ name: String, _ bytes: Int, _ rate: Int) async -> Duration?
 
-    public let name: String
-    public let rate: Int
+    package let name: String
+    package let rate: Int
     private let reserve: Reserve
     private struct State {
         /// Bytes reserved and not yet spent (below zero: spent ahead of a reservation).
@@ -93,7 +93,7 @@ public final class SharedBandwidth: Sendable {
     }
     private let state = Mutex(State())
 
-    public init(name: String, rate: Int, reserve: @escaping Reserve) {
+    package init(name: String, rate: Int, reserve: @escaping Reserve) {
         self.name = name
         self.rate = max(1, rate)
         self.reserve = reserve

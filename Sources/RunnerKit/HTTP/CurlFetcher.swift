@@ -21,7 +21,7 @@ import Synchronization
 /// of its own origin (a request's `originHeaders` only on the request's origin, the config's
 /// per-host headers by the hop's host) and the TLS files of its host. libcurl would send custom
 /// headers such as `x-api-key` to every hop.
-public final class CurlFetcher: HTTPFetching {
+package final class CurlFetcher: HTTPFetching {
     private let multi: CurlMulti
     private let handles: EasyHandles
     private let policy: AddressPolicy
@@ -39,7 +39,7 @@ public final class CurlFetcher: HTTPFetching {
     ///   - policy: which addresses connections may go to.
     ///   - requests: the User-Agent, the headers and TLS files per host.
     /// - Throws: `CurlUnavailable` when libcurl (7.68 or later) cannot be loaded.
-    public init(
+    package init(
         maxConnectionsPerHost: Int = 16, maxConnections: Int = 256, policy: AddressPolicy = .standard,
         requests: RequestConfig = RequestConfig()
     ) throws(CurlUnavailable) {
@@ -55,9 +55,9 @@ public final class CurlFetcher: HTTPFetching {
     deinit { multi.stop() }
 
     /// Transfers handed to libcurl and not yet removed from it: zero when nothing is in flight.
-    public var activeTaskCount: Int { multi.activeCount }
+    package var activeTaskCount: Int { multi.activeCount }
 
-    public func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
+    package func fetch(_ request: FetchRequest, into body: any BodySink) async throws -> FetchResponseHead {
         var hop = Hop(url: request.url, after: nil)
         for _ in 0...Self.maxRedirects {
             try Task.checkCancellation()
@@ -67,7 +67,7 @@ public final class CurlFetcher: HTTPFetching {
             if proxied, let host = hop.url.host, let address = NetworkAddress(host),
                 let refusal = policy.refusal(host: host, address: address, after: hop.after)
             {
-                throw HTTPError.refused(refusal.description)
+                throw FetchError.refused(refusal.description)
             }
             let settings = requests.settings(for: hop.url)
             let headers = try requests.headers(of: request, hop: hop.url, settings: settings)
@@ -80,14 +80,14 @@ public final class CurlFetcher: HTTPFetching {
             guard let next = transfer.redirectTarget else { return head }
             hop = Hop(url: next, after: transfer.lastAddress)
         }
-        throw HTTPError.other("too many redirects (more than \(Self.maxRedirects))")
+        throw FetchError.other("too many redirects (more than \(Self.maxRedirects))")
     }
 
     /// Runs one transfer (one hop) to its end.
-    private func perform(_ transfer: CurlTransfer) async throws -> HTTPResponseHead {
+    private func perform(_ transfer: CurlTransfer) async throws -> FetchResponseHead {
         let multi = self.multi
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<FetchResponseHead, any Error>) in
                 guard transfer.setContinuation(continuation) else { return }
                 multi.submit(transfer)
             }
@@ -303,7 +303,7 @@ private final class CurlMulti: @unchecked Sendable {
         guard code == 0 else {
             active.subtract(1, ordering: .relaxed)
             ended(transfer)
-            transfer.finish(.failure(HTTPError.other("libcurl refused the transfer (CURLMcode \(code))")))
+            transfer.finish(.failure(FetchError.other("libcurl refused the transfer (CURLMcode \(code))")))
             return
         }
         transfer.multi = self
@@ -437,8 +437,8 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     init(
         hop: Hop, headers: [(name: String, value: String)], userAgent: String, tls: TLSFiles, maxBytes: Int,
         bandwidth: BandwidthLimit?, sink: any BodySink, handles: EasyHandles, policy: AddressPolicy
-    ) throws(HTTPError) {
-        guard let easy = handles.take() else { throw HTTPError.other("curl_easy_init failed") }
+    ) throws(FetchError) {
+        guard let easy = handles.take() else { throw FetchError.other("curl_easy_init failed") }
         self.bandwidth = bandwidth
         self.easy = easy
         self.handles = handles
@@ -525,9 +525,9 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
             finish(.failure(abortReason))
         } else if code == Curl.Code.ok {
             if status >= 200 {
-                finish(.success(HTTPResponseHead(status: status, headers: headers, url: url)))
+                finish(.success(FetchResponseHead(status: status, headers: headers, url: url)))
             } else {
-                finish(.failure(HTTPError.badResponse("no HTTP response")))
+                finish(.failure(FetchError.badResponse("no HTTP response")))
             }
         } else {
             finish(.failure(translate(code)))
@@ -537,22 +537,22 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     private func translate(_ code: Int32) -> any Error {
         let host = self.host.isEmpty ? "the server" : self.host
         switch code {
-        case Curl.Code.couldNotResolveHost: return HTTPError.cannotResolveHost(host)
+        case Curl.Code.couldNotResolveHost: return FetchError.cannotResolveHost(host)
         case Curl.Code.couldNotConnect, Curl.Code.couldNotResolveProxy:
-            return HTTPError.cannotConnect(url.port.map { "\(host):\($0)" } ?? host)
+            return FetchError.cannotConnect(url.port.map { "\(host):\($0)" } ?? host)
         case Curl.Code.partialFile, Curl.Code.recvError, Curl.Code.sendError, Curl.Code.gotNothing:
-            return HTTPError.connectionLost
-        case Curl.Code.operationTimedOut: return HTTPError.timedOut
+            return FetchError.connectionLost
+        case Curl.Code.operationTimedOut: return FetchError.timedOut
         case Curl.Code.weirdServerReply, Curl.Code.badContentEncoding, Curl.Code.http2, Curl.Code.http2Stream:
-            return HTTPError.badResponse(message(code))
-        case Curl.Code.tooManyRedirects: return HTTPError.other("too many redirects")
-        case Curl.Code.unsupportedProtocol: return HTTPError.redirectRefused(url.absoluteString)
+            return FetchError.badResponse(message(code))
+        case Curl.Code.tooManyRedirects: return FetchError.other("too many redirects")
+        case Curl.Code.unsupportedProtocol: return FetchError.redirectRefused(url.absoluteString)
         case Curl.Code.peerFailedVerification, Curl.Code.sslConnectError:
             let hint = tls.cacert == nil ? "; if it is signed by a private CA, pass --cacert or set cacert for the host in the config" : ""
-            return HTTPError.other("TLS with \(host) failed: \(message(code))\(hint)")
+            return FetchError.other("TLS with \(host) failed: \(message(code))\(hint)")
         case Curl.Code.sslCertProblem, Curl.Code.sslCACertBadFile:
-            return HTTPError.other("TLS with \(host) failed: \(message(code)) (check the cacert, cert and key files)")
-        default: return HTTPError.other("HTTP transfer failed: \(message(code)) (curl error \(code))")
+            return FetchError.other("TLS with \(host) failed: \(message(code)) (check the cacert, cert and key files)")
+        default: return FetchError.other("HTTP transfer failed: \(message(code)) (curl error \(code))")
         }
     }
 
@@ -567,7 +567,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     fileprivate func mayConnect(to address: NetworkAddress) -> Bool {
         guard abortReason == nil, !isFinished else { return false }
         if let refusal = policy.refusal(host: host, address: address, after: lastAddress) {
-            abortReason = HTTPError.refused(refusal.description)
+            abortReason = FetchError.refused(refusal.description)
             return false
         }
         return true
@@ -577,11 +577,11 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
     fileprivate func maySend(to address: NetworkAddress?) -> Bool {
         guard abortReason == nil, !isFinished else { return false }
         guard let address else {
-            abortReason = HTTPError.refused("refused the request: libcurl did not say which address it goes to")
+            abortReason = FetchError.refused("refused the request: libcurl did not say which address it goes to")
             return false
         }
         if let refusal = policy.refusal(host: host, address: address, after: lastAddress) {
-            abortReason = HTTPError.refused(refusal.description)
+            abortReason = FetchError.refused(refusal.description)
             return false
         }
         lastAddress = address
@@ -633,7 +633,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         headerBytes += line.count
         headerLines += 1
         if let excess = HeaderBounds.excess(bytes: headerBytes, lines: headerLines) {
-            abortReason = HTTPError.refused(excess)
+            abortReason = FetchError.refused(excess)
             return 0
         }
         if text.starts(with: Self.statusPrefix) {
@@ -678,11 +678,11 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
             let target = URL(string: location, relativeTo: url)?.absoluteURL
             let scheme = target?.scheme?.lowercased()
             guard let target, scheme == "http" || scheme == "https" else {
-                abortReason = HTTPError.redirectRefused(target?.absoluteString ?? location)
+                abortReason = FetchError.redirectRefused(target?.absoluteString ?? location)
                 return false
             }
             if let refusal = policy.refusal(redirectFrom: url, to: target) {
-                abortReason = HTTPError.refused(refusal.description)
+                abortReason = FetchError.refused(refusal.description)
                 return false
             }
             redirectTarget = target
@@ -691,7 +691,7 @@ private final class CurlTransfer: RepliesOnce, @unchecked Sendable {
         }
         headersComplete = true
         if (200..<300).contains(status), let length = headers["content-length"].flatMap({ Int($0) }), length > maxBytes {
-            abortReason = HTTPError.tooLarge(limit: maxBytes)
+            abortReason = FetchError.tooLarge(limit: maxBytes)
             return false
         }
         do {

@@ -114,9 +114,9 @@ struct CurlLibrary: @unchecked Sendable {  // immutable; holds C function pointe
 }
 
 /// libcurl cannot be used in this process.
-public struct CurlUnavailable: Error, Sendable, CustomStringConvertible {
-    public var reason: String
-    public var description: String { "the curl HTTP client is unavailable: \(reason)" }
+package struct CurlUnavailable: Error, Sendable, CustomStringConvertible {
+    package var reason: String
+    package var description: String { "the curl HTTP client is unavailable: \(reason)" }
 }
 
 /// The numbers of libcurl's C API that this client uses (curl/curl.h, curl/multi.h); they are

@@ -1,15 +1,15 @@
 /// What the libcurl this process loads can do: its version, TLS library and HTTP/2 support,
 /// read from `curl_version_info` (for `runner --version`).
-public struct CurlVersion: Sendable {
+package struct CurlVersion: Sendable {
     /// libcurl's version, e.g. "7.88.1".
-    public var version: String
+    package var version: String
     /// The TLS library libcurl was built with, e.g. "OpenSSL/3.0.11", or nil without TLS.
-    public var tls: String?
+    package var tls: String?
     /// Whether libcurl speaks HTTP/2 (`CURL_VERSION_HTTP2`).
-    public var http2: Bool
+    package var http2: Bool
 
     /// The loaded libcurl's, or why it cannot be used.
-    public static func current() -> Result<CurlVersion, CurlUnavailable> {
+    package static func current() -> Result<CurlVersion, CurlUnavailable> {
         CurlLibrary.shared.map { library in
             // curl_version_info_data: { int age; const char *version; unsigned int version_num;
             // const char *host; int features; const char *ssl_version; … }, naturally aligned.
@@ -25,7 +25,7 @@ public struct CurlVersion: Sendable {
     }
 
     /// One line: "libcurl 7.88.1, TLS OpenSSL/3.0.11, HTTP/2 yes".
-    public var summary: String {
+    package var summary: String {
         "libcurl \(version), TLS \(tls ?? "none"), HTTP/2 \(http2 ? "yes" : "no")"
     }
 }

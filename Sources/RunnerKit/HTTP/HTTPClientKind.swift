@@ -1,7 +1,7 @@
 import Foundation
 
 /// An HTTP client that can tell how many transfers it has in flight.
-public protocol HTTPClient: HTTPFetching {
+package protocol HTTPClient: HTTPFetching {
     /// Transfers started and not yet wound down: zero when nothing is in flight.
     var activeTaskCount: Int { get }
 }
@@ -11,18 +11,18 @@ extension CurlFetcher: HTTPClient {}
 
 /// The HTTP clients the runner can use: `urlsession` (FoundationNetworking) or `curl`
 /// (libcurl's multi interface, loaded at run time).
-public enum HTTPClientKind: String, Sendable, CaseIterable {
+package enum HTTPClientKind: String, Sendable, CaseIterable {
     case urlsession
     case curl
 
     /// The client used when nothing chooses one: `curl` (it costs about a third of
     /// URLSession's CPU per request), or `urlsession` where libcurl 7.68 or later cannot be loaded.
-    public static var standard: HTTPClientKind {
+    package static var standard: HTTPClientKind {
         (try? CurlLibrary.shared.get()) != nil ? .curl : .urlsession
     }
 
     /// The client of that name.
-    public static func named(_ name: String) throws(InvalidName) -> HTTPClientKind {
+    package static func named(_ name: String) throws(InvalidName) -> HTTPClientKind {
         guard let kind = HTTPClientKind(rawValue: name.lowercased()) else { throw InvalidName(name: name) }
         return kind
     }
@@ -33,7 +33,7 @@ public enum HTTPClientKind: String, Sendable, CaseIterable {
     /// - Parameter requests: the User-Agent, headers and TLS files per host. URLSession on Linux
     ///   cannot be given a CA bundle or a client certificate: with TLS files, `urlsession` throws
     ///   `Unsupported` rather than verify with the system's CAs alone.
-    public func make(
+    package func make(
         maxConnectionsPerHost: Int, maxConnections: Int = 256, policy: AddressPolicy = .standard,
         requests: RequestConfig = RequestConfig()
     ) throws -> any HTTPClient {
@@ -50,14 +50,14 @@ public enum HTTPClientKind: String, Sendable, CaseIterable {
     }
 
     /// An option this client cannot honour.
-    public struct Unsupported: Error, Sendable, CustomStringConvertible {
-        public var description: String
+    package struct Unsupported: Error, Sendable, CustomStringConvertible {
+        package var description: String
     }
 
     /// A name that is not one of the clients.
-    public struct InvalidName: Error, Sendable, CustomStringConvertible {
-        public var name: String
-        public var description: String {
+    package struct InvalidName: Error, Sendable, CustomStringConvertible {
+        package var name: String
+        package var description: String {
             "unknown HTTP client '\(name)': use \(HTTPClientKind.allCases.map(\.rawValue).joined(separator: " or "))"
         }
     }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// What the engine asks an HTTP client to fetch.
-public struct HTTPRequest: Sendable {
+public struct FetchRequest: Sendable {
     public var url: URL
     /// Extra request headers sent to every hop, e.g. `Accept`, `If-None-Match`.
     public var headers: [(name: String, value: String)]
@@ -11,11 +11,19 @@ public struct HTTPRequest: Sendable {
     /// Largest body accepted; a larger declared `Content-Length` is refused before any byte is read.
     public var maxBytes: Int
     /// The limit the body's bytes are taken from as they arrive (`--limit-rate`, a host's `limitRate`).
-    public var bandwidth: BandwidthLimit?
+    package var bandwidth: BandwidthLimit?
 
+    /// A request for `url` that accepts at most `maxBytes` of body.
     public init(
         url: URL, headers: [(name: String, value: String)] = [], originHeaders: [(name: String, value: String)] = [],
-        maxBytes: Int, bandwidth: BandwidthLimit? = nil
+        maxBytes: Int
+    ) {
+        self.init(url: url, headers: headers, originHeaders: originHeaders, maxBytes: maxBytes, bandwidth: nil)
+    }
+
+    package init(
+        url: URL, headers: [(name: String, value: String)] = [], originHeaders: [(name: String, value: String)] = [],
+        maxBytes: Int, bandwidth: BandwidthLimit?
     ) {
         self.bandwidth = bandwidth
         self.url = url
@@ -26,7 +34,7 @@ public struct HTTPRequest: Sendable {
 }
 
 /// Status line and headers of a response; the body went to the `BodySink`.
-public struct HTTPResponseHead: Sendable {
+public struct FetchResponseHead: Sendable {
     public var status: Int
     /// Header names in lower case.
     public var headers: [String: String]
@@ -40,10 +48,10 @@ public struct HTTPResponseHead: Sendable {
     }
 }
 
-extension HTTPResponseHead {
+extension FetchResponseHead {
     /// Whether `headers` (names in lower case) name a content coding (gzip, br…): then the body's
     /// bytes are not those its Content-Length and Content-Range count.
-    public static func isCoded(_ headers: [String: String]) -> Bool {
+    package static func isCoded(_ headers: [String: String]) -> Bool {
         headers["content-encoding"].map { !$0.isEmpty && $0.lowercased() != "identity" } ?? false
     }
 }
@@ -66,11 +74,11 @@ extension BodySink {
 /// Implementations follow redirects to http and https only, refuse any other scheme, honour
 /// task cancellation promptly, and rethrow an error thrown by the sink as it was thrown.
 public protocol HTTPFetching: Sendable {
-    func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead
+    func fetch(_ request: FetchRequest, into body: any BodySink) async throws -> FetchResponseHead
 }
 
 /// A transport failure, in words a user can act on.
-public enum HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
+public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
     case cannotResolveHost(String)
     case cannotConnect(String)
     case connectionLost

@@ -4,10 +4,10 @@ import Synchronization
 /// transfer's completion or the caller's cancellation, which may come before the continuation
 /// is even stored (then the continuation is resumed as soon as it arrives).
 final class OneShotReply: Sendable {
-    private let state = Mutex<(waiting: CheckedContinuation<HTTPResponseHead, any Error>?, finished: Bool)>((nil, false))
+    private let state = Mutex<(waiting: CheckedContinuation<FetchResponseHead, any Error>?, finished: Bool)>((nil, false))
 
     /// Stores the caller's continuation; false (and the continuation resumed) if already finished.
-    func setContinuation(_ waiting: CheckedContinuation<HTTPResponseHead, any Error>) -> Bool {
+    func setContinuation(_ waiting: CheckedContinuation<FetchResponseHead, any Error>) -> Bool {
         let started = state.withLock { state -> Bool in
             guard !state.finished else { return false }
             state.waiting = waiting
@@ -20,8 +20,8 @@ final class OneShotReply: Sendable {
     var isFinished: Bool { state.withLock { $0.finished } }
 
     /// Resumes the caller once; later calls do nothing.
-    func finish(_ result: Result<HTTPResponseHead, any Error>) {
-        let waiting = state.withLock { state -> CheckedContinuation<HTTPResponseHead, any Error>? in
+    func finish(_ result: Result<FetchResponseHead, any Error>) {
+        let waiting = state.withLock { state -> CheckedContinuation<FetchResponseHead, any Error>? in
             guard !state.finished else { return nil }
             state.finished = true
             defer { state.waiting = nil }
@@ -37,7 +37,7 @@ protocol RepliesOnce: AnyObject {
 }
 
 extension RepliesOnce {
-    func setContinuation(_ waiting: CheckedContinuation<HTTPResponseHead, any Error>) -> Bool { reply.setContinuation(waiting) }
+    func setContinuation(_ waiting: CheckedContinuation<FetchResponseHead, any Error>) -> Bool { reply.setContinuation(waiting) }
     var isFinished: Bool { reply.isFinished }
-    func finish(_ result: Result<HTTPResponseHead, any Error>) { reply.finish(result) }
+    func finish(_ result: Result<FetchResponseHead, any Error>) { reply.finish(result) }
 }

@@ -34,10 +34,15 @@ public final class URLSessionFetcher: HTTPFetching {
     /// - Parameters:
     ///   - maxConnectionsPerHost: connections URLSession opens to one host at once.
     ///   - policy: which addresses requests and redirects may go to.
+    public convenience init(maxConnectionsPerHost: Int = 16, policy: AddressPolicy = .standard) {
+        self.init(maxConnectionsPerHost: maxConnectionsPerHost, policy: policy, requests: RequestConfig())
+    }
+
+    /// - Parameters:
     ///   - resolver: how host names are resolved for the policy's check.
     ///   - requests: the User-Agent and the headers per host (its TLS files are not used).
-    public init(
-        maxConnectionsPerHost: Int = 16, policy: AddressPolicy = .standard, requests: RequestConfig = RequestConfig(),
+    package init(
+        maxConnectionsPerHost: Int = 16, policy: AddressPolicy = .standard, requests: RequestConfig,
         resolver: @escaping AddressPolicy.Resolver = AddressPolicy.systemResolver
     ) {
         self.policy = policy
@@ -64,9 +69,9 @@ public final class URLSessionFetcher: HTTPFetching {
     deinit { session.invalidateAndCancel() }
 
     /// URLSession tasks started and not yet completed: zero when nothing is in flight.
-    public var activeTaskCount: Int { delegate.activeCount }
+    package var activeTaskCount: Int { delegate.activeCount }
 
-    public func fetch(_ request: HTTPRequest, into body: any BodySink) async throws -> HTTPResponseHead {
+    public func fetch(_ request: FetchRequest, into body: any BodySink) async throws -> FetchResponseHead {
         let urlRequest = try Self.urlRequest(request, hop: request.url, requests: requests)
         try Task.checkCancellation()
         let addresses = try await check(request.url)
@@ -74,7 +79,7 @@ public final class URLSessionFetcher: HTTPFetching {
         let state = TransferState(sink: body, request: request, addresses: addresses)
         let (session, delegate, control, prepared) = (self.session, self.delegate, self.control, urlRequest)
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponseHead, any Error>) in
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<FetchResponseHead, any Error>) in
                 guard state.setContinuation(continuation) else { return }
                 control.async {
                     guard !state.isFinished else { return }
@@ -96,7 +101,7 @@ public final class URLSessionFetcher: HTTPFetching {
 
 extension URLSessionFetcher {
     /// The GET of one hop of `request`, with that hop's headers.
-    static func urlRequest(_ request: HTTPRequest, hop: URL, requests: RequestConfig) throws(HTTPError) -> URLRequest {
+    static func urlRequest(_ request: FetchRequest, hop: URL, requests: RequestConfig) throws(FetchError) -> URLRequest {
         var urlRequest = URLRequest(url: hop)
         urlRequest.httpMethod = "GET"
         let settings = requests.settings(for: hop)
@@ -111,7 +116,7 @@ extension URLSessionFetcher {
         let (policy, resolver) = (self.policy, self.resolver)
         if let host = url.host, NetworkAddress(host) != nil {
             let (refusal, addresses) = policy.refusal(url: url, resolver: resolver)
-            if let refusal { throw HTTPError.refused(refusal.description) }
+            if let refusal { throw FetchError.refused(refusal.description) }
             return addresses
         }
         // getaddrinfo cannot be interrupted: a cancelled caller (its deadline) is answered at
@@ -126,7 +131,7 @@ extension URLSessionFetcher {
         } onCancel: {
             pending.finish(.failure(CancellationError()))
         }
-        if let refusal { throw HTTPError.refused(refusal.description) }
+        if let refusal { throw FetchError.refused(refusal.description) }
         return addresses
     }
 }
@@ -158,9 +163,9 @@ private final class TransferState: RepliesOnce, @unchecked Sendable {
     let maxBytes: Int
     let url: URL
     /// The request as the caller made it: each redirect's headers are made from it.
-    let request: HTTPRequest
+    let request: FetchRequest
     let reply = OneShotReply()
-    var head: HTTPResponseHead?
+    var head: FetchResponseHead?
     /// Body bytes that arrived so far, after content decoding.
     var received = 0
     /// Feeds the sink in order; completion goes through it too, after the last piece.
@@ -171,7 +176,7 @@ private final class TransferState: RepliesOnce, @unchecked Sendable {
     /// The current hop's URL and the addresses its host resolved to, for the next redirect's check.
     let hop: Mutex<(url: URL, addresses: [NetworkAddress])>
 
-    init(sink: any BodySink, request: HTTPRequest, addresses: [NetworkAddress]) {
+    init(sink: any BodySink, request: FetchRequest, addresses: [NetworkAddress]) {
         self.sink = sink
         self.maxBytes = request.maxBytes
         self.url = request.url
@@ -237,18 +242,18 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
             }
         }
         if let excess = HeaderBounds.excess(bytes: headerBytes, lines: headers.count + 1) {
-            state.abort(because: HTTPError.refused(excess))
+            state.abort(because: FetchError.refused(excess))
             completionHandler(.cancel)
             cancel(dataTask)
             return
         }
-        state.head = HTTPResponseHead(status: http.statusCode, headers: headers, url: http.url ?? state.url)
+        state.head = FetchResponseHead(status: http.statusCode, headers: headers, url: http.url ?? state.url)
         // A declared length counts only without a content coding: with one it is the coded size.
-        let coded = HTTPResponseHead.isCoded(headers)
+        let coded = FetchResponseHead.isCoded(headers)
         if (200..<300).contains(http.statusCode), !coded, let length = headers["content-length"].flatMap({ Int($0) }),
             length > state.maxBytes
         {
-            state.abort(because: HTTPError.tooLarge(limit: state.maxBytes))
+            state.abort(because: FetchError.tooLarge(limit: state.maxBytes))
             completionHandler(.cancel)  // ignored by URLSession on Linux, hence the cancel
             cancel(dataTask)
             return
@@ -271,7 +276,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
         guard let state = state(dataTask), state.abortReason == nil, !state.isFinished else { return }
         state.received += data.count
         guard state.received <= state.maxBytes else {
-            state.abort(because: HTTPError.tooLarge(limit: state.maxBytes))
+            state.abort(because: FetchError.tooLarge(limit: state.maxBytes))
             cancel(dataTask)
             return
         }
@@ -297,7 +302,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
             return
         }
         guard let target = request.url, scheme == "http" || scheme == "https" else {
-            state.abort(because: HTTPError.redirectRefused(request.url?.absoluteString ?? "?"))
+            state.abort(because: FetchError.redirectRefused(request.url?.absoluteString ?? "?"))
             completionHandler(nil)
             cancel(task)
             return
@@ -324,7 +329,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
                 state.hop.withLock { $0 = (target, addresses) }
             }
             if let refusal {
-                state.abort(because: HTTPError.refused(refusal.description))
+                state.abort(because: FetchError.refused(refusal.description))
                 completionHandler(nil)
                 cancel(task)
             } else {
@@ -345,45 +350,45 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
             } else if let head {
                 state.finish(.success(head))
             } else {
-                state.finish(.failure(HTTPError.badResponse("no HTTP response")))
+                state.finish(.failure(FetchError.badResponse("no HTTP response")))
             }
         }
     }
 
     private static func translate(_ error: any Error, url: URL) -> any Error {
-        guard let urlError = error as? URLError else { return HTTPError.other(String(describing: error)) }
+        guard let urlError = error as? URLError else { return FetchError.other(String(describing: error)) }
         let host = url.host ?? "the server"
         switch urlError.code {
         case .cancelled: return CancellationError()
-        case .cannotFindHost, .dnsLookupFailed: return HTTPError.cannotResolveHost(host)
+        case .cannotFindHost, .dnsLookupFailed: return FetchError.cannotResolveHost(host)
         case .cannotConnectToHost, .notConnectedToInternet:
-            return HTTPError.cannotConnect(hostPort(url))
-        case .networkConnectionLost: return HTTPError.connectionLost
-        case .timedOut: return HTTPError.timedOut
+            return FetchError.cannotConnect(hostPort(url))
+        case .networkConnectionLost: return FetchError.connectionLost
+        case .timedOut: return FetchError.timedOut
         case .badServerResponse, .cannotParseResponse:
-            return HTTPError.badResponse("it is not valid HTTP")
+            return FetchError.badResponse("it is not valid HTTP")
         case .cannotDecodeContentData, .cannotDecodeRawData:
-            return HTTPError.badResponse("its content coding (such as gzip) could not be decoded")
+            return FetchError.badResponse("its content coding (such as gzip) could not be decoded")
         case .httpTooManyRedirects, .redirectToNonExistentLocation:
-            return HTTPError.other("the server redirected too many times")
+            return FetchError.other("the server redirected too many times")
         case .unsupportedURL:
-            return HTTPError.redirectRefused(url.absoluteString)
+            return FetchError.redirectRefused(url.absoluteString)
         case .badURL where host.contains(":"):
-            return HTTPError.other(
+            return FetchError.other(
                 "URLSession on Linux cannot fetch a URL with an IPv6 address literal ([\(host)]); use a host name that resolves to that address")
         case .badURL:
-            return HTTPError.other("the HTTP client refused the URL '\(url.absoluteString)' as malformed")
+            return FetchError.other("the HTTP client refused the URL '\(url.absoluteString)' as malformed")
         case .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
             .serverCertificateHasUnknownRoot, .clientCertificateRejected, .clientCertificateRequired, .secureConnectionFailed:
-            return HTTPError.other("TLS with \(host) failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))")
+            return FetchError.other("TLS with \(host) failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))")
         case .unknown where urlError.localizedDescription.hasPrefix("transfer closed with"):
             // libcurl's CURLE_PARTIAL_FILE, which URLSession on Linux does not translate: the
             // connection closed before the body's declared end.
-            return HTTPError.connectionLost
+            return FetchError.connectionLost
         default:
             // URLSession on Linux files many of libcurl's failures (a certificate that does not
             // verify among them) under one code; libcurl's own words say which.
-            return HTTPError.other("the HTTP transfer failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))")
+            return FetchError.other("the HTTP transfer failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))")
         }
     }
 

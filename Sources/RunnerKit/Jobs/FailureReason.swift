@@ -29,7 +29,7 @@ public enum FailureReason: String, Sendable, Codable, CaseIterable {
 
     /// The reason a failure without one of its own has: from its status, and for `failed`, from
     /// whether a server's status ended it (`httpStatus`), else what arrived (`invalidPayload`).
-    public static func inferred(status: JobStatus, httpStatus: Int?) -> FailureReason? {
+    package static func inferred(status: JobStatus, httpStatus: Int?) -> FailureReason? {
         switch status {
         case .succeeded, .notModified: nil
         case .notFound: .httpStatus

@@ -3,15 +3,15 @@ import Foundation
 /// How a job file is told to be JSON Lines, the same for `runner run`, standard input, `submit`
 /// and the spool: by its name (`.jsonl`, `.ndjson`), or by what it holds: the first line that
 /// is not blank is a whole JSON object, and more text follows it.
-public enum JobFileFormat {
+package enum JobFileFormat {
     /// Whether the name says JSON Lines.
-    public static func isJSONLines(name: String) -> Bool {
+    package static func isJSONLines(name: String) -> Bool {
         let lower = name.lowercased()
         return lower.hasSuffix(".jsonl") || lower.hasSuffix(".ndjson")
     }
 
     /// Whether `bytes` read as JSON Lines by their content.
-    public static func looksLikeJSONLines(_ bytes: [UInt8]) -> Bool {
+    package static func looksLikeJSONLines(_ bytes: [UInt8]) -> Bool {
         var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)[...]
         while let first = lines.first, first.allSatisfy(isSpace) { lines.removeFirst() }
         guard let first = lines.popFirst(), isObjectLine(first) else { return false }
@@ -19,7 +19,7 @@ public enum JobFileFormat {
     }
 
     /// Whether one line (a UTF-8 byte order mark allowed) is a whole JSON object.
-    public static func isObjectLine(_ line: some Collection<UInt8>) -> Bool {
+    package static func isObjectLine(_ line: some Collection<UInt8>) -> Bool {
         var bytes = Array(line)
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
         if case .object = try? JSONParser.parse(bytes) { return true }

@@ -27,10 +27,10 @@ public struct JobLimits: Sendable, Equatable {
 
     /// What a job written by someone other than the operator may ask (`submit`, the API): no
     /// secret references, no caps.
-    public static let producer = JobLimits(allowsSecretReferences: false)
+    package static let producer = JobLimits(allowsSecretReferences: false)
 
     /// The longest key, in bytes of UTF-8: keys are shown on the page, in logs and in the queue.
-    public static let maxKeyBytes = 1024
+    package static let maxKeyBytes = 1024
 
     /// `maxBytes` as the job set it (nil: unset), checked against the cap.
     func maxBytes(_ asked: Int?, default standard: Int) throws(JobSpecError) -> Int {

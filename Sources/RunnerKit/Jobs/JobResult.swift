@@ -39,7 +39,7 @@ public struct JobResult: Sendable {
     /// The key of the job that started this one (tree → entries, list → images), if any.
     public var parent: String?
     /// The payload's ETag and Last-Modified, for the next run's conditional request.
-    public var validators: Validators?
+    package var validators: Validators?
     /// Bytes of the payload kept from an earlier, cut attempt (this run's or an earlier one's)
     /// that the last attempt went on from; nil when it fetched the whole body.
     public var resumedFrom: Int?
@@ -67,13 +67,13 @@ public struct JobResult: Sendable {
         /// the summary, not as failures: the parent's record names the first.)
         public var failures: Int { byStatus.filter { !$0.key.isAcceptableForChild }.values.reduce(0, +) }
 
-        public mutating func add(_ other: Descendants) {
+        package mutating func add(_ other: Descendants) {
             for (status, count) in other.byStatus { byStatus[status, default: 0] += count }
             invalid += other.invalid
         }
     }
 
-    public init(
+    package init(
         key: String, kind: String, url: String? = nil, status: JobStatus, output: String? = nil, error: String? = nil,
         httpStatus: Int? = nil, bytes: Int? = nil, sha256: String? = nil, attempts: Int = 0,
         waitedForNetworkMs: Int = 0, durationMs: Int = 0, startedAt: Date, finishedAt: Date,
@@ -99,7 +99,7 @@ public struct JobResult: Sendable {
 
     /// What a record says of its job (key, kind, URL, status, output, error, parent), from the
     /// record as one line of JSON; nil when it is not one.
-    public init?(record line: [UInt8]) {
+    package init?(record line: [UInt8]) {
         guard let record = try? JSONParser.parse(line), let key = record["key"]?.stringValue, let kind = record["kind"]?.stringValue,
             let status = record["status"]?.stringValue.flatMap(JobStatus.init(rawValue:))
         else { return nil }
@@ -110,7 +110,7 @@ public struct JobResult: Sendable {
     }
 
     /// The longest error text kept, in bytes of UTF-8.
-    public static let maxErrorBytes = 2048
+    package static let maxErrorBytes = 2048
 
     /// `text` cut to `maxErrorBytes` at a character's end, saying how much was cut.
     static func capped(_ text: String) -> String {
@@ -128,7 +128,7 @@ public struct JobResult: Sendable {
     }
 
     /// The record as an ordered JSON object, fields in the documented order.
-    public var json: JSONValue {
+    package var json: JSONValue {
         var members: [(key: String, value: JSONValue)] = [
             ("key", .string(key)),
             ("kind", .string(kind)),
@@ -161,5 +161,5 @@ public struct JobResult: Sendable {
     public var ownMs: Int { max(0, durationMs - waitedForHostMs) }
 
     /// One line of JSON, no trailing newline.
-    public var jsonLine: String { JSONWriter.string(json) }
+    package var jsonLine: String { JSONWriter.string(json) }
 }

@@ -22,10 +22,10 @@ public enum JobStatus: String, Sendable, CaseIterable, Codable {
 
     /// Whether a parent with a child in this status still succeeds: a missing entry or a
     /// child already being fetched by another task is not the parent's failure.
-    public var isAcceptableForChild: Bool { isSuccess || self == .notFound || self == .duplicate }
+    package var isAcceptableForChild: Bool { isSuccess || self == .notFound || self == .duplicate }
 
     /// Whether an earlier good payload is offered as a stale fallback after this status: after
     /// every end that fetched nothing new but a 404 (a thing that is gone), so no end leaves the
     /// key's last good payload unnamed for `prune` to remove.
-    public var allowsStaleFallback: Bool { self == .offline || self == .timedOut || self == .failed || self == .cancelled }
+    package var allowsStaleFallback: Bool { self == .offline || self == .timedOut || self == .failed || self == .cancelled }
 }

@@ -3,28 +3,28 @@
 ///
 /// The hash is 64-bit FNV-1a over the key's UTF-8 bytes, taken modulo N: stable across runs,
 /// machines and versions, and independent of the order of the jobs.
-public struct Shard: Sendable, Equatable, CustomStringConvertible {
-    public let index: Int
-    public let count: Int
+package struct Shard: Sendable, Equatable, CustomStringConvertible {
+    package let index: Int
+    package let count: Int
 
-    public init?(index: Int, count: Int) {
+    package init?(index: Int, count: Int) {
         guard count >= 1, (0..<count).contains(index) else { return nil }
         self.index = index
         self.count = count
     }
 
     /// Parses "I/N".
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]) else { return nil }
         self.init(index: index, count: count)
     }
 
-    public func contains(key: String) -> Bool {
+    package func contains(key: String) -> Bool {
         Int(Self.hash(key) % UInt64(count)) == index
     }
 
-    public static func hash(_ key: String) -> UInt64 {
+    package static func hash(_ key: String) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in key.utf8 {
             hash ^= UInt64(byte)
@@ -33,5 +33,5 @@ public struct Shard: Sendable, Equatable, CustomStringConvertible {
         return hash
     }
 
-    public var description: String { "\(index)/\(count)" }
+    package var description: String { "\(index)/\(count)" }
 }

@@ -66,7 +66,7 @@ public final class JobContext: Sendable {
                 throw JobFailure(.failed, "field 'headers' \(error)")
             }
         }
-        let request = HTTPRequest(url: job.url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes)
+        let request = FetchRequest(url: job.url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes)
         do {
             return try requests.headers(of: request, hop: job.url, settings: requests.settings(for: job.url))
         } catch {
@@ -79,7 +79,7 @@ public final class JobContext: Sendable {
 
     /// A fetched response with a 2xx status, its body on its way to a temporary file.
     public struct Response: Sendable {
-        public var head: HTTPResponseHead
+        public var head: FetchResponseHead
         public var payload: Payload
     }
 
@@ -121,7 +121,7 @@ public final class JobContext: Sendable {
         } else if let validators = previous?.validators {
             headers.append(contentsOf: validators.conditionalHeaders)
         }
-        let (head, payload): (HTTPResponseHead, Payload)
+        let (head, payload): (FetchResponseHead, Payload)
         do {
             (head, payload) = try await request(
                 job.url, folder: into, headers: headers, accept: accept, inspect: inspect, partial: partial)
@@ -180,7 +180,7 @@ public final class JobContext: Sendable {
     private func request(
         _ url: URL, folder: String, headers conditional: [(name: String, value: String)], accept: String? = nil,
         inspect: Payload.Inspector? = nil, partial: PartialDownload.Plan? = nil
-    ) async throws -> (HTTPResponseHead, Payload) {
+    ) async throws -> (FetchResponseHead, Payload) {
         // The kind's Accept and the conditional headers go to every hop; the job's headers only
         // to the job's origin (replacing those of the same name); the client adds the
         // User-Agent and the config's headers per host.
@@ -197,9 +197,9 @@ public final class JobContext: Sendable {
         let payload = Payload(
             store: store, folder: folder, maxBytes: job.maxBytes, inspector: inspect, partial: partial)
         payloads.withLock { $0.append(payload) }
-        let head: HTTPResponseHead
+        let head: FetchResponseHead
         do {
-            let request = HTTPRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes, bandwidth: bandwidth)
+            let request = FetchRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes, bandwidth: bandwidth)
             let stalls = job.timeout > job.stall && job.lowSpeed > 0
             if stalls || (progress != nil && job.timeout > Self.progressAfter) {
                 let http = self.http
@@ -314,7 +314,7 @@ public final class JobContext: Sendable {
     /// What follows "the server answered 401 Unauthorized": whose headers the request carried
     /// (the config's hosts entry for the URL that answered, or none; the job's own) and how the
     /// answer's body began, control characters replaced, so the note says more than the status.
-    func refusalNote(head: HTTPResponseHead, sentJobHeaders: Bool, body: [UInt8]) -> String {
+    func refusalNote(head: FetchResponseHead, sentJobHeaders: Bool, body: [UInt8]) -> String {
         let origin = Origin(head.url)
         let hostPort = origin.host.contains(":") ? "[\(origin.host)]:\(origin.port)" : "\(origin.host):\(origin.port)"
         var sources: [String] = []
@@ -339,7 +339,7 @@ public final class JobContext: Sendable {
     }
 
     /// How a response status ends the job, or nil for a body to check (2xx) or a 304.
-    static func failure(forStatus head: HTTPResponseHead) -> JobFailure? {
+    static func failure(forStatus head: FetchResponseHead) -> JobFailure? {
         let status = head.status
         switch status {
         case 200..<300, 304: return nil

@@ -4,7 +4,7 @@ import Foundation
 /// shares.
 public struct JobDescriptor: Sendable {
     /// What the job's kind decoded, and how the job runs.
-    public var parameters: any JobParameters
+    public var parameters: any DecodedJob
     /// The kind's name, as the job file gave it.
     public var kindName: String { parameters.kindName }
     /// The `Accept` header of the kind's requests.
@@ -32,7 +32,7 @@ public struct JobDescriptor: Sendable {
     public var checksum: String?
     /// Request headers from the job and its batch's `defaults`, bound to the origin of `url`
     /// (a child inherits its parent's, still bound to the parent's origin).
-    public var headers: OriginHeaders? { didSet { inherits.remove(.headers) } }
+    package var headers: OriginHeaders? { didSet { inherits.remove(.headers) } }
     /// After a 404 or 410, the key's last payload stays, pointed at by its record as stale
     /// (`keepStale`; a child inherits it). Without it the payload is no longer pointed at, and
     /// `runner prune` removes it.
@@ -50,13 +50,13 @@ public struct JobDescriptor: Sendable {
     var inherits: JobDefaults.Fields = []
 
     public static let defaultTimeout: Duration = .seconds(2)
-    public static let defaultStall: Duration = .seconds(30)
-    public static let defaultLowSpeed = 1
+    package static let defaultStall: Duration = .seconds(30)
+    package static let defaultLowSpeed = 1
     public static let defaultNoticeAfter: Duration = .milliseconds(500)
     public static let defaultMaxBytes = 64 * 1024 * 1024
 
     /// The fields every kind shares.
-    public static let commonFields = [
+    package static let commonFields = [
         "kind", "key", "url", "timeout", "noticeAfter", "retries", "maxBytes", "output", "checksum", "headers", "keepStale", "unique",
         "stall", "lowSpeed", "childOutput",
     ]
@@ -65,7 +65,7 @@ public struct JobDescriptor: Sendable {
     /// come from the engine's `jobDefaults` when it runs the job. A `{name}` template in `url`
     /// (written as `{id}` in the string the URL was made from) is filled as a job file's is.
     public init(
-        parameters: any JobParameters, key: String? = nil, url: URL,
+        parameters: any DecodedJob, key: String? = nil, url: URL,
         timeout: Duration? = nil, noticeAfter: Duration = defaultNoticeAfter, retries: Int? = nil,
         maxBytes: Int? = nil, output: String? = nil, parent: String? = nil
     ) {
@@ -75,7 +75,7 @@ public struct JobDescriptor: Sendable {
     }
 
     private init(
-        resolved parameters: any JobParameters, key: String?, url: URL, timeout: Duration?, noticeAfter: Duration, retries: Int?,
+        resolved parameters: any DecodedJob, key: String?, url: URL, timeout: Duration?, noticeAfter: Duration, retries: Int?,
         maxBytes: Int?, output: String?, parent: String?
     ) {
         self.parameters = parameters
@@ -120,7 +120,7 @@ public struct JobDescriptor: Sendable {
     }
 
     /// `url` with a template the kind fills filled: `URL(string:)` keeps `{id}` as `%7Bid%7D`.
-    private static func filled(_ url: URL, _ parameters: any JobParameters) -> URL {
+    private static func filled(_ url: URL, _ parameters: any DecodedJob) -> URL {
         let text = url.absoluteString
         guard text.contains("%7B") || text.contains("%7b") || text.contains("{") else { return url }
         let template = text.replacingOccurrences(of: "%7B", with: "{").replacingOccurrences(of: "%7b", with: "{")
@@ -131,10 +131,10 @@ public struct JobDescriptor: Sendable {
     }
 
     /// The URL as records show it: with any `user:password@` removed.
-    public var recordURL: String { Self.withoutCredentials(url) }
+    package var recordURL: String { Self.withoutCredentials(url) }
 
     /// `url` without its user and password, if it has any.
-    public static func withoutCredentials(_ url: URL) -> String {
+    package static func withoutCredentials(_ url: URL) -> String {
         let text = url.absoluteString
         // Without an '@' there is no user or password: skip parsing the URL again.
         guard text.utf8.contains(UInt8(ascii: "@")) else { return text }
@@ -149,13 +149,13 @@ public struct JobDescriptor: Sendable {
     // MARK: - Decoding
 
     /// The longest URL a job may have, resolved (servers refuse longer ones; pages show it).
-    public static let maxURLBytes = 8192
+    package static let maxURLBytes = 8192
 
     /// Decodes one job object, with a batch's `defaults` underneath it.
     /// - Parameter parent: for a child, the job that started it: the child inherits its
     ///   `timeout`, `noticeAfter`, `retries` and `maxBytes` where it does not set them.
     /// - Parameter limits: the operator's caps on `maxBytes`, `timeout` and `retries`.
-    public static func decode(
+    package static func decode(
         _ object: [(key: String, value: JSONValue)],
         defaults: [(key: String, value: JSONValue)] = [],
         registry: KindRegistry,
@@ -272,7 +272,7 @@ public struct JobDescriptor: Sendable {
     }
 
     /// `sha256:<64 hex digits>`; answers the digits in lowercase.
-    public static func validateChecksum(_ text: String) throws(JobSpecError) -> String {
+    package static func validateChecksum(_ text: String) throws(JobSpecError) -> String {
         let prefix = "sha256:"
         let digits = text.hasPrefix(prefix) ? text.dropFirst(prefix.count).lowercased() : ""
         guard digits.utf8.count == 64, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
@@ -291,7 +291,7 @@ public struct JobDescriptor: Sendable {
     }
 
     /// Checks that a URL is absolute http or https with a host.
-    public static func validateURL(_ text: String, field: String = "url") throws(JobSpecError) -> URL {
+    package static func validateURL(_ text: String, field: String = "url") throws(JobSpecError) -> URL {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased() else {
             throw JobSpecError(field: field, "is not a valid absolute URL: '\(text)'")
         }

@@ -176,7 +176,7 @@ public struct JobFields: Sendable {
     }
 
     /// The first field the job set itself that no decoder read.
-    public func firstUnknownField() -> String? {
+    package func firstUnknownField() -> String? {
         fields.first { $0.explicit && !$0.read }?.name
     }
 

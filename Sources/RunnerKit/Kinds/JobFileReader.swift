@@ -7,10 +7,10 @@ import Foundation
 /// JSON Lines (`.jsonl`, `.ndjson`) stream: one line is in memory at a time, so a batch of a
 /// million lines reads in flat memory. Reading yields a job or an error per job, so the same
 /// pass serves validation (collect every error, keep no job) and running (feed the scheduler).
-public final class JobFileReader: IteratorProtocol {
-    public typealias Element = Result<JobDescriptor, JobFileError>
+package final class JobFileReader: IteratorProtocol {
+    package typealias Element = Result<JobDescriptor, JobFileError>
 
-    public let path: String
+    package let path: String
     private let registry: KindRegistry
     private let limits: JobLimits
     private let checkingSecrets: Bool
@@ -27,13 +27,13 @@ public final class JobFileReader: IteratorProtocol {
     }
 
     /// Largest file read whole (a JSON document rather than JSON Lines).
-    public static let maxDocumentBytes = 256 << 20
+    package static let maxDocumentBytes = 256 << 20
 
     /// - Parameters:
     ///   - limits: the operator's caps; a job asking more is an error of that job.
     ///   - checkingSecrets: whether a header's `{env:}` and `{file:}` references must expand here
     ///     and now (false for `submit`, whose environment is not the watcher's: syntax only).
-    public init(path: String, registry: KindRegistry, limits: JobLimits = .none, checkingSecrets: Bool = true) {
+    package init(path: String, registry: KindRegistry, limits: JobLimits = .none, checkingSecrets: Bool = true) {
         self.path = path
         self.registry = registry
         self.limits = limits
@@ -44,7 +44,7 @@ public final class JobFileReader: IteratorProtocol {
 
     /// Reads the whole file and returns every error, or the number of jobs when it is valid.
     /// `counting` picks the jobs counted (all of them by default), e.g. those of one shard.
-    public static func validate(
+    package static func validate(
         path: String, registry: KindRegistry, limits: JobLimits = .none, limit: Int = 20, checkingSecrets: Bool = true,
         counting: (JobDescriptor) -> Bool = { _ in true }
     ) -> (jobs: Int, errors: [JobFileError]) {
@@ -64,9 +64,9 @@ public final class JobFileReader: IteratorProtocol {
     }
 
     /// Whether any job (valid or not) was read.
-    public private(set) var sawJobs = false
+    package private(set) var sawJobs = false
 
-    public func next() -> Element? {
+    package func next() -> Element? {
         let element = nextElement()
         if element != nil { sawJobs = true }
         return element
@@ -173,7 +173,7 @@ public final class JobFileReader: IteratorProtocol {
 
     /// The last job read, as its object and the file's defaults (from which `JobDescriptor.decode`
     /// makes the same job again, elsewhere). Nil after an error.
-    public private(set) var lastJob: (object: [(key: String, value: JSONValue)], defaults: [(key: String, value: JSONValue)])?
+    package private(set) var lastJob: (object: [(key: String, value: JSONValue)], defaults: [(key: String, value: JSONValue)])?
 
     private func decode(_ value: JSONValue, at location: JobFileError.Location) -> Element {
         lastJob = nil

@@ -3,7 +3,7 @@ import Foundation
 // The nouns of kinds, as swift-jobs has `JobParameters`, `JobDefinition` and `JobRegistry`:
 //
 //   KindParameter     one parameter a kind declares (compiled, declarative and executable kinds alike)
-//   JobParameters     what one decoded job of a kind holds, and how that job runs
+//   DecodedJob        what one decoded job of a kind holds, and how that job runs
 //   JobKind           what a compiled kind implements: its name, summary, declared parameters, and
 //                     how its parameters decode (its values are its jobs' parameters)
 //   KindDefinition    a kind as the registry holds it: name, summary, declared parameters, decoder
@@ -15,7 +15,7 @@ import Foundation
 ///
 /// Compiled kinds conform through `JobKind`; kinds made from files (declarative, executable)
 /// are other conforming types. The engine holds one of these per job and never asks its type.
-public protocol JobParameters: Sendable {
+public protocol DecodedJob: Sendable {
     /// The name of the kind these are parameters of, as job files and records name it.
     var kindName: String { get }
     /// The `Accept` header of the kind's requests: what it validates. Nil sends none.
@@ -38,7 +38,7 @@ public protocol JobParameters: Sendable {
     func run(in context: JobContext) async throws -> KindOutcome
 }
 
-extension JobParameters {
+extension DecodedJob {
     public func resolveURL(_ template: String) -> String { template }
     public func defaultKey(kind: String, url: String) -> String { "\(kind):\(url)" }
     public func validateURL(_ text: String) throws(JobSpecError) -> URL { try JobDescriptor.validateURL(text) }
@@ -46,7 +46,7 @@ extension JobParameters {
 
 /// A kind compiled into the program: a type that names itself and decodes its own parameters.
 /// It registers through `KindDefinition(SomeKind.self)`.
-public protocol JobKind: JobParameters {
+public protocol JobKind: DecodedJob {
     /// The name job files use in their `kind` field, e.g. `"image"`.
     static var name: String { get }
     /// One sentence for `runner kinds`.
@@ -149,11 +149,11 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
 
     /// How an error thrown inside an attempt ends the job: the one classifier of errors (a
     /// `JobFailure` is passed on as it is, never classified again).
-    public init(classifying error: any Error) {
+    package init(classifying error: any Error) {
         switch error {
         case let failure as JobFailure: self = failure
         case is CancellationError: self.init(.cancelled, "cancelled")
-        case let http as HTTPError:
+        case let http as FetchError:
             if case .tooLarge = http {
                 self.init(.failed, http.description, isTransient: http.isTransient, reason: .tooLarge)
             } else {

@@ -16,11 +16,11 @@ public struct KindDefinition: Sendable {
     public var defaultTimeout: Duration?
     /// The `maxBytes` of a job of this kind that sets none, instead of 64 MiB; nil: the runner's.
     public var defaultMaxBytes: Int?
-    private let decoder: @Sendable (inout JobFields) throws(JobSpecError) -> any JobParameters
+    private let decoder: @Sendable (inout JobFields) throws(JobSpecError) -> any DecodedJob
 
     public init(
         name: String, summary: String, parameters: [KindParameter], source: String, accept: String? = nil,
-        decode: @escaping @Sendable (inout JobFields) throws(JobSpecError) -> any JobParameters
+        decode: @escaping @Sendable (inout JobFields) throws(JobSpecError) -> any DecodedJob
     ) {
         self.name = name
         self.summary = summary
@@ -34,7 +34,7 @@ public struct KindDefinition: Sendable {
     public init<Kind: JobKind>(_ kind: Kind.Type, source: String = "built-in") {
         self.init(
             name: Kind.name, summary: Kind.summary, parameters: Kind.parameters, source: source, accept: Kind.accept,
-            decode: { (fields: inout JobFields) throws(JobSpecError) -> any JobParameters in try Kind(fields: &fields) })
+            decode: { (fields: inout JobFields) throws(JobSpecError) -> any DecodedJob in try Kind(fields: &fields) })
         defaultTimeout = Kind.defaultTimeout
         defaultMaxBytes = Kind.defaultMaxBytes
     }
@@ -44,12 +44,12 @@ public struct KindDefinition: Sendable {
     /// listed type, and must read each it lists: registering the kind checks that
     /// (`checkDeclaration()`), and a job that shows a mistake on a path the check did not take
     /// is refused, naming the kind and the field, never a stop of the program.
-    public func decode(_ fields: inout JobFields) throws(JobSpecError) -> any JobParameters {
+    public func decode(_ fields: inout JobFields) throws(JobSpecError) -> any DecodedJob {
         for parameter in parameters where parameter.required && !fields.has(parameter.name) {
             throw JobSpecError(field: parameter.name, "is missing")
         }
         fields.beginKindFields(parameters, kind: name)
-        let job: any JobParameters
+        let job: any DecodedJob
         do {
             job = try decoder(&fields)
         } catch {
@@ -66,7 +66,7 @@ public struct KindDefinition: Sendable {
     /// or (in the first probe, when it decoded) listed and never read. `KindRegistry` calls this
     /// when the kind is registered, so a mistake of a kind surfaces at start-up, not at its
     /// first job.
-    public func checkDeclaration() throws(KindDeclarationError) {
+    package func checkDeclaration() throws(KindDeclarationError) {
         let all = parameters.map { (key: $0.name, value: Self.probeValue($0.type)) }
         let required = parameters.filter(\.required).map { (key: $0.name, value: Self.probeValue($0.type)) }
         for (index, probe) in [all, required].enumerated() {

@@ -13,7 +13,7 @@ public struct PreviousResult: Sendable {
     public var details: [(key: String, value: JSONValue)]
     /// Nil when the record had none, or when the payload on disk is not the size the record
     /// says (a crash between the payload and its record): then the next fetch is not conditional.
-    public var validators: Validators?
+    package var validators: Validators?
 
     /// From a record read from `results/`: only a good one (succeeded, notModified, or a stale
     /// failure pointing at a good payload) whose payload is still in the store.

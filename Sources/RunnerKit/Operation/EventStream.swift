@@ -14,11 +14,11 @@ import Glibc
 /// the path is opened again for the next one, also when the FIFO was removed and made anew
 /// there (what was lost meanwhile is counted to it and said at once through `report`);
 /// `reopen()` (SIGHUP) opens the path anew, as after a log rotation, and says whether it did.
-public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable {  // state behind `condition`
+package final class EventStream: RunObserver, EventLineSink, @unchecked Sendable {  // state behind `condition`
     /// Lines held for a reader that is behind.
-    public static let defaultCapacity = 10_000
+    package static let defaultCapacity = 10_000
 
-    public let path: String
+    package let path: String
     private let capacity: Int
     private let condition = NSCondition()
     private var queue: [[UInt8]] = []
@@ -35,10 +35,10 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     private let append: Bool
 
     /// The watcher's name in its queue, on every line (nil: none).
-    public let runner: String?
+    package let runner: String?
 
     /// Starts the writer thread, which opens `path` (see `problem(opening:append:)`).
-    public init(
+    package init(
         path: String, append: Bool = false, capacity: Int = defaultCapacity, runner: String? = nil,
         report: @escaping @Sendable (String) -> Void = { _ in }
     ) {
@@ -56,19 +56,19 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
 
     private var lines: EventLines { EventLines(sink: self, runner: runner) }
 
-    public func jobQueued(_ job: JobDescriptor) { lines.jobQueued(job) }
-    public func jobStarted(_ job: JobDescriptor) { lines.jobStarted(job) }
-    public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) { lines.jobWaiting(job, for: reason) }
-    public func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) { lines.jobProgress(job, bytes: bytes, total: total) }
-    public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
+    package func jobQueued(_ job: JobDescriptor) { lines.jobQueued(job) }
+    package func jobStarted(_ job: JobDescriptor) { lines.jobStarted(job) }
+    package func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) { lines.jobWaiting(job, for: reason) }
+    package func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) { lines.jobProgress(job, bytes: bytes, total: total) }
+    package func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
         lines.jobRetrying(job, attempt: attempt, after: delay, reason: reason)
     }
-    public func jobFinished(_ result: JobResult) { lines.jobFinished(result) }
-    public func hookFailed(_ result: JobResult, reason: String) { lines.hookFailed(result, reason: reason) }
-    public func hookNotice(_ result: JobResult, message: String) { lines.hookNotice(result, message: message) }
+    package func jobFinished(_ result: JobResult) { lines.jobFinished(result) }
+    package func hookFailed(_ result: JobResult, reason: String) { lines.hookFailed(result, reason: reason) }
+    package func hookNotice(_ result: JobResult, message: String) { lines.hookNotice(result, message: message) }
 
     /// Queues one line for the writer thread, or counts it as dropped.
-    public func take(_ line: [UInt8]) {
+    package func take(_ line: [UInt8]) {
         condition.lock()
         if queue.count < capacity && !closing {
             queue.append(line)
@@ -83,7 +83,7 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     // MARK: - Writing
 
     /// What `reopen()` did.
-    public enum Reopened: Sendable, Equatable {
+    package enum Reopened: Sendable, Equatable {
         /// The path was opened anew.
         case reopened
         /// A FIFO is at the path (or none yet, where one was) and no reader has it open: it is
@@ -99,7 +99,7 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     /// that is not is made, a FIFO is opened once a reader has it. Safe from any thread; waits
     /// at most `timeout` for the writer to say what it did.
     @discardableResult
-    public func reopen(timeout: Duration = .seconds(2)) -> Reopened {
+    package func reopen(timeout: Duration = .seconds(2)) -> Reopened {
         condition.lock()
         defer { condition.unlock() }
         if finished { return .failed(failure ?? "\(path) is closed") }
@@ -257,7 +257,7 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     /// Why `path` will not be opened, or nil: it is a symbolic link (never followed), or a
     /// regular file that exists while `append` is false (a second run must not mix its lines
     /// into the first's unasked). A FIFO, a character device or a new file is fine.
-    public static func problem(opening path: String, append: Bool) -> String? {
+    package static func problem(opening path: String, append: Bool) -> String? {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
         switch info.st_mode & S_IFMT {
@@ -295,7 +295,7 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
     /// Writes what is queued and stops the thread; waits at most `timeout` for a reader that is
     /// behind (or a FIFO nobody opened). Returns why events were lost, if they were.
     @discardableResult
-    public func finish(timeout: Duration = .seconds(2)) -> String? {
+    package func finish(timeout: Duration = .seconds(2)) -> String? {
         condition.lock()
         closing = true
         condition.broadcast()
@@ -317,61 +317,61 @@ public final class EventStream: RunObserver, EventLineSink, @unchecked Sendable 
 }
 
 /// Where `EventLines` hands each event's line (a JSON object and a line feed).
-public protocol EventLineSink: Sendable {
+package protocol EventLineSink: Sendable {
     /// Whether anybody takes lines now; when not, no line is made.
     var wantsLines: Bool { get }
     func take(_ line: [UInt8])
 }
 
 extension EventLineSink {
-    public var wantsLines: Bool { true }
+    package var wantsLines: Bool { true }
 }
 
 /// The engine's events as the lines of `--events` (and of the live page's event stream): every
 /// event has `time`, `event`, `key` and `kind`.
-public struct EventLines: RunObserver {
-    public let sink: any EventLineSink
+package struct EventLines: RunObserver {
+    package let sink: any EventLineSink
     /// The name of the queue's watcher whose events these are, as `runner` on each (nil: none).
-    public let runner: String?
+    package let runner: String?
 
-    public init(sink: any EventLineSink, runner: String? = nil) {
+    package init(sink: any EventLineSink, runner: String? = nil) {
         self.sink = sink
         self.runner = runner
     }
 
-    public func jobQueued(_ job: JobDescriptor) {
+    package func jobQueued(_ job: JobDescriptor) {
         guard sink.wantsLines else { return }
         var fields: [(key: String, value: JSONValue)] = [("url", JSONValue(job.recordURL))]
         if let parent = job.parent { fields.append(("parent", .string(parent))) }
         emit("queued", job.key, job.kindName, fields)
     }
 
-    public func jobStarted(_ job: JobDescriptor) { emit("started", job.key, job.kindName) }
+    package func jobStarted(_ job: JobDescriptor) { emit("started", job.key, job.kindName) }
 
-    public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {
+    package func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {
         emit("waiting", job.key, job.kindName, [("for", .string(reason.rawValue))])
     }
 
-    public func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {
+    package func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {
         emit("progress", job.key, job.kindName, [("bytes", JSONValue(bytes)), ("total", total.map { JSONValue($0) } ?? .null)])
     }
 
-    public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
+    package func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
         emit("attempt", job.key, job.kindName, [
             ("attempt", JSONValue(attempt - 1)), ("error", .string(reason)), ("delayMs", JSONValue(delay.inMilliseconds)),
         ])
     }
 
-    public func jobFinished(_ result: JobResult) {
+    package func jobFinished(_ result: JobResult) {
         guard sink.wantsLines else { return }
         emit("finished", result.key, result.kind, [("status", .string(result.status.rawValue)), ("record", result.json)])
     }
 
-    public func hookFailed(_ result: JobResult, reason: String) {
+    package func hookFailed(_ result: JobResult, reason: String) {
         emit("hook", result.key, result.kind, [("error", .string(reason))])
     }
 
-    public func hookNotice(_ result: JobResult, message: String) {
+    package func hookNotice(_ result: JobResult, message: String) {
         emit("hook", result.key, result.kind, [("notice", .string(message))])
     }
 
@@ -383,7 +383,7 @@ public struct EventLines: RunObserver {
     }
 
     /// One event's line: `time`, `event`, then `fields`.
-    public static func line(_ event: String, _ fields: [(key: String, value: JSONValue)]) -> [UInt8] {
+    package static func line(_ event: String, _ fields: [(key: String, value: JSONValue)]) -> [UInt8] {
         var line: [UInt8] = []
         JSONWriter.write(.object([("time", .string(Timestamp.iso8601(Date()))), ("event", .string(event))] + fields), into: &line)
         line.append(0x0A)

@@ -4,53 +4,53 @@ import Synchronization
 /// What a watcher is doing now, kept from the engine's events for its live page and API: the jobs
 /// running with their phase, counts by status, the last jobs finished and how many finished in each
 /// of the last minutes' 10-second spans.
-public final class LiveBoard: RunObserver, Sendable {
+package final class LiveBoard: RunObserver, Sendable {
     /// A job between its start and its end.
-    public struct RunningJob: Sendable {
-        public var key: String
-        public var kind: String
-        public var url: String
-        public var startedAt: Date
+    package struct RunningJob: Sendable {
+        package var key: String
+        package var kind: String
+        package var url: String
+        package var startedAt: Date
         /// What it does now, in words: "starting", "running", "running (attempt 2)", "waiting for
         /// the network", "waiting for a slot at its host", "waiting for its turn at its host",
         /// "retrying in 2.0 s: …".
-        public var phase: String
-        public var phaseSince: Date
-        public var attempt: Int
+        package var phase: String
+        package var phaseSince: Date
+        package var attempt: Int
         /// Bytes of its body so far, of `total` when the server said, coming at `bytesPerSecond`
         /// (between its last two progress reports): set for a job that has reported progress.
-        public var bytes: Int?
-        public var total: Int?
-        public var bytesPerSecond: Double?
+        package var bytes: Int?
+        package var total: Int?
+        package var bytesPerSecond: Double?
         var bytesAt: Date?
     }
 
     /// A job that ended.
-    public struct FinishedJob: Sendable {
-        public var key: String
-        public var kind: String
-        public var status: JobStatus
-        public var finishedAt: Date
-        public var milliseconds: Int
-        public var message: String?
+    package struct FinishedJob: Sendable {
+        package var key: String
+        package var kind: String
+        package var status: JobStatus
+        package var finishedAt: Date
+        package var milliseconds: Int
+        package var message: String?
     }
 
-    public struct Snapshot: Sendable {
-        public var since: Date
-        public var running: [RunningJob]
-        public var counts: [JobStatus: Int]
+    package struct Snapshot: Sendable {
+        package var since: Date
+        package var running: [RunningJob]
+        package var counts: [JobStatus: Int]
         /// The newest first.
-        public var finished: [FinishedJob]
+        package var finished: [FinishedJob]
         /// Jobs finished in each span of `spanSeconds`, oldest first, the last one the current span.
-        public var throughput: [Int]
-        public var spanSeconds: Int
+        package var throughput: [Int]
+        package var spanSeconds: Int
     }
 
     /// Finished jobs kept for the page.
-    public static let finishedKept = 20
+    package static let finishedKept = 20
     /// The chart: 60 spans of 10 s, the last ten minutes.
-    public static let spans = 60
-    public static let spanSeconds = 10
+    package static let spans = 60
+    package static let spanSeconds = 10
 
     private struct State {
         var running: [String: RunningJob] = [:]
@@ -64,11 +64,11 @@ public final class LiveBoard: RunObserver, Sendable {
     private let since = Date()
     private let now: @Sendable () -> Date
 
-    public init(now: @escaping @Sendable () -> Date = { Date() }) { self.now = now }
+    package init(now: @escaping @Sendable () -> Date = { Date() }) { self.now = now }
 
     // MARK: - Events
 
-    public func jobStarted(_ job: JobDescriptor) {
+    package func jobStarted(_ job: JobDescriptor) {
         let at = now()
         let entry = RunningJob(
             key: job.key, kind: job.kindName, url: job.recordURL, startedAt: at, phase: "starting", phaseSince: at, attempt: 0,
@@ -76,7 +76,7 @@ public final class LiveBoard: RunObserver, Sendable {
         state.withLock { $0.running[job.key] = entry }
     }
 
-    public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {
+    package func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {
         switch reason {
         case .network: set(job.key, phase: "waiting for the network")
         case .host: set(job.key, phase: "waiting for a slot at its host")
@@ -84,7 +84,7 @@ public final class LiveBoard: RunObserver, Sendable {
         }
     }
 
-    public func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {
+    package func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {
         let at = now()
         state.withLock { state in
             guard var entry = state.running[job.key] else { return }
@@ -98,15 +98,15 @@ public final class LiveBoard: RunObserver, Sendable {
         }
     }
 
-    public func jobAttempting(_ job: JobDescriptor, attempt: Int) {
+    package func jobAttempting(_ job: JobDescriptor, attempt: Int) {
         set(job.key, phase: attempt == 1 ? "running" : "running (attempt \(attempt))", attempt: attempt)
     }
 
-    public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
+    package func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
         set(job.key, phase: String(format: "retrying in %.1f s: ", delay.inSeconds) + reason)
     }
 
-    public func jobFinished(_ result: JobResult) {
+    package func jobFinished(_ result: JobResult) {
         let at = now()
         let finished = FinishedJob(
             key: result.key, kind: result.kind, status: result.status, finishedAt: at, milliseconds: result.ownMs, message: result.error)
@@ -138,7 +138,7 @@ public final class LiveBoard: RunObserver, Sendable {
 
     // MARK: - Reading
 
-    public var snapshot: Snapshot {
+    package var snapshot: Snapshot {
         let current = Self.span(of: now())
         return state.withLock { state in
             Snapshot(

@@ -18,66 +18,66 @@ import Synchronization
 /// page's session cookie that `/?token=TOKEN` sets (reading; writing only from the page itself). Without
 /// one only GET and HEAD are served (anything else: 401), and only to requests whose Host is a
 /// loopback name, so a web page the browser visits cannot read or change anything through it.
-public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable state: the server thread's, or behind `inbox`
-    public struct Limits: Sendable {
-        public var connections = 256
-        public var eventReaders = 32
-        public var headBytes = 16 * 1024
-        public var headers = 64
-        public var bodyBytes = 1 << 20
+package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable state: the server thread's, or behind `inbox`
+    package struct Limits: Sendable {
+        package var connections = 256
+        package var eventReaders = 32
+        package var headBytes = 16 * 1024
+        package var headers = 64
+        package var bodyBytes = 1 << 20
         /// All bodies being read at once; past it a request is answered 503.
-        public var bodyBudget = 16 << 20
+        package var bodyBudget = 16 << 20
         /// From accept to the whole request (head and body).
-        public var requestTime: Duration = .seconds(10)
+        package var requestTime: Duration = .seconds(10)
         /// For an answer (or an event) to be taken by the client.
-        public var writeTime: Duration = .seconds(30)
+        package var writeTime: Duration = .seconds(30)
         /// Bytes an event-stream reader may be behind.
-        public var readerBuffer = 512 * 1024
+        package var readerBuffer = 512 * 1024
         /// Event lines waiting for the server thread.
-        public var pendingLines = 10_000
+        package var pendingLines = 10_000
         /// A comment line to every event-stream reader, so proxies and readers see it is alive.
-        public var keepAlive: Duration = .seconds(15)
+        package var keepAlive: Duration = .seconds(15)
         /// Failed authentications one address may make in `failureWindow`; past them it is
         /// answered 429 until the window ends, so guessing the token goes at a crawl.
-        public var failuresPerAddress = 10
-        public var failureWindow: Duration = .seconds(10)
+        package var failuresPerAddress = 10
+        package var failureWindow: Duration = .seconds(10)
         /// Addresses whose failures are counted at once; when that many failed lately, the
         /// failures of any other address are answered 429 (not left uncounted).
-        public var failureAddresses = 10_000
+        package var failureAddresses = 10_000
 
-        public init() {}
+        package init() {}
     }
 
-    public struct Request: Sendable {
-        public var method: String
+    package struct Request: Sendable {
+        package var method: String
         /// The target's path, percent-decoded.
-        public var path: String
-        public var query: String
+        package var path: String
+        package var query: String
         /// Names lower-cased, in order.
-        public var headers: [(name: String, value: String)]
-        public var body: [UInt8]
+        package var headers: [(name: String, value: String)]
+        package var body: [UInt8]
 
-        public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+        package func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
     }
 
-    public struct Response: Sendable {
-        public var status: Int
-        public var contentType: String
-        public var body: [UInt8]
-        public var headers: [(name: String, value: String)]
+    package struct Response: Sendable {
+        package var status: Int
+        package var contentType: String
+        package var body: [UInt8]
+        package var headers: [(name: String, value: String)]
 
-        public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8], headers: [(name: String, value: String)] = []) {
+        package init(status: Int, contentType: String = "text/plain; charset=utf-8", body: [UInt8], headers: [(name: String, value: String)] = []) {
             self.status = status
             self.contentType = contentType
             self.body = body
             self.headers = headers
         }
 
-        public static func text(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> Response {
+        package static func text(_ status: Int, _ text: String, headers: [(name: String, value: String)] = []) -> Response {
             Response(status: status, body: Array((text + "\n").utf8), headers: headers)
         }
 
-        public static func json(_ status: Int, _ value: JSONValue) -> Response {
+        package static func json(_ status: Int, _ value: JSONValue) -> Response {
             var body: [UInt8] = []
             JSONWriter.write(value, into: &body)
             body.append(0x0A)
@@ -85,13 +85,13 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         }
     }
 
-    public enum Reply: Sendable {
+    package enum Reply: Sendable {
         case response(Response)
         /// Server-sent events from now on; `first` is sent before them (e.g. a `retry:` line).
         case events(first: String)
     }
 
-    public let limits: Limits
+    package let limits: Limits
     /// Nil: served without a token (loopback only); else every request needs it. Changed only
     /// from one token to another (`setToken`, SIGHUP re-reading the file).
     private let tokenBytes: Mutex<[UInt8]?>
@@ -111,11 +111,11 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
     private var wakeWrite: Int32 = -1
     private var listener: Int32 = -1
     private let done = DispatchSemaphore(value: 0)
-    public private(set) var port: UInt16 = 0
+    package private(set) var port: UInt16 = 0
 
     /// A server for `host` (an address) and `port` (0: the kernel picks one; see `port`).
     /// `pages`: the paths a browser may be sent on to after `/?token=T` (else `/`).
-    public init(
+    package init(
         host: String, port: UInt16, token: String?, limits: Limits = Limits(), pages: Set<String> = ["/"],
         handler: @escaping @Sendable (Request) -> Reply
     ) {
@@ -129,7 +129,7 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
 
     /// Replaces the token (a server started without one keeps serving without); true when it did.
     @discardableResult
-    public func setToken(_ token: String) -> Bool {
+    package func setToken(_ token: String) -> Bool {
         tokenBytes.withLock { current in
             guard current != nil else { return false }
             current = Array(token.utf8)
@@ -139,12 +139,12 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
 
     // MARK: - Starting and stopping
 
-    public struct StartError: Error, CustomStringConvertible {
-        public var description: String
+    package struct StartError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Binds and listens, then serves on a thread of its own until `stop()`.
-    public func start() throws(StartError) {
+    package func start() throws(StartError) {
         var hints = addrinfo()
         hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -185,7 +185,7 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
     }
 
     /// Closes every connection and the listener; returns once the thread ended.
-    public func stop() {
+    package func stop() {
         let first = inbox.withLock { inbox in
             defer { inbox.stopping = true }
             return !inbox.stopping
@@ -197,12 +197,12 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
         close(wakeWrite)
     }
 
-    public static func display(host: String, port: UInt16) -> String {
+    package static func display(host: String, port: UInt16) -> String {
         host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
     }
 
     /// Whether `host` (an address) is a loopback address: 127.0.0.0/8 or ::1.
-    public static func isLoopback(_ host: String) -> Bool {
+    package static func isLoopback(_ host: String) -> Bool {
         if host == "::1" { return true }
         var v4 = in_addr()
         guard inet_pton(AF_INET, host, &v4) == 1 else { return false }
@@ -211,13 +211,13 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
 
     // MARK: - Event lines
 
-    public var wantsLines: Bool { readers.load(ordering: .relaxed) > 0 }
+    package var wantsLines: Bool { readers.load(ordering: .relaxed) > 0 }
 
     /// Event-stream readers connected now.
-    public var eventReaders: Int { readers.load(ordering: .relaxed) }
+    package var eventReaders: Int { readers.load(ordering: .relaxed) }
 
     /// Queues one event line (a JSON object and a line feed) for every event-stream reader.
-    public func take(_ line: [UInt8]) {
+    package func take(_ line: [UInt8]) {
         let first = inbox.withLock { inbox -> Bool in
             guard inbox.lines.count < limits.pendingLines else {
                 inbox.dropped += 1
@@ -784,8 +784,8 @@ public final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable 
 
 extension LiveServer.Response {
     /// A request refused before its handler saw it.
-    public struct Refusal: Error {
-        public var response: LiveServer.Response
+    package struct Refusal: Error {
+        package var response: LiveServer.Response
         init(_ response: LiveServer.Response) { self.response = response }
     }
 }

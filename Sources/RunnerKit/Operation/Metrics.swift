@@ -18,9 +18,9 @@ import Synchronization
 /// runner_last_run_end_timestamp_seconds,        (run) when the last run ended, and whether
 /// runner_last_run_success                       every job succeeded
 /// ```
-public final class Metrics: RunObserver {
+package final class Metrics: RunObserver {
     /// Upper bounds of the duration buckets, in seconds.
-    public static let buckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+    package static let buckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
     private struct PerKind {
         var byStatus: [JobStatus: Int] = [:]
@@ -42,9 +42,9 @@ public final class Metrics: RunObserver {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
-    public func jobFinished(_ result: JobResult) {
+    package func jobFinished(_ result: JobResult) {
         let seconds = Double(result.durationMs) / 1000
         state.withLock { state in
             var kind = state.kinds[result.kind, default: PerKind()]
@@ -58,29 +58,29 @@ public final class Metrics: RunObserver {
         }
     }
 
-    public func hookFailed(_ result: JobResult, reason: String) {
+    package func hookFailed(_ result: JobResult, reason: String) {
         state.withLock { $0.hookFailures += 1 }
     }
 
     /// The spool as the watcher last reported it.
-    public func record(spool counts: SpoolFeed.Counts) {
+    package func record(spool counts: SpoolFeed.Counts) {
         state.withLock { $0.spool = counts }
     }
 
     /// Where `runner_running_jobs` comes from for a watcher without a spool (a queue's watcher).
-    public func follow(running: @escaping @Sendable () -> Int) {
+    package func follow(running: @escaping @Sendable () -> Int) {
         state.withLock { $0.running = running }
     }
 
     /// The end of a run, and whether every job ended succeeded or notModified.
-    public func recordRunEnd(at end: Date = Date(), success: Bool) {
+    package func recordRunEnd(at end: Date = Date(), success: Bool) {
         state.withLock { $0.lastRun = (end, success) }
     }
 
     // MARK: - The text format
 
     /// The metrics in Prometheus' text exposition format (version 0.0.4).
-    public var text: String {
+    package var text: String {
         let state = state.withLock { $0 }
         var out = ""
         func family(_ name: String, _ type: String, _ help: String, _ samples: [String]) {
@@ -139,7 +139,7 @@ public final class Metrics: RunObserver {
     }
 
     /// Writes `text` to `path` atomically (readable by all: node_exporter runs as its own user).
-    public func write(to path: String) throws {
+    package func write(to path: String) throws {
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         do {
             try FileSystem.writeAtomically(Array(text.utf8), to: absolute, mode: 0o644, durable: false)

@@ -6,16 +6,16 @@ import Glibc
 /// lines, `WATCHDOG=1` every `watchdogInterval`, `STOPPING=1` when a stop begins.
 ///
 /// Written here rather than linked from libsystemd: the protocol is a datagram of text.
-public final class SystemdNotifier: Sendable {
+package final class SystemdNotifier: Sendable {
     private let fd: Int32
     private let address: [UInt8]
     /// Half of `WATCHDOG_USEC` (when it is set and `WATCHDOG_PID`, if set, is this process):
     /// how often `WATCHDOG=1` is due.
-    public let watchdogInterval: Duration?
+    package let watchdogInterval: Duration?
 
     /// The notifier `environment` asks for, or nil when `NOTIFY_SOCKET` is not set (or names
     /// nothing usable: then there is no service manager to tell).
-    public static func fromEnvironment(_ environment: [String: String]) -> SystemdNotifier? {
+    package static func fromEnvironment(_ environment: [String: String]) -> SystemdNotifier? {
         guard let socketName = environment["NOTIFY_SOCKET"], !socketName.isEmpty else { return nil }
         var watchdog: Duration?
         if let text = environment["WATCHDOG_USEC"], let usec = Int64(text), usec > 0,
@@ -41,7 +41,7 @@ public final class SystemdNotifier: Sendable {
     deinit { close(fd) }
 
     /// Sends one message (lines such as `READY=1\nSTATUS=…`); failures are ignored, as sd_notify's are.
-    public func send(_ message: String) {
+    package func send(_ message: String) {
         var storage = sockaddr_un()
         storage.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &storage.sun_path) { raw in

@@ -8,16 +8,16 @@ import Glibc
 ///
 /// Every call answers the system's reason when it fails; a failed sync means what was written
 /// may not survive a crash, so callers do not report it as done.
-public enum Durability {
+package enum Durability {
     /// A sync that failed: the path and the system's reason.
-    public struct Failure: Error, CustomStringConvertible {
-        public var path: String
-        public var code: Int32
-        public var description: String { "could not make \(path) durable: \(String(cString: strerror(code)))" }
+    package struct Failure: Error, CustomStringConvertible {
+        package var path: String
+        package var code: Int32
+        package var description: String { "could not make \(path) durable: \(String(cString: strerror(code)))" }
     }
 
     /// fsync of an open file (its data and size), retried on EINTR.
-    public static func sync(fd: Int32, path: String) throws(Failure) {
+    package static func sync(fd: Int32, path: String) throws(Failure) {
         while fsync(fd) != 0 {
             if errno == EINTR { continue }
             throw Failure(path: path, code: errno)
@@ -25,7 +25,7 @@ public enum Durability {
     }
 
     /// fsync of a folder: the names made, renamed or removed in it are on disk.
-    public static func syncFolder(_ path: String) throws(Failure) {
+    package static func syncFolder(_ path: String) throws(Failure) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(path: path, code: errno) }
         defer { close(fd) }
@@ -39,7 +39,7 @@ public enum Durability {
 
     /// `syncfs` of the file system that holds `path`: every file written there, payloads,
     /// records and run logs, in one call (Linux; elsewhere, `sync`).
-    public static func syncFileSystem(of path: String) throws(Failure) {
+    package static func syncFileSystem(of path: String) throws(Failure) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(path: path, code: errno) }
         defer { close(fd) }
@@ -73,7 +73,7 @@ public enum Durability {
     /// another pid namespace sharing the folder may look gone), and any a day old. Returns how
     /// many were removed.
     @discardableResult
-    public static func sweepLeftovers(in folder: String, depth: Int = 0, minimumAge: Int = 60) -> Int {
+    package static func sweepLeftovers(in folder: String, depth: Int = 0, minimumAge: Int = 60) -> Int {
         var removed = 0
         var below: [String] = []
         let now = Int(time(nil))

@@ -3,9 +3,9 @@ import Glibc
 
 extension OutputStore {
     /// What `forget` removed for one key.
-    public struct Forgotten: Sendable {
-        public var key: String
-        public var removed: [String]
+    package struct Forgotten: Sendable {
+        package var key: String
+        package var removed: [String]
     }
 
     /// Removes a key's record (with its validators), its payload and the bytes a cut transfer of
@@ -15,7 +15,7 @@ extension OutputStore {
     /// without following links: a link on the way is never followed, and nothing outside the
     /// directory is touched. With `dryRun`, nothing is removed and the answer lists what would be;
     /// a payload in `sparing` (another key's record points to it) stays.
-    public func forget(key: String, dryRun: Bool = false, sparing: Set<String> = []) -> Forgotten? {
+    package func forget(key: String, dryRun: Bool = false, sparing: Set<String> = []) -> Forgotten? {
         let recordPath = recordPath(forKey: key)
         let recordName = Self.recordFileName(forKey: key)
         let results = openExistingFolder("results")
@@ -44,7 +44,7 @@ extension OutputStore {
     /// The keys of this output directory that are not in `included`: those with a record in
     /// `results/`, and those whose only trace is the bytes a cut transfer kept (named by the
     /// partial's sidecar); sorted. What a mirror's run or batch no longer lists, to `forget`.
-    public func keys(notIn included: Set<String>) -> [String] {
+    package func keys(notIn included: Set<String>) -> [String] {
         var found = Set(recordedKeys())
         forEachPayloadFolder { folder in
             for name in folder.files where name.hasPrefix(PartialDownload.prefix) && name.hasSuffix(".json") {
@@ -59,7 +59,7 @@ extension OutputStore {
 
     /// The payloads the records of `keys` point to, by relative path: what forgetting other keys
     /// must leave, should two keys share an output.
-    public func outputs(ofKeys keys: Set<String>) -> Set<String> {
+    package func outputs(ofKeys keys: Set<String>) -> Set<String> {
         var outputs = Set<String>()
         for name in recordFileNames() {
             guard let record = readRecord(fileName: name), let key = record["key"]?.stringValue, keys.contains(key),

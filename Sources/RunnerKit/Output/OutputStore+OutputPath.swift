@@ -6,7 +6,7 @@ extension OutputStore {
     /// The path is read as the file system reads it, byte by byte between `/` bytes: as Swift
     /// characters, a combining mark after a `/` would hide it (`x\u{600}/../y` would seem to
     /// have no `..` part).
-    public static func validateOutput(_ path: String) throws(JobSpecError) -> String {
+    package static func validateOutput(_ path: String) throws(JobSpecError) -> String {
         let bytes = Array(path.utf8)
         let slash = UInt8(ascii: "/"), dot = UInt8(ascii: ".")
         if bytes.isEmpty { throw JobSpecError(field: "output", "must not be empty") }
@@ -36,7 +36,7 @@ extension OutputStore {
     /// row of the queue), so its `output` is checked as a job's is, and then walked folder by
     /// folder from the output's root without following a link: a path that climbs out, or
     /// passes through a link (a neighbour's, planted in a shared output), gives the hook no path.
-    public func confined(recordOutput output: String) -> Result<String, ConfinementError> {
+    package func confined(recordOutput output: String) -> Result<String, ConfinementError> {
         let normalized: String
         do {
             normalized = try Self.validateOutput(output)
@@ -64,7 +64,7 @@ extension OutputStore {
     }
 
     /// Why a record's `output` was not given to a hook.
-    public struct ConfinementError: Error, CustomStringConvertible, Sendable {
-        public var description: String
+    package struct ConfinementError: Error, CustomStringConvertible, Sendable {
+        package var description: String
     }
 }

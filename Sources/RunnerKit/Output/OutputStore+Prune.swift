@@ -2,15 +2,15 @@ import Glibc
 
 extension OutputStore {
     /// What `prune` found: payloads no record points to, and their size.
-    public struct Pruned: Sendable {
+    package struct Pruned: Sendable {
         /// Relative paths, sorted.
-        public var files: [String] = []
+        package var files: [String] = []
         /// The size of each file in `files`, by its path.
-        public var sizes: [String: Int] = [:]
-        public var bytes = 0
+        package var sizes: [String: Int] = [:]
+        package var bytes = 0
         /// Unreferenced files left alone because they were written moments ago (a watcher's
         /// payload whose record is on its way).
-        public var young = 0
+        package var young = 0
     }
 
     /// Removes (with `dryRun`, only lists) the payloads that no record in `results/` points to:
@@ -23,7 +23,7 @@ extension OutputStore {
     /// seconds ago stay; links are never followed.
     ///
     /// A key's last good payload always stays (see `keptPayloads()`), whatever its last job did.
-    public func prune(dryRun: Bool, minimumAge: Int = 60) -> Pruned {
+    package func prune(dryRun: Bool, minimumAge: Int = 60) -> Pruned {
         prune(dryRun: dryRun, minimumAge: minimumAge, afterListing: nil)
     }
 

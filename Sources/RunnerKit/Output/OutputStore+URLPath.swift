@@ -3,7 +3,7 @@ import Foundation
 extension OutputStore {
     /// The placeholder of an `output` (or `childOutput`) that stands for the job's URL's path, as
     /// `wget -x` and `rclone` keep it: `"output": "{urlPath}"`, or under a folder, `"mirror/{urlPath}"`.
-    public static let urlPathPlaceholder = "{urlPath}"
+    package static let urlPathPlaceholder = "{urlPath}"
 
     /// The path of `url` as a relative path inside the output directory, normalized:
     ///
@@ -16,7 +16,7 @@ extension OutputStore {
     /// - the query and fragment are not part of it.
     ///
     /// Throws when a part is longer than a file name may be (255 bytes).
-    public static func urlPath(of url: URL) throws(JobSpecError) -> String {
+    package static func urlPath(of url: URL) throws(JobSpecError) -> String {
         let encoded = URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? url.path
         var parts: [String] = []
         for raw in encoded.split(separator: "/", omittingEmptySubsequences: true).map(String.init) {
@@ -40,7 +40,7 @@ extension OutputStore {
     /// `output` with `{urlPath}` replaced by `url`'s path (`urlPath(of:)`), then checked as any
     /// `output` is: relative, inside the output directory, not in `results/` or `runs/`, no
     /// hidden name. An `output` without the placeholder is only checked.
-    public static func resolveOutput(_ template: String, url: URL) throws(JobSpecError) -> String {
+    package static func resolveOutput(_ template: String, url: URL) throws(JobSpecError) -> String {
         guard template.contains(urlPathPlaceholder) else { return try validateOutput(template) }
         let path = try urlPath(of: url)
         let resolved = template.replacingOccurrences(of: urlPathPlaceholder, with: path)

@@ -60,7 +60,7 @@ public final class OutputStore: Sendable {
     private let checkpointHearer = Mutex<(@Sendable (String) -> Void)?>(nil)
     /// The bytes the kept partials of cut transfers may take together (`--keep-partials`):
     /// keeping one past it removes the oldest first.
-    public let partialBudget = Atomic<Int>(PartialDownload.defaultBudget)
+    package let partialBudget = Atomic<Int>(PartialDownload.defaultBudget)
     /// How many folders stay open at most; past that, a folder is opened for each write.
     static let openFolderLimit = 256
 
@@ -75,7 +75,7 @@ public final class OutputStore: Sendable {
     }
 
     /// `hear` gets the key of each partial download whose synced bytes a sidecar now names.
-    public func onPartialCheckpoint(_ hear: @escaping @Sendable (String) -> Void) { checkpointHearer.withLock { $0 = hear } }
+    package func onPartialCheckpoint(_ hear: @escaping @Sendable (String) -> Void) { checkpointHearer.withLock { $0 = hear } }
 
     func partialCheckpointed(key: String) {
         guard let hear = checkpointHearer.withLock({ $0 }) else { return }
@@ -83,12 +83,12 @@ public final class OutputStore: Sendable {
     }
 
     /// The absolute path of a payload path relative to the root.
-    public func absolute(_ relativePath: String) -> String { root + "/" + relativePath }
+    package func absolute(_ relativePath: String) -> String { root + "/" + relativePath }
 
     // MARK: - Payloads
 
     /// A new, empty temporary file in the folder `relativeFolder` (created on demand).
-    public func makeTemporaryFile(in relativeFolder: String) throws -> TemporaryFile {
+    package func makeTemporaryFile(in relativeFolder: String) throws -> TemporaryFile {
         let folder = try openFolder(relativeFolder)
         do {
             return try TemporaryFile(folder: folder)
@@ -101,24 +101,24 @@ public final class OutputStore: Sendable {
 
     /// Moves a complete temporary file to `relativePath`, replacing what was there
     /// (a symlink there is replaced, never written through).
-    public func commit(_ file: TemporaryFile, to relativePath: String) throws {
+    package func commit(_ file: TemporaryFile, to relativePath: String) throws {
         let name = try Self.fileName(of: relativePath)
         try file.commit(to: openFolder(Self.folder(of: relativePath)), name: name)
     }
 
     /// Writes `bytes` to `relativePath` atomically.
-    public func write(_ bytes: [UInt8], to relativePath: String) throws {
+    package func write(_ bytes: [UInt8], to relativePath: String) throws {
         let file = try makeTemporaryFile(in: Self.folder(of: relativePath))
         try file.append(bytes)
         try commit(file, to: relativePath)
     }
 
-    public func fileExists(_ relativePath: String) -> Bool {
+    package func fileExists(_ relativePath: String) -> Bool {
         fileSize(relativePath) != nil
     }
 
     /// The size of a regular file in the store (a link is not followed), or nil.
-    public func fileSize(_ relativePath: String) -> Int? {
+    package func fileSize(_ relativePath: String) -> Int? {
         var info = stat()
         guard lstat(absolute(relativePath), &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { return nil }
         return Int(info.st_size)
@@ -130,12 +130,12 @@ public final class OutputStore: Sendable {
     public func recordPath(forKey key: String) -> String { "results/" + Self.recordFileName(forKey: key) }
 
     /// Writes the key's last result atomically.
-    public func writeRecord(_ result: JobResult) throws {
+    package func writeRecord(_ result: JobResult) throws {
         try writeRecord(result.json, key: result.key)
     }
 
     /// Writes a record already made JSON (`JobResult.json`) as the key's last result.
-    public func writeRecord(_ record: JSONValue, key: String) throws {
+    package func writeRecord(_ record: JSONValue, key: String) throws {
         try writeRecord(record, fileName: Self.recordFileName(forKey: key))
     }
 
@@ -179,7 +179,7 @@ public final class OutputStore: Sendable {
     /// A key made filename-safe: letters, digits and `._-` stay; anything else becomes `_`.
     /// When that changed the key (or it was long), a short hash of the key is appended, so two
     /// different keys never share a file.
-    public static func fileName(forKey key: String) -> String { fileName(forKey: key, suffix: "") }
+    package static func fileName(forKey key: String) -> String { fileName(forKey: key, suffix: "") }
 
     /// `fileName(forKey:)` and `suffix` after it, made as one string (a name is made for every
     /// job's record and payload).
@@ -237,7 +237,7 @@ public final class OutputStore: Sendable {
     /// time, without following links; answers its absolute path. A symbolic link or a file
     /// where a folder should be, or a `..`, is refused: nothing is ever written outside the root.
     @discardableResult
-    public func makeFolder(_ relativeFolder: String) throws -> String {
+    package func makeFolder(_ relativeFolder: String) throws -> String {
         try openFolder(relativeFolder).path
     }
 
@@ -340,7 +340,7 @@ public final class OutputStore: Sendable {
     }
 
     /// The folder part of a relative path ("" for a bare name); plain string work, no bridging.
-    public static func folder(of relativePath: String) -> String {
+    package static func folder(of relativePath: String) -> String {
         guard let slash = relativePath.utf8.lastIndex(of: UInt8(ascii: "/")) else { return "" }
         return String(relativePath[..<slash])
     }

@@ -28,31 +28,31 @@ import Synchronization
 /// its old sidecar removed, so a sidecar left by an earlier body of the key can never describe
 /// it: their inodes differ. `--keep-partials` bounds the bytes all partials of an output keep
 /// (`OutputStore.trimPartials`).
-public struct PartialDownload: Sendable {
+package struct PartialDownload: Sendable {
     /// The start of every partial's name (and its sidecar's).
-    public static let prefix = ".partial-"
+    package static let prefix = ".partial-"
     /// `runner prune` removes a partial (and its sidecar) untouched for this long.
-    public static let keptFor = Duration.seconds(7 * 24 * 3600)
+    package static let keptFor = Duration.seconds(7 * 24 * 3600)
     /// The bytes all kept partials of an output may take together, unless `--keep-partials`
     /// says otherwise.
-    public static let defaultBudget = 1 << 30
+    package static let defaultBudget = 1 << 30
     /// A cut body smaller than this is not kept.
-    public static let threshold = 1 << 20
+    package static let threshold = 1 << 20
     /// How many bytes pass between two syncs of a partial and its sidecar.
-    public static let checkpointInterval = 16 << 20
+    package static let checkpointInterval = 16 << 20
 
     /// The payload's folder, relative to the output root.
     let folder: String
     /// The partial's file name in `folder`.
-    public let name: String
+    package let name: String
     let key: String
     /// The job's URL (made text only when a sidecar is read or written).
     let url: URL
 
-    public var sidecarName: String { name + ".json" }
+    package var sidecarName: String { name + ".json" }
 
     /// Made for every job whose body may be large: one allocation (the name), no more.
-    public init(folder: String, key: String, url: URL) {
+    package init(folder: String, key: String, url: URL) {
         self.folder = folder
         self.key = key
         self.url = url
@@ -60,7 +60,7 @@ public struct PartialDownload: Sendable {
     }
 
     /// A validator `If-Range` may carry.
-    public enum Validator: Sendable, Equatable {
+    package enum Validator: Sendable, Equatable {
         case etag(String)
         case lastModified(String)
 
@@ -123,20 +123,20 @@ public struct PartialDownload: Sendable {
     }
 
     /// Where a resumable body goes, and what is kept of it from before (nil: nothing to resume).
-    public typealias Plan = (download: PartialDownload, kept: Kept?)
+    package typealias Plan = (download: PartialDownload, kept: Kept?)
 
     /// How many of the kept bytes a resume asks for again, to compare them with what the server
     /// sends: kept bytes that are not the server's (planted by a neighbour of a shared output,
     /// or of another file) are never gone on from.
-    public static let overlap = 64 * 1024
+    package static let overlap = 64 * 1024
 
     /// What a kept partial gives the next attempt: the partial itself, open and locked (the
     /// descriptor the checks were made on, and the one appended to), where to go on from, and
     /// the hash, first and last bytes of what is kept (read back once, before the request).
-    public struct Kept: Sendable {
-        public var offset: Int
-        public var validator: Validator
-        public var total: Int?
+    package struct Kept: Sendable {
+        package var offset: Int
+        package var validator: Validator
+        package var total: Int?
         var hasher: SHA256
         var prefix: [UInt8]
         var suffix: [UInt8]
@@ -146,17 +146,17 @@ public struct PartialDownload: Sendable {
         let handle: Handle
 
         /// The first byte asked for: a little before the kept ones end.
-        public var askedFrom: Int { offset - tail.count }
+        package var askedFrom: Int { offset - tail.count }
 
         /// The request headers of the resume.
-        public var requestHeaders: [(name: String, value: String)] {
+        package var requestHeaders: [(name: String, value: String)] {
             [("Range", "bytes=\(askedFrom)-"), ("If-Range", validator.headerValue)]
         }
     }
 
     /// An open partial file and the exclusive lock on it (`flock`), held while one attempt
     /// writes it: the lock goes with the descriptor, when it is closed or handed on.
-    public final class Handle: Sendable {
+    package final class Handle: Sendable {
         private let fd: Mutex<Int32>
         let inode: Int
 
@@ -176,13 +176,13 @@ public struct PartialDownload: Sendable {
         }
 
         /// Closes the descriptor, letting go of the lock, unless it was handed on.
-        public func close() {
+        package func close() {
             if let fd = take() { Glibc.close(fd) }
         }
     }
 
     /// What `load` found.
-    public enum Loaded: Sendable {
+    package enum Loaded: Sendable {
         /// Bytes to resume from, the partial locked.
         case kept(Kept)
         /// Nothing this attempt may resume: a body of the key may start a new partial.
@@ -298,14 +298,14 @@ public struct PartialDownload: Sendable {
 
     /// Returns once the sidecar writes and removals queued so far are done: a run calls it before
     /// it ends, so that none is lost with the process.
-    public static func settle() async {
+    package static func settle() async {
         guard used.load(ordering: .relaxed) else { return }
         await thread.run {}
     }
 
     /// `.partial-` and 64 bits of FNV-1a of the key in hex: a file name for the key (the sidecar
     /// names the key itself), made in one allocation.
-    public static func name(forKey key: String) -> String {
+    package static func name(forKey key: String) -> String {
         var value: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in key.utf8 {
             value ^= UInt64(byte)

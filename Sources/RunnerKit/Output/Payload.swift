@@ -20,10 +20,10 @@ public final class Payload: BodySink {
     }
 
     /// How many leading bytes are kept in memory for sniffing.
-    public static let prefixLimit = 512 * 1024
-    public static let suffixLimit = 64
+    package static let prefixLimit = 512 * 1024
+    package static let suffixLimit = 64
     /// A body up to this size is held in memory until it is committed.
-    public static let memoryLimit = 64 * 1024
+    package static let memoryLimit = 64 * 1024
 
     public let maxBytes: Int
     private let store: OutputStore
@@ -33,8 +33,8 @@ public final class Payload: BodySink {
 
     /// An answer to a range request that cannot be appended to what is kept: the request is made
     /// again without a range, from the start, and the record says why.
-    public struct StartOver: Error, CustomStringConvertible {
-        public var description: String
+    package struct StartOver: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Where a resumable body goes, and what is kept of it from before (nil: nothing, no range
@@ -47,7 +47,7 @@ public final class Payload: BodySink {
     public typealias Inspector = @Sendable (_ prefix: [UInt8]) throws -> Bool
 
     /// Bytes past which the inspector is asked no more.
-    public static let inspectionLimit = 64 * 1024
+    package static let inspectionLimit = 64 * 1024
 
     private struct State {
         var file: TemporaryFile?
@@ -92,7 +92,7 @@ public final class Payload: BodySink {
     ///
     /// `partial`: the job's own URL may be resumed (`kept`: from these bytes, asked for with
     /// `Range` by the caller).
-    public init(
+    package init(
         store: OutputStore, folder: String, maxBytes: Int, inspector: Inspector? = nil,
         partial: PartialDownload.Plan? = nil
     ) {
@@ -111,7 +111,7 @@ public final class Payload: BodySink {
     /// kept ones end are compared with those kept as they come (`write`), and one that ends
     /// before its Content-Range says is a cut (`cutShort`).
     public func begin(status: Int, headers: [String: String]) throws {
-        let coded = HTTPResponseHead.isCoded(headers)
+        let coded = FetchResponseHead.isCoded(headers)
         let length = coded ? nil : headers["content-length"].flatMap { Int($0) }
         guard let partial else {
             if (200..<300).contains(status), let length { state.withLock { $0.total = length } }
@@ -275,7 +275,7 @@ public final class Payload: BodySink {
     }
 
     /// The temporary file holding the body (made now if the body is still in memory).
-    public func file() throws -> TemporaryFile {
+    package func file() throws -> TemporaryFile {
         try state.withLock { try file(&$0) }
     }
 
@@ -296,7 +296,7 @@ public final class Payload: BodySink {
 
     /// Ends a transfer that was cut: a body going to its partial file stays there, synced, its
     /// sidecar naming every byte (for the next attempt to resume); any other is discarded.
-    public func keep() async {
+    package func keep() async {
         let kept = state.withLock { state -> (PartialDownload, PartialDownload.Validator, TemporaryFile, Int, Int?)? in
             state.discarded = true
             guard let download = partial?.download, let validator = state.resumable, let file = state.file,
@@ -320,12 +320,12 @@ public final class Payload: BodySink {
 
     /// What this transfer did with the bytes kept from before: went on from `resumedFrom` of
     /// them, or started over (`startedOver` says why); `received`: bytes over the network.
-    public var transfer: (received: Int, resumedFrom: Int, startedOver: String?) {
+    package var transfer: (received: Int, resumedFrom: Int, startedOver: String?) {
         state.withLock { ($0.received, $0.resumedFrom, $0.startedOver) }
     }
 
     /// Removes the temporary file, if one was made and not committed; later writes fail.
-    public func discard() {
+    package func discard() {
         let (file, partial) = state.withLock { state -> (TemporaryFile?, Bool) in
             guard !state.kept else { return (nil, false) }  // the partial stays for the next attempt
             state.discarded = true
@@ -336,7 +336,7 @@ public final class Payload: BodySink {
     }
 
     /// The body was stored (its file renamed to the payload's path): a partial's sidecar goes.
-    public func committed() {
+    package func committed() {
         if state.withLock({ $0.resumable != nil }) { removedPartial() }
     }
 
@@ -346,7 +346,7 @@ public final class Payload: BodySink {
 
     /// A body appended to kept bytes that ended before its 206's Content-Range said: a cut, not
     /// a payload (nil when the body is whole, or was not appended).
-    public var cutShort: (count: Int, total: Int)? {
+    package var cutShort: (count: Int, total: Int)? {
         state.withLock { state in
             guard let total = state.rangedTotal, state.count < total else { return nil }
             return (state.count, total)
@@ -356,11 +356,11 @@ public final class Payload: BodySink {
     /// Bytes received so far.
     public var count: Int { state.withLock { $0.count } }
     /// The whole body's length, when the server said it (and no content coding hides it).
-    public var total: Int? { state.withLock { $0.total } }
+    package var total: Int? { state.withLock { $0.total } }
     /// The first bytes (up to 512 KiB).
     public var prefix: [UInt8] { state.withLock { $0.prefix } }
     /// The last bytes (up to 64).
-    public var suffix: [UInt8] { state.withLock { $0.file == nil ? Array($0.prefix.suffix(Self.suffixLimit)) : $0.suffix } }
+    package var suffix: [UInt8] { state.withLock { $0.file == nil ? Array($0.prefix.suffix(Self.suffixLimit)) : $0.suffix } }
     /// The SHA-256 of everything received, in hex (waiting for the hash thread, for a large body,
     /// then hashing what it had not come to); throws when the file cannot be read back.
     public func digest() throws -> String {

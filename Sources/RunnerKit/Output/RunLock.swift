@@ -3,12 +3,12 @@ import Glibc
 
 /// One run at a time per output directory: an exclusive `flock` on `<out>/.lock`, which the
 /// kernel frees when the holder exits or is killed, so a crashed run never leaves it stuck.
-public final class RunLock: Sendable {
+package final class RunLock: Sendable {
     /// Another process holds the lock.
-    public struct Busy: Error, CustomStringConvertible {
-        public var directory: String
-        public var holder: String?
-        public var description: String {
+    package struct Busy: Error, CustomStringConvertible {
+        package var directory: String
+        package var holder: String?
+        package var description: String {
             "another runner is using the output directory \(directory)" + (holder.map { " (process \($0))" } ?? "")
 
         }
@@ -17,7 +17,7 @@ public final class RunLock: Sendable {
     private let fd: Int32
 
     /// Takes the lock of `store`'s directory; with `wait`, blocks until it is free.
-    public init(store: OutputStore, wait: Bool) throws {
+    package init(store: OutputStore, wait: Bool) throws {
         let path = store.root + "/.lock"
         let fd: Int32
         switch LockFile.open(path, mode: 0o644) {

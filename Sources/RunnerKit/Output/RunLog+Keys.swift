@@ -8,7 +8,7 @@ extension RunLog {
     /// A line that is not a JSON object with a `key` (the last line of a log whose run was killed
     /// while writing it) is passed over. A log that cannot be read, or holds no key at all, is an
     /// error: an empty set would make every key of the output look dropped.
-    public static func includedKeys(atPath path: String) throws(ResumeError) -> Set<String> {
+    package static func includedKeys(atPath path: String) throws(ResumeError) -> Set<String> {
         var info = stat()
         if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
             throw ResumeError(description: "\(path): is a folder; give one run log (out/runs/<run-id>.jsonl)")

@@ -3,8 +3,8 @@ import Glibc
 
 extension RunLog {
     /// A run log that cannot be read for `--resume`.
-    public struct ResumeError: Error, Sendable, CustomStringConvertible {
-        public var description: String
+    package struct ResumeError: Error, Sendable, CustomStringConvertible {
+        package var description: String
     }
 
     /// The keys that need no further run according to `path` (`runner run --resume`): a run
@@ -20,7 +20,7 @@ extension RunLog {
     ///   run was killed while writing it) is passed over.
     /// - A `{"key", "settledIn"}` line (`appendSettled`) is a key a resumed run skipped: still
     ///   settled, so a chain of resumed runs keeps skipping it.
-    public static func settledKeys(atPath path: String) throws(ResumeError) -> Set<String> {
+    package static func settledKeys(atPath path: String) throws(ResumeError) -> Set<String> {
         var info = stat()
         if stat(path, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR { return try settledKeys(inOutput: path) }
         var last: [String: Bool] = [:]
@@ -71,7 +71,7 @@ extension RunLog {
     /// Notes in this run's log that `keys` were skipped as settled in `source` (the `--resume`
     /// log or output directory), one `{"key", "settledIn"}` line each, in one write: resumed
     /// again, this log still counts them settled, however long the chain of runs.
-    public func appendSettled(_ keys: some Sequence<String>, source: String) {
+    package func appendSettled(_ keys: some Sequence<String>, source: String) {
         var lines: [UInt8] = []
         for key in keys {
             JSONWriter.write(.object([("key", .string(key)), ("settledIn", .string(source))]), into: &lines)

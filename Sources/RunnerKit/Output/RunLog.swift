@@ -4,14 +4,14 @@ import Synchronization
 
 /// `runs/<run-id>.jsonl`: one line per finished job of one run, appended as jobs end. The file
 /// is made when the first line comes: a watcher started and stopped without a job leaves none.
-public final class RunLog: Sendable {
-    public let runID: String
-    public let path: String
+package final class RunLog: Sendable {
+    package let runID: String
+    package let path: String
     /// The open file (-1 until the first line); a file that could not be made is tried again at
     /// the next line.
     private let fd = Mutex<Int32>(-1)
 
-    public init(store: OutputStore, runID: String = Timestamp.runID()) throws {
+    package init(store: OutputStore, runID: String = Timestamp.runID()) throws {
         self.runID = runID
         let folder = try store.makeFolder("runs")
         self.path = "\(folder)/\(runID).jsonl"
@@ -23,16 +23,16 @@ public final class RunLog: Sendable {
     }
 
     /// Appends one record as one line, in a single write.
-    public func append(_ result: JobResult) { append(record: result.json) }
+    package func append(_ result: JobResult) { append(record: result.json) }
 
     /// Appends a record already made JSON (`JobResult.json`).
-    public func append(record: JSONValue) {
+    package func append(record: JSONValue) {
         append(records: CollectionOfOne(record))
     }
 
     /// Appends records already made JSON, one line each, in a single write: another process
     /// appending to the same file never splits a line.
-    public func append(records: some Sequence<JSONValue>) {
+    package func append(records: some Sequence<JSONValue>) {
         var lines: [UInt8] = []
         for record in records {
             JSONWriter.write(record, into: &lines)

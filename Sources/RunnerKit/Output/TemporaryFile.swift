@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// Made and renamed relative to its folder's open descriptor (`openat`, `renameat`), so a
 /// write resolves one name, not a whole path, and never follows a link.
-public final class TemporaryFile: Sendable {
+package final class TemporaryFile: Sendable {
     let folder: OutputStore.Folder
     let name: String
     /// The file's inode (set for a partial download's file, whose sidecar names it).
@@ -93,10 +93,10 @@ public final class TemporaryFile: Sendable {
     }
 
     /// The file's absolute path (for messages and reading back).
-    public var path: String { folder.path + "/" + name }
+    package var path: String { folder.path + "/" + name }
 
     /// Appends bytes; a short write (a full disk) throws with the system's reason.
-    public func append(_ bytes: UnsafeRawBufferPointer) throws {
+    package func append(_ bytes: UnsafeRawBufferPointer) throws {
         try state.withLock { state throws(OutputStore.WriteError) in
             guard !state.done else { throw OutputStore.WriteError(path: path, reason: "the temporary file was already removed") }
             var offset = 0
@@ -111,12 +111,12 @@ public final class TemporaryFile: Sendable {
         }
     }
 
-    public func append(_ bytes: [UInt8]) throws {
+    package func append(_ bytes: [UInt8]) throws {
         try bytes.withUnsafeBytes { try append($0) }
     }
 
     /// Reads the whole file back (for payloads that must be parsed, bounded by maxBytes).
-    public func readAll() throws -> [UInt8] {
+    package func readAll() throws -> [UInt8] {
         guard let bytes = OutputStore.readFile(in: folder.fd, name) else {
             throw OutputStore.WriteError(path: path, reason: "could not read the temporary file back")
         }
@@ -216,7 +216,7 @@ public final class TemporaryFile: Sendable {
     }
 
     /// Removes the file unless it was committed. Safe to call more than once.
-    public func discard() {
+    package func discard() {
         state.withLock { state in
             guard !state.done else { return }
             // Removed before it is closed: a partial's lock is held until its name is gone.

@@ -15,22 +15,22 @@ import Synchronization
 /// deadline task race in one task group; the first to finish decides and the other is
 /// cancelled. Either way the attempt returns only when the operation has ended, so nothing of
 /// an attempt keeps running after it.
-public struct AttemptPolicy: Sendable {
-    public let clock: any Clock<Duration>
-    public let monitor: any ConnectivityMonitoring
+package struct AttemptPolicy: Sendable {
+    package let clock: any Clock<Duration>
+    package let monitor: any ConnectivityMonitoring
     /// Arms the deadline of an attempt that starts at once.
-    public let deadlines: any DeadlineScheduling
+    package let deadlines: any DeadlineScheduling
 
     /// `deadlines` defaults to tasks sleeping on `clock`; production passes the process's
     /// `DeadlineTimer`, one thread for every deadline.
-    public init(clock: any Clock<Duration> = ContinuousClock(), monitor: any ConnectivityMonitoring, deadlines: (any DeadlineScheduling)? = nil) {
+    package init(clock: any Clock<Duration> = ContinuousClock(), monitor: any ConnectivityMonitoring, deadlines: (any DeadlineScheduling)? = nil) {
         self.clock = clock
         self.monitor = monitor
         self.deadlines = deadlines ?? ClockDeadlines(clock: clock)
     }
 
     /// How an attempt ended.
-    public enum Outcome<Value: Sendable>: Sendable {
+    package enum Outcome<Value: Sendable>: Sendable {
         /// The operation ran to its end, returning or throwing.
         case completed(Result<Value, any Error>)
         /// The deadline came while waiting for connectivity; the operation never started.
@@ -41,15 +41,15 @@ public struct AttemptPolicy: Sendable {
         case cancelled
     }
 
-    public struct Report<Value: Sendable>: Sendable {
-        public var outcome: Outcome<Value>
+    package struct Report<Value: Sendable>: Sendable {
+        package var outcome: Outcome<Value>
         /// Time spent waiting for connectivity before the operation started (or until the end).
-        public var waitedForNetwork: Duration
+        package var waitedForNetwork: Duration
     }
 
     /// Runs `operation` once, when `host` is reachable, within `timeout`.
     /// `onNotice` is called once if the host is still unreachable after `noticeAfter`.
-    public func attempt<Value: Sendable>(
+    package func attempt<Value: Sendable>(
         host: String,
         timeout: Duration,
         noticeAfter: Duration,

@@ -10,9 +10,9 @@ import Synchronization
 /// the thread wakes only when the earliest deadline comes or a new earliest arrives. A sleeping
 /// task per deadline would cost a task, a dispatch timer and a wake-up on cancellation each.
 /// Actions run on the timer's thread and must be short (they cancel a task).
-public final class DeadlineTimer: @unchecked Sendable {
+package final class DeadlineTimer: @unchecked Sendable {
     /// The timer of this process, which the command line injects into its engine.
-    public static let shared = DeadlineTimer()
+    package static let shared = DeadlineTimer()
 
     private struct Entry {
         var at: UInt64
@@ -27,17 +27,17 @@ public final class DeadlineTimer: @unchecked Sendable {
     private var nextID: UInt64 = 0
 
     /// A deadline that is armed; `cancel()` before it fires and its action never runs.
-    public struct Handle: Sendable {
+    package struct Handle: Sendable {
         fileprivate let timer: DeadlineTimer
         fileprivate let id: UInt64
 
         /// Whether the action was still pending (and now never runs).
         @discardableResult
-        public func cancel() -> Bool { timer.cancel(id) }
+        package func cancel() -> Bool { timer.cancel(id) }
     }
 
     /// A timer with a thread of its own, which lives as long as the process.
-    public init() {
+    package init() {
         mutex = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
         condition = .allocate(capacity: 1)
@@ -52,7 +52,7 @@ public final class DeadlineTimer: @unchecked Sendable {
     }
 
     /// Runs `action` once `duration` has passed (at once when it is not positive).
-    public func schedule(after duration: Duration, _ action: @escaping @Sendable () -> Void) -> Handle {
+    package func schedule(after duration: Duration, _ action: @escaping @Sendable () -> Void) -> Handle {
         let (seconds, attoseconds) = duration.components
         let nanoseconds = max(0, seconds) &* 1_000_000_000 &+ max(0, attoseconds / 1_000_000_000)
         let at = Self.now() &+ UInt64(clamping: nanoseconds)

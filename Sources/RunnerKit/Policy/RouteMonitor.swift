@@ -42,9 +42,9 @@ import Synchronization
 ///   documentation address each for IPv4 and IPv6) is reachable as above. A look-up sends no
 ///   traffic. A DNS failure while a route exists is then a failed lookup in the fetch, not
 ///   "no network".
-public final class RouteMonitor: ConnectivityMonitoring {
+package final class RouteMonitor: ConnectivityMonitoring {
     /// How the monitor learns about changes.
-    public enum Mode: Sendable, Equatable {
+    package enum Mode: Sendable, Equatable {
         /// Kernel events on a NETLINK_ROUTE socket.
         case netlink
         /// Route look-ups every `Configuration.pollInterval` while someone waits.
@@ -54,18 +54,18 @@ public final class RouteMonitor: ConnectivityMonitoring {
     }
 
     /// Settings of a monitor; the defaults suit production.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Follow kernel events; `false` selects the polling fallback.
-        public var usesNetlinkEvents: Bool
+        package var usesNetlinkEvents: Bool
         /// Interval of the polling fallback.
-        public var pollInterval: Duration
+        package var pollInterval: Duration
         /// After a burst of events, one more look this much later, in case the kernel's state
         /// settled after its last event.
-        public var settleDelay: Duration
+        package var settleDelay: Duration
         /// Addresses whose routes stand for "there is a way out" when the target is a name.
-        public var nameProbeAddresses: [String]
+        package var nameProbeAddresses: [String]
 
-        public init(
+        package init(
             usesNetlinkEvents: Bool = true,
             pollInterval: Duration = .milliseconds(100),
             settleDelay: Duration = .milliseconds(50),
@@ -78,24 +78,24 @@ public final class RouteMonitor: ConnectivityMonitoring {
         }
 
         /// The polling fallback, as used where netlink events are unavailable.
-        public static var polling: Configuration { Configuration(usesNetlinkEvents: false) }
+        package static var polling: Configuration { Configuration(usesNetlinkEvents: false) }
     }
 
     /// A change of reachability seen by `updates(for:)`.
-    public struct Update: Sendable, Equatable {
-        public var isReachable: Bool
+    package struct Update: Sendable, Equatable {
+        package var isReachable: Bool
         /// When the monitor saw it.
-        public var date: Date
+        package var date: Date
     }
 
     /// Errors of the monitor.
-    public enum Error: Swift.Error, CustomStringConvertible, Equatable {
+    package enum Error: Swift.Error, CustomStringConvertible, Equatable {
         /// The monitor was closed while (or before) waiting.
         case closed
         /// `eventDriven()` could not open the netlink event socket.
         case netlinkUnavailable(reason: String)
 
-        public var description: String {
+        package var description: String {
             switch self {
             case .closed: "The connectivity monitor was closed."
             case .netlinkUnavailable(let reason): "Kernel routing events are unavailable: \(reason)."
@@ -110,21 +110,21 @@ public final class RouteMonitor: ConnectivityMonitoring {
     private let targets = Mutex<[String: ReachabilityTarget]>([:])
 
     /// How this monitor learns about changes: `.netlink` unless it had to fall back.
-    public var mode: Mode { core.mode }
+    package var mode: Mode { core.mode }
 
     /// Why the monitor fell back to polling or to "always reachable"; `nil` in `.netlink` mode
     /// or when polling was asked for.
-    public var fallbackReason: String? { core.fallbackReason }
+    package var fallbackReason: String? { core.fallbackReason }
 
     /// Opens the monitor. It never fails: without netlink events it polls, and without route
     /// look-ups it reports every host reachable; `mode` and `fallbackReason` tell which.
-    public init(configuration: Configuration = Configuration()) {
+    package init(configuration: Configuration = Configuration()) {
         core = Core(configuration: configuration)
     }
 
     /// Opens an event-driven monitor, or throws `Error.netlinkUnavailable` instead of falling
     /// back.
-    public static func eventDriven(configuration: Configuration = Configuration()) throws(Error) -> RouteMonitor {
+    package static func eventDriven(configuration: Configuration = Configuration()) throws(Error) -> RouteMonitor {
         var configuration = configuration
         configuration.usesNetlinkEvents = true
         let monitor = RouteMonitor(configuration: configuration)
@@ -140,15 +140,15 @@ public final class RouteMonitor: ConnectivityMonitoring {
 
     /// Stops the event thread and ends every wait with `Error.closed` and every `updates`
     /// stream. Later waits throw `Error.closed`; `isReachable` still answers. Idempotent.
-    public func close() {
+    package func close() {
         core.shutdown()
     }
 
-    public func isReachable(host: String) -> Bool {
+    package func isReachable(host: String) -> Bool {
         core.lookUp(target(host)).isReachable
     }
 
-    public func waitUntilReachable(host: String) async throws {
+    package func waitUntilReachable(host: String) async throws {
         try await core.wait(for: target(host))
     }
 
@@ -165,7 +165,7 @@ public final class RouteMonitor: ConnectivityMonitoring {
 
     /// The reachability of `host` now, then each change, stamped with when it was seen.
     /// The stream ends when the monitor is closed.
-    public func updates(for host: String) -> AsyncStream<Update> {
+    package func updates(for host: String) -> AsyncStream<Update> {
         core.updates(for: ReachabilityTarget(host: host))
     }
 }

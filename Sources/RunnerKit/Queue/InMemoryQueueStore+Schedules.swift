@@ -16,20 +16,20 @@ struct MemorySchedules: Sendable {
 }
 
 extension InMemoryQueueStore: ScheduleFiring {
-    public var pollsForSchedules: Bool { false }
+    package var pollsForSchedules: Bool { false }
 
 
     /// When the store's clock started, as a date (default 2027-01-15 08:00 UTC).
-    public var scheduleEpoch: Date {
+    package var scheduleEpoch: Date {
         get { (try? withState { state, _ in state.scheduling.epoch }) ?? Date(timeIntervalSince1970: 0) }
         set { _ = try? withState { state, _ in state.scheduling.epoch = newValue } }
     }
 
     /// The wall time now on the store's clock.
-    public var wallNow: Date { (try? withState { state, now in state.scheduling.epoch + now / .seconds(1) }) ?? Date() }
+    package var wallNow: Date { (try? withState { state, now in state.scheduling.epoch + now / .seconds(1) }) ?? Date() }
 
     /// `runner schedule add`.
-    public func addSchedule(_ schedule: Schedule) throws(QueueError) {
+    package func addSchedule(_ schedule: Schedule) throws(QueueError) {
         try withState { (state: inout State, now: Duration) throws(QueueError) in
             guard state.scheduling.entries[schedule.name] == nil else { throw QueueError("a schedule named \(schedule.name) exists", usage: true) }
             let wall = state.scheduling.epoch + now / .seconds(1)
@@ -41,17 +41,17 @@ extension InMemoryQueueStore: ScheduleFiring {
     }
 
     /// `runner schedule remove`.
-    public func removeSchedule(_ name: String) throws(QueueError) -> Bool {
+    package func removeSchedule(_ name: String) throws(QueueError) -> Bool {
         try withState { state, _ in state.scheduling.entries.removeValue(forKey: name) != nil }
     }
 
     /// Every schedule, by name.
-    public func schedules() throws(QueueError) -> [Schedule] {
+    package func schedules() throws(QueueError) -> [Schedule] {
         try withState { state, _ in state.scheduling.entries.values.map(\.schedule).sorted { $0.name < $1.name } }
     }
 
     /// Every tick fired: schedule, tick and batch.
-    public var ticks: [(schedule: String, tick: Date, batch: String)] {
+    package var ticks: [(schedule: String, tick: Date, batch: String)] {
         (try? withState { state, _ in
             state.scheduling.ticks.map { entry -> (schedule: String, tick: Date, batch: String) in
                 let parts = entry.key.split(separator: "@", maxSplits: 1)
@@ -60,7 +60,7 @@ extension InMemoryQueueStore: ScheduleFiring {
         }) ?? []
     }
 
-    public func fireDueSchedules(runner: String) async throws(QueueError) -> (fired: [Schedule.Fired], nextIn: Duration?) {
+    package func fireDueSchedules(runner: String) async throws(QueueError) -> (fired: [Schedule.Fired], nextIn: Duration?) {
         let lease = lease
         let (fired, nextIn) = try withState { (state: inout State, now: Duration) throws(QueueError) -> ([Schedule.Fired], Duration?) in
             let wall = state.scheduling.epoch + now / .seconds(1)

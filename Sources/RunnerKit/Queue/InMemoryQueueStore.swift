@@ -4,39 +4,39 @@ import Synchronization
 /// abandoned jobs failed, one key per runner, the fleet's pacing and pauses, notices), on any
 /// clock: several feeds in one process share it as watchers on several machines share the
 /// database. `available` false makes every call fail as a database that went away does.
-public final class InMemoryQueueStore: QueueStore {
-    public struct Row: Sendable {
-        public var id: Int64
-        public var key: String
-        public var kind: String
-        public var job: String
-        public var file = ""
+package final class InMemoryQueueStore: QueueStore {
+    package struct Row: Sendable {
+        package var id: Int64
+        package var key: String
+        package var kind: String
+        package var job: String
+        package var file = ""
         /// The batch it was submitted in (a schedule's tick, in these tests).
-        public var batch: String?
+        package var batch: String?
         /// `queued`, `running` or `done`.
-        public var state = "queued"
-        public var runner: String?
-        public var claims = 0
+        package var state = "queued"
+        package var runner: String?
+        package var claims = 0
         /// Claims made only to run the hooks of a job that had ended.
-        public var hookClaims = 0
+        package var hookClaims = 0
         /// Claims during which the job made durable progress (not abandons), and the last one
         /// credited so.
-        public var credits = 0
-        public var creditedClaim = 0
+        package var credits = 0
+        package var creditedClaim = 0
         /// Why its hooks never ran, when runners left them `maxClaims` times.
-        public var hooksFailed: String?
-        public var leaseUntil: Duration?
-        public var status: String?
-        public var reason: String?
-        public var record: String?
-        public var finishedAt: Duration?
+        package var hooksFailed: String?
+        package var leaseUntil: Duration?
+        package var status: String?
+        package var reason: String?
+        package var record: String?
+        package var finishedAt: Duration?
         /// A child's parent; a parent's phase (`children`, `complete`) and its children's tally.
-        public var parentID: Int64?
-        public var phase: String?
-        public var childrenLeft = 0
-        public var childrenTotal = 0
-        public var childrenInvalid = 0
-        public var firstInvalid: String?
+        package var parentID: Int64?
+        package var phase: String?
+        package var childrenLeft = 0
+        package var childrenTotal = 0
+        package var childrenInvalid = 0
+        package var firstInvalid: String?
     }
 
     struct State {
@@ -62,8 +62,8 @@ public final class InMemoryQueueStore: QueueStore {
         var scheduling = MemorySchedules()
     }
 
-    public let lease: Duration
-    public var display: String { "memory" }
+    package let lease: Duration
+    package var display: String { "memory" }
     private let timeline: any Timeline
     private let state = Mutex(State())
     /// Which listener a store value is (each feed's own view of one shared queue).
@@ -71,7 +71,7 @@ public final class InMemoryQueueStore: QueueStore {
     private let shared: InMemoryQueueStore?
 
     /// A queue whose leases run on `clock`.
-    public init(lease: Duration = .seconds(30), clock: some Clock<Duration> = ContinuousClock()) {
+    package init(lease: Duration = .seconds(30), clock: some Clock<Duration> = ContinuousClock()) {
         self.lease = lease
         self.timeline = makeTimeline(clock)
         self.listenerID = 0
@@ -88,7 +88,7 @@ public final class InMemoryQueueStore: QueueStore {
     private static let listeners = Atomic<UInt64>(1)
 
     /// Another watcher's view of this queue: the same rows, notices of its own.
-    public func connection() -> InMemoryQueueStore {
+    package func connection() -> InMemoryQueueStore {
         let root = shared ?? self
         let id = Self.listeners.wrappingAdd(1, ordering: .relaxed).newValue
         root.state.withLock { $0.notices[id] = [] }
@@ -108,17 +108,17 @@ public final class InMemoryQueueStore: QueueStore {
     // MARK: - What tests do
 
     /// Whether calls succeed; false: each fails, as when the database went away.
-    public var available: Bool {
+    package var available: Bool {
         get { root.state.withLock { $0.available } }
         set { root.state.withLock { $0.available = newValue } }
     }
 
     /// Makes every statement that stores a record of `key` fail, as one the database will not
     /// take (the other records of the same statement with it).
-    public func refuseRecords(of key: String) { root.state.withLock { _ = $0.refusedRecords.insert(key) } }
+    package func refuseRecords(of key: String) { root.state.withLock { _ = $0.refusedRecords.insert(key) } }
 
     /// Queues jobs (`submit --queue`) and tells the watchers.
-    public func submit(_ jobs: [JobQueue.Submission]) {
+    package func submit(_ jobs: [JobQueue.Submission]) {
         root.state.withLock { state in
             for job in jobs {
                 state.rows[state.nextID] = Row(id: state.nextID, key: job.key, kind: job.kind, job: job.job, file: job.file)
@@ -129,7 +129,7 @@ public final class InMemoryQueueStore: QueueStore {
     }
 
     /// `runner cancel KEY --queue`: queued jobs of the key end cancelled, runners are told.
-    public func cancel(key: String) {
+    package func cancel(key: String) {
         let now = timeline.now
         let (running, completable) = root.state.withLock { state -> ([String], Bool) in
             for (id, row) in state.rows where row.key == key && row.state == "queued" {
@@ -164,7 +164,7 @@ public final class InMemoryQueueStore: QueueStore {
     }
 
     /// Every row now, by id.
-    public var rows: [Row] { root.state.withLock { $0.rows.values.sorted { $0.id < $1.id } } }
+    package var rows: [Row] { root.state.withLock { $0.rows.values.sorted { $0.id < $1.id } } }
 
     func notify(_ notice: QueueNotice) {
         let waiters = root.state.withLock { state -> [CheckedContinuation<Void, Never>] in
@@ -177,7 +177,7 @@ public final class InMemoryQueueStore: QueueStore {
 
     // MARK: - The contract
 
-    public func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim] {
+    package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim] {
         let lease = lease
         return try withState { state, now throws(QueueError) -> [JobQueue.Claim] in
             let picked = state.rows.values.filter { row in
@@ -229,14 +229,14 @@ public final class InMemoryQueueStore: QueueStore {
         return min(limit, max(0, (work + fleet.count - 1) / fleet.count - mine))
     }
 
-    public func nextLeaseEnd() async throws(QueueError) -> Duration? {
+    package func nextLeaseEnd() async throws(QueueError) -> Duration? {
         try withState { state, now throws(QueueError) -> Duration? in
             state.rows.values.filter { $0.state == "running" && $0.isClaimable }
                 .compactMap(\.leaseUntil).min().map { max(.zero, $0 - now) }
         }
     }
 
-    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
         let lease = lease
         do throws(Durability.Failure) {
             try durable?.synchronize()
@@ -310,7 +310,7 @@ public final class InMemoryQueueStore: QueueStore {
         return [parentID]
     }
 
-    public func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete? {
+    package func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete? {
         try withState { state, _ throws(QueueError) -> JobQueue.ParentToComplete? in
             guard let row = state.rows[id], row.runner == runner, row.state == "running", row.phase == "complete", let record = row.record
             else { return nil }
@@ -322,7 +322,7 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
+    package func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
         let lease = lease
         defer { tellTheFleet([finish.id], runner: runner) }
         return try withState { state, now throws(QueueError) -> [Int64] in
@@ -350,7 +350,7 @@ public final class InMemoryQueueStore: QueueStore {
         return !freed.isEmpty && state.rows.values.contains { $0.state == "queued" && freed.contains($0.key) }
     }
 
-    public func release(ids: [Int64], runner: String) async throws(QueueError) {
+    package func release(ids: [Int64], runner: String) async throws(QueueError) {
         try withState { state, _ throws(QueueError) in
             for id in ids where state.rows[id]?.runner == runner && state.rows[id]?.state == "running" && state.rows[id]?.status == nil {
                 state.rows[id]?.state = "queued"
@@ -363,7 +363,7 @@ public final class InMemoryQueueStore: QueueStore {
         notify(.jobs)
     }
 
-    public func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
+    package func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
         let wake = try withState { state, now throws(QueueError) -> Bool in
             var taken = false
             if let previous = state.watchers[watcher.name], previous.instance != watcher.instance {
@@ -384,7 +384,7 @@ public final class InMemoryQueueStore: QueueStore {
         if wake { notify(.jobs) }
     }
 
-    public func unregister(runner: String) async throws(QueueError) {
+    package func unregister(runner: String) async throws(QueueError) {
         try withState { state, _ throws(QueueError) in
             state.watchers[runner] = nil
             state.heartbeats[runner] = nil
@@ -392,9 +392,9 @@ public final class InMemoryQueueStore: QueueStore {
     }
 
     /// The watchers listed now, by name.
-    public var watchers: [String: JobQueue.Watcher] { root.state.withLock { $0.watchers } }
+    package var watchers: [String: JobQueue.Watcher] { root.state.withLock { $0.watchers } }
 
-    public func heartbeat(runner: String) async throws(QueueError) {
+    package func heartbeat(runner: String) async throws(QueueError) {
         let lease = lease
         try withState { state, now throws(QueueError) in
             for (id, row) in state.rows where row.runner == runner && row.state == "running" { state.rows[id]?.leaseUntil = now + lease }
@@ -403,7 +403,7 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned {
+    package func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned {
         try withState { state, now throws(QueueError) -> JobQueue.Abandoned in
             var abandoned = JobQueue.Abandoned()
             for (id, row) in state.rows.sorted(by: { $0.key < $1.key })
@@ -425,7 +425,7 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func credit(ids: [Int64], runner: String) async throws(QueueError) {
+    package func credit(ids: [Int64], runner: String) async throws(QueueError) {
         try withState { state, _ throws(QueueError) in
             for id in ids {
                 guard let row = state.rows[id], row.runner == runner, row.state == "running", row.status == nil, row.creditedClaim != row.claims
@@ -436,7 +436,7 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func prune(olderThan age: Duration) async throws(QueueError) -> Int {
+    package func prune(olderThan age: Duration) async throws(QueueError) -> Int {
         try withState { state, now throws(QueueError) -> Int in
             let old = state.rows.values.filter { $0.state == "done" && ($0.finishedAt.map { now - $0 > age } ?? false) }
             for row in old { state.rows[row.id] = nil }
@@ -444,7 +444,7 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool {
+    package func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool {
         let lease = lease
         return try withState { state, now throws(QueueError) -> Bool in
             if let held = state.keys[key], held.until >= now { return held.runner == runner }
@@ -453,12 +453,12 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func unlockKeys(_ keys: [String], runner: String) async throws(QueueError) {
+    package func unlockKeys(_ keys: [String], runner: String) async throws(QueueError) {
         let waiting = try withState { state, _ throws(QueueError) -> Bool in Self.unlock(keys, of: runner, in: &state) }
         if waiting { notify(.jobs) }
     }
 
-    public func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration {
+    package func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration {
         try withState { state, now throws(QueueError) -> Duration in
             let entry = state.hosts[host] ?? (.zero, .zero)
             let slot = max(entry.nextAt, now, entry.pausedUntil)
@@ -467,7 +467,7 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
+    package func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
         try withState { state, _ throws(QueueError) -> [String: Int]? in
             guard let file = state.rows[id]?.file else { return [:] }
             var counts: [String: Int] = [:]
@@ -479,7 +479,7 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
+    package func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
         try withState { state, now throws(QueueError) -> Duration in
             let cost = Duration.nanoseconds(Int64(bytes) * 1_000_000_000 / Int64(max(1, rate)))
             let paid = max(state.bandwidth[name] ?? .zero, now - .milliseconds(100)) + cost
@@ -488,7 +488,7 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError) {
+    package func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError) {
         try withState { state, now throws(QueueError) in
             let entry = state.hosts[host] ?? (.zero, .zero)
             state.hosts[host] = (entry.nextAt, max(entry.pausedUntil, now + duration))
@@ -496,7 +496,7 @@ public final class InMemoryQueueStore: QueueStore {
         notify(.pause(host: host, milliseconds: max(1, duration.inMilliseconds), runner: runner))
     }
 
-    public func hooksEnded(ids: [Int64], runner: String) async throws(QueueError) {
+    package func hooksEnded(ids: [Int64], runner: String) async throws(QueueError) {
         try withState { state, _ throws(QueueError) in
             for id in ids where state.rows[id]?.runner == runner && state.rows[id]?.state == "running" && state.rows[id]?.status != nil {
                 state.rows[id]?.state = "done"
@@ -505,11 +505,11 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func identity() async throws(QueueError) -> QueueIdentity {
+    package func identity() async throws(QueueError) -> QueueIdentity {
         try withState { state, _ throws(QueueError) -> QueueIdentity in state.identity }
     }
 
-    public func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity {
+    package func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity {
         try withState { state, _ throws(QueueError) -> QueueIdentity in
             if state.identity.folder == nil {
                 state.identity.folder = folder
@@ -520,14 +520,14 @@ public final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    public func keyRecord(_ key: String) async throws(QueueError) -> String? {
+    package func keyRecord(_ key: String) async throws(QueueError) -> String? {
         try withState { state, _ throws(QueueError) -> String? in state.results[key] }
     }
 
     /// Waits for a notice (a timeout is not waited for: only a notice, or the task's
     /// cancellation, ends the wait, so no sleeper sits on a test clock); a timeout of zero
     /// returns what came, at once.
-    public func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice] {
+    package func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice] {
         let id = listenerID
         while !Task.isCancelled {
             let found = try withState { state, _ throws(QueueError) -> [QueueNotice] in
@@ -554,7 +554,7 @@ public final class InMemoryQueueStore: QueueStore {
         return []
     }
 
-    public func close() {}
+    package func close() {}
 }
 
 extension InMemoryQueueStore.Row {

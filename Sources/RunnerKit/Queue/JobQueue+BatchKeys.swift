@@ -3,7 +3,7 @@ extension JobQueue {
     /// and how many of its jobs are not over yet (queued, running, waiting for children): a
     /// batch that is not over may still add children. What a mirror's batch still lists, for
     /// `forget --not-in-batch`.
-    public func batchKeys(_ batch: String) throws(QueueError) -> (keys: Set<String>, pending: Int) {
+    package func batchKeys(_ batch: String) throws(QueueError) -> (keys: Set<String>, pending: Int) {
         var keys = Set<String>()
         var pending = 0
         for row in try connection.query(

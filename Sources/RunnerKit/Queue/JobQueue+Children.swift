@@ -5,22 +5,22 @@ import Foundation
 /// dies, the next to claim the parent) completes the parent's record with their counts.
 extension JobQueue {
     /// A parent whose children all ended, as its record is completed.
-    public struct ParentToComplete: Sendable {
-        public var id: Int64
-        public var key: String
+    package struct ParentToComplete: Sendable {
+        package var id: Int64
+        package var key: String
         /// Its record as its own fetch left it.
-        public var record: String
+        package var record: String
         /// Its children by how they ended.
-        public var counts: [String: Int]
+        package var counts: [String: Int]
         /// Elements that could not be made into jobs, and the first reason.
-        public var invalid: Int
-        public var firstInvalid: String?
+        package var invalid: Int
+        package var firstInvalid: String?
         /// Every element: children queued and invalid ones.
-        public var total: Int
+        package var total: Int
     }
 
     /// The parent `id` that `runner` is to complete (nil: not, or no longer, its to complete).
-    public func parentToComplete(id: Int64, runner: String) throws(QueueError) -> ParentToComplete? {
+    package func parentToComplete(id: Int64, runner: String) throws(QueueError) -> ParentToComplete? {
         let rows = try connection.query(
             """
             SELECT p.key, p.record, coalesce(p.children_total, 0), coalesce(p.children_invalid, 0), p.first_invalid,
@@ -40,7 +40,7 @@ extension JobQueue {
     /// Stores a parent's completed record (its claim ended, or held for its hooks) and counts it
     /// off its own parent; returns the parents whose last child that was (now `runner`'s to
     /// complete).
-    public func completeParent(_ finish: Finish, runner: String) throws(QueueError) -> [Int64] {
+    package func completeParent(_ finish: Finish, runner: String) throws(QueueError) -> [Int64] {
         let rows = try connection.query(
             """
             WITH done AS (
@@ -68,7 +68,7 @@ extension JobQueue {
 
     /// Parents waiting for their children: key, children ended, children in all (elements that
     /// could not be made into jobs counted as ended), oldest first.
-    public func parentsWaiting(limit: Int = 20) throws(QueueError) -> [(key: String, ended: Int, total: Int)] {
+    package func parentsWaiting(limit: Int = 20) throws(QueueError) -> [(key: String, ended: Int, total: Int)] {
         try connection.query(
             """
             SELECT j.key, j.children_total - p.children_left, j.children_total

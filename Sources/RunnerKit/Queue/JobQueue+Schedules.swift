@@ -57,7 +57,7 @@ extension JobQueue {
 
     /// Adds a schedule; refused (usage) when one of its name exists. Its first tick is the
     /// first after now.
-    public func addSchedule(_ schedule: Schedule) throws(QueueError) -> Schedule {
+    package func addSchedule(_ schedule: Schedule) throws(QueueError) -> Schedule {
         try prepareSchedules(making: true)
         return try connection.transaction { db throws(QueueError) -> Schedule in
             let now = try Self.now(db)
@@ -82,13 +82,13 @@ extension JobQueue {
     }
 
     /// Removes the schedule `name`; false: there is none. Its batches stay, as batches do.
-    public func removeSchedule(_ name: String) throws(QueueError) -> Bool {
+    package func removeSchedule(_ name: String) throws(QueueError) -> Bool {
         guard try prepareSchedules(making: false) else { return false }
         return !(try connection.query("DELETE FROM runner.schedules WHERE name = $1 RETURNING id", [name])).isEmpty
     }
 
     /// Every schedule, by name.
-    public func schedules() throws(QueueError) -> [Schedule] {
+    package func schedules() throws(QueueError) -> [Schedule] {
         guard try prepareSchedules(making: false) else { return [] }
         return try connection.query(
             """
@@ -134,7 +134,7 @@ extension JobQueue {
     }
 
     /// The schedules that inserted `batches`, by batch.
-    public func scheduleNames(batches: [String]) throws(QueueError) -> [String: String] {
+    package func scheduleNames(batches: [String]) throws(QueueError) -> [String: String] {
         guard !batches.isEmpty, try prepareSchedules(making: false) else { return [:] }
         var names: [String: String] = [:]
         for row in try connection.query("SELECT batch, schedule FROM runner.ticks WHERE batch = ANY($1::text[])", [Self.array(batches.map { Optional($0) })]) {
@@ -146,7 +146,7 @@ extension JobQueue {
     /// Fires the schedules due now (see `ScheduleFiring`): for each, in one transaction, the row
     /// of each tick and its batch's jobs, or nothing. A schedule no watcher looked at for a lease
     /// was missed by the fleet, and its due ticks follow its catch-up.
-    public func fireDueSchedules(runner: String) throws(QueueError) -> (fired: [Schedule.Fired], nextIn: Duration?) {
+    package func fireDueSchedules(runner: String) throws(QueueError) -> (fired: [Schedule.Fired], nextIn: Duration?) {
         guard try prepareSchedules(making: false) else { return ([], nil) }
         let leaseSeconds = Double(max(1, lease.inMilliseconds)) / 1000
         var fired: [Schedule.Fired] = []

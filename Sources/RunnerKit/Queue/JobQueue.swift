@@ -17,27 +17,27 @@ import Foundation
 /// Channels: `runner_jobs` (jobs were queued), `runner_cancel` (a key to cancel), `runner_pause`
 /// (a host asked to be left alone: milliseconds, the runner told, the host, a space between
 /// each), `runner_events` (a job ended: JSON, while a watcher serving a live page is alive).
-public final class JobQueue: Sendable {
+package final class JobQueue: Sendable {
     /// The schema this binary knows; a database with a newer one is refused.
-    public static let schemaVersion = 1
+    package static let schemaVersion = 1
     /// A job claimed this many times and abandoned (its runner died) ends failed.
-    public static let maxClaims = 3
+    package static let maxClaims = 3
 
     /// What `runner --version` says of libpq.
-    public static var libraryLine: String { PostgresLibrary.versionLine }
+    package static var libraryLine: String { PostgresLibrary.versionLine }
 
-    public let connection: PostgresConnection
+    package let connection: PostgresConnection
     /// How long a claim holds without being renewed.
-    public let lease: Duration
+    package let lease: Duration
 
-    public init(url: String, lease: Duration = .seconds(30)) throws(QueueError) {
+    package init(url: String, lease: Duration = .seconds(30)) throws(QueueError) {
         connection = try PostgresConnection(url: url)
         self.lease = lease
         try prepare()
     }
 
     /// Connects on a thread of its own (libpq blocks), for callers on the concurrency pool.
-    public static func connect(url: String, lease: Duration = .seconds(30)) async throws(QueueError) -> JobQueue {
+    package static func connect(url: String, lease: Duration = .seconds(30)) async throws(QueueError) -> JobQueue {
         let thread = BlockingThread(name: "runner queue connect")
         defer { thread.stop() }
         return try await thread.run { () throws(QueueError) -> JobQueue in try JobQueue(url: url, lease: lease) }
@@ -189,7 +189,7 @@ public final class JobQueue: Sendable {
     /// file and batch only), never update or delete a row, nor insert one with a state, status,
     /// record, claims or hooks of its own. So only a watcher, holding the claim, ends a job.
     /// Run by a role that owns the tables (the watchers'); the tables are made first if missing.
-    public func grant(producer role: String) throws(QueueError) {
+    package func grant(producer role: String) throws(QueueError) {
         try connection.transaction { db throws(QueueError) in
             let exists = Self.value(try db.query("SELECT count(*) FROM pg_roles WHERE rolname = $1", [role]))
             guard exists == "1" else { throw QueueError("there is no role \(Printable.escaped(role)) in the database; create it first (CREATE ROLE … LOGIN)", usage: true) }
@@ -209,15 +209,15 @@ public final class JobQueue: Sendable {
     // MARK: - Submitting
 
     /// One job as submitted: its key and kind, and the job itself as JSON (`{"job", "defaults"}`).
-    public struct Submission: Sendable {
-        public var key: String
-        public var kind: String
-        public var job: String
-        public var file: String
+    package struct Submission: Sendable {
+        package var key: String
+        package var kind: String
+        package var job: String
+        package var file: String
         /// Not inserted while a job of its key is queued or running (`"unique": true`, `submit --unique`).
-        public var unique = false
+        package var unique = false
 
-        public init(key: String, kind: String, job: String, file: String, unique: Bool = false) {
+        package init(key: String, kind: String, job: String, file: String, unique: Bool = false) {
             self.key = key
             self.kind = kind
             self.job = job
@@ -227,7 +227,7 @@ public final class JobQueue: Sendable {
     }
 
     /// A new batch's id: when it was made and a random part, `20261126-041503-8f3a`.
-    public static func newBatchID(now: Date = Date()) -> String {
+    package static func newBatchID(now: Date = Date()) -> String {
         var time = time_t(now.timeIntervalSince1970)
         var parts = tm()
         gmtime_r(&time, &parts)
@@ -238,22 +238,22 @@ public final class JobQueue: Sendable {
     }
 
     /// What a submit inserted and what it left out.
-    public struct Submitted: Sendable {
+    package struct Submitted: Sendable {
         /// The jobs inserted.
-        public var inserted = 0
+        package var inserted = 0
         /// The unique jobs not inserted because a job of their key was queued or running (or came
         /// earlier in the same submit).
-        public var leftOut: [Submission] = []
+        package var leftOut: [Submission] = []
         /// The ids of the queued or running jobs of other batches that hold the left-out keys:
         /// what a submitter that waits for its work waits for too.
-        public var holding: [String] = []
+        package var holding: [String] = []
     }
 
     /// Inserts every job in one transaction, or none, as one batch, and wakes the idle runners.
     /// A unique job whose key is queued or running (or came earlier in the same submit) is not
     /// inserted; the answer names them, and the jobs that hold their keys.
     @discardableResult
-    public func submit(_ jobs: [Submission], batch: String? = nil) throws(QueueError) -> Submitted {
+    package func submit(_ jobs: [Submission], batch: String? = nil) throws(QueueError) -> Submitted {
         var seen = Set<String>()
         var inserted: [Submission] = []
         var outcome = Submitted()
@@ -318,23 +318,23 @@ public final class JobQueue: Sendable {
     static let analyzeAfter = 1000
 
     /// How the jobs of a batch stand: how many are queued, running, and ended by status.
-    public struct BatchStatus: Sendable {
-        public var queued = 0
-        public var running = 0
+    package struct BatchStatus: Sendable {
+        package var queued = 0
+        package var running = 0
         /// Every ended job of the batch by status, children included.
-        public var ended: [String: Int] = [:]
+        package var ended: [String: Int] = [:]
         /// The ended jobs of the batch's files (not children) by status.
-        public var topLevel: [String: Int] = [:]
+        package var topLevel: [String: Int] = [:]
         /// Elements of the batch's parents' payloads that could not be made into jobs.
-        public var invalidChildren = 0
-        public var total: Int { queued + running + ended.values.reduce(0, +) }
-        public var isOver: Bool { queued == 0 && running == 0 }
+        package var invalidChildren = 0
+        package var total: Int { queued + running + ended.values.reduce(0, +) }
+        package var isOver: Bool { queued == 0 && running == 0 }
 
-        public init() {}
+        package init() {}
 
         /// The batch's counts as `run` counts its own: one top-level job a job of the files, the
         /// children each counted once, judged as children (a child's `notFound` is an answer).
-        public var summary: RunSummary {
+        package var summary: RunSummary {
             var summary = RunSummary()
             var children = JobResult.Descendants()
             for (name, count) in ended {
@@ -350,7 +350,7 @@ public final class JobQueue: Sendable {
     }
 
     /// The jobs of `batch` (none: no such batch).
-    public func batchStatus(_ batch: String) throws(QueueError) -> BatchStatus {
+    package func batchStatus(_ batch: String) throws(QueueError) -> BatchStatus {
         var status = BatchStatus()
         for row in try connection.query(
             """
@@ -374,7 +374,7 @@ public final class JobQueue: Sendable {
     /// The ended top-level jobs of `batch` that did not succeed (nor were not modified), as
     /// `run`'s table shows them: key, status and why; at most `limit`, oldest end first, and how
     /// many there are in all.
-    public func batchFailures(_ batch: String, limit: Int) throws(QueueError) -> (failures: [(key: String, status: String, error: String)], total: Int) {
+    package func batchFailures(_ batch: String, limit: Int) throws(QueueError) -> (failures: [(key: String, status: String, error: String)], total: Int) {
         let rows = try connection.query(
             """
             SELECT key, status, coalesce(reason, ''), count(*) OVER ()
@@ -387,7 +387,7 @@ public final class JobQueue: Sendable {
     }
 
     /// How many of the jobs `ids` are still queued or running, and how the others ended.
-    public func jobsStatus(_ ids: [String]) throws(QueueError) -> (pending: Int, ended: [String: Int]) {
+    package func jobsStatus(_ ids: [String]) throws(QueueError) -> (pending: Int, ended: [String: Int]) {
         guard !ids.isEmpty else { return (0, [:]) }
         var pending = 0
         var ended: [String: Int] = [:]
@@ -429,27 +429,27 @@ public final class JobQueue: Sendable {
 
     // MARK: - Claiming
 
-    public struct Claim: Sendable {
-        public var id: Int64
-        public var key: String
-        public var kind: String
-        public var job: String
+    package struct Claim: Sendable {
+        package var id: Int64
+        package var key: String
+        package var kind: String
+        package var job: String
         /// Whether the claim took the key's lock for this runner too (no runner held it).
-        public var keyLocked = false
+        package var keyLocked = false
         /// The name of the file it was submitted in.
-        public var file = ""
+        package var file = ""
         /// Hosts the fleet holds back as the claim was made, and for how long from then: the
         /// claim's jobs wait for them even if the notice of the pause has not come yet.
-        public var pauses: [(host: String, left: Duration)] = []
+        package var pauses: [(host: String, left: Duration)] = []
         /// The key's last record, whichever runner wrote it (`results`): its validators and
         /// payload path, for a conditional request and the stale fallback.
-        public var previous: String?
+        package var previous: String?
         /// The job's own record, when it ran and only its `--on-finish` hooks are left (its
         /// runner stopped before they ended): the claim is for the hooks alone.
-        public var outcome: String?
+        package var outcome: String?
         /// With `outcome`: the job is a parent whose children all ended, and its record is to be
         /// completed with their counts (then its hooks run).
-        public var completesParent = false
+        package var completesParent = false
     }
 
     /// `host ms host ms …` as the claim statement sums up the pauses.
@@ -481,7 +481,7 @@ public final class JobQueue: Sendable {
     /// slots than there are jobs to run (queued, or running and not yet ended), a claim takes no
     /// more than its share, the jobs to run divided among those watchers (rounded up), less the
     /// jobs `runner` runs already. So two idle watchers given four long jobs run two each.
-    public func claim(runner: String, limit: Int = 1, kinds: [String]? = nil) throws(QueueError) -> [Claim] {
+    package func claim(runner: String, limit: Int = 1, kinds: [String]? = nil) throws(QueueError) -> [Claim] {
         let rows = try connection.query(
             """
             WITH \(Self.fairShare),
@@ -547,14 +547,14 @@ public final class JobQueue: Sendable {
     static let claimable = "CASE WHEN status IS NULL THEN claims - credits < $4 ELSE hook_claims < $4 END"
 
     /// What `failAbandoned` ended.
-    public struct Abandoned: Sendable {
+    package struct Abandoned: Sendable {
         /// Jobs ended `failed` ("abandoned by 3 runners").
-        public var failed = 0
+        package var failed = 0
         /// Jobs that had ended, whose hooks runners left `maxClaims` times: each ends with its own
         /// status and a `hooks` failure (`hooks_failed`); their records, for the hooks' reports.
-        public var hooksFailed: [(key: String, record: String, reason: String)] = []
+        package var hooksFailed: [(key: String, record: String, reason: String)] = []
 
-        public init() {}
+        package init() {}
     }
 
     /// Ends the jobs abandoned `maxClaims` times whose last runner died too (their lease ran
@@ -563,7 +563,7 @@ public final class JobQueue: Sendable {
     /// progress do not count); a job that had ended, and whose hooks its runners left as many
     /// times, keeps its own status and ends with its hooks failed, said in `hooks_failed`.
     @discardableResult
-    public func failAbandoned() throws(QueueError) -> Abandoned {
+    package func failAbandoned() throws(QueueError) -> Abandoned {
         let rows = try connection.query(
             """
             WITH gone AS (
@@ -592,7 +592,7 @@ public final class JobQueue: Sendable {
     /// Credits the running jobs `ids` of `runner` with one claim each: their claim made durable
     /// progress (a partial grew and was synced), so it will not count as an abandon if the
     /// runner dies. Once per claim.
-    public func credit(ids: [Int64], runner: String) throws(QueueError) {
+    package func credit(ids: [Int64], runner: String) throws(QueueError) {
         guard !ids.isEmpty else { return }
         try connection.query(
             """
@@ -603,7 +603,7 @@ public final class JobQueue: Sendable {
 
     /// How long until the first lease of a running job ends (nil: none runs): a job whose
     /// runner died can be claimed then.
-    public func nextLeaseEnd() throws(QueueError) -> Duration? {
+    package func nextLeaseEnd() throws(QueueError) -> Duration? {
         let rows = try connection.query(
             "SELECT extract(epoch FROM min(lease_until) - now())::float8 FROM runner.jobs WHERE state = 'running' AND "
                 + Self.claimable.replacingOccurrences(of: "$4", with: "$1"),
@@ -612,23 +612,23 @@ public final class JobQueue: Sendable {
     }
 
     /// One finished job, as `finish(_:runner:)` stores it.
-    public struct Finish: Sendable {
-        public var id: Int64
-        public var status: String
-        public var error: String?
-        public var record: String
+    package struct Finish: Sendable {
+        package var id: Int64
+        package var status: String
+        package var error: String?
+        package var record: String
         /// Whether the record is the key's last (`results`), as its `results/` file is: false
         /// for a job that never ran as the key (one this runner could not read).
-        public var isKeyRecord = true
+        package var isKeyRecord = true
         /// Its `--on-finish` hooks are still to run: the job stays `running` under the lease,
         /// its record stored, until `hooksEnded` (or, if this runner dies, another runner claims
         /// it for its hooks alone).
-        public var hooksPending = false
+        package var hooksPending = false
         /// The job's children, queued with its record: it waits for them (its record is its own
         /// fetch's until the last of them ended; then it is completed with their counts).
-        public var children = Children()
+        package var children = Children()
 
-        public init(id: Int64, status: String, error: String?, record: String, isKeyRecord: Bool = true, hooksPending: Bool = false) {
+        package init(id: Int64, status: String, error: String?, record: String, isKeyRecord: Bool = true, hooksPending: Bool = false) {
             self.id = id
             self.status = status
             self.error = error
@@ -640,11 +640,11 @@ public final class JobQueue: Sendable {
 
     /// A parent's children as the queue takes them: those that could be made into jobs, and
     /// how many elements could not (with the first reason).
-    public struct Children: Sendable {
-        public var jobs: [(key: String, kind: String, job: String)] = []
-        public var invalid = 0
-        public var firstInvalid: String?
-        public init() {}
+    package struct Children: Sendable {
+        package var jobs: [(key: String, kind: String, job: String)] = []
+        package var invalid = 0
+        package var firstInvalid: String?
+        package init() {}
     }
 
     /// Stores the records of finished jobs and ends their claims (those `runner` still holds),
@@ -654,7 +654,7 @@ public final class JobQueue: Sendable {
     /// complete (`completeParent`). A job with children waits for them; its children are
     /// queued in the same statement (and the runners told).
     @discardableResult
-    public func finish(_ jobs: [Finish], runner: String, unlocking keys: [String] = []) throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [Finish], runner: String, unlocking keys: [String] = []) throws(QueueError) -> [Int64] {
         guard !jobs.isEmpty else {
             try unlockKeys(keys, runner: runner)
             return []
@@ -762,7 +762,7 @@ public final class JobQueue: Sendable {
     /// How the jobs of the submitted file of job `id` (its file in its batch, children
     /// included) ended, by status, once none is left to run (queued, running its own job, or a
     /// parent waiting for its children); nil while some are.
-    public func fileOutcome(of id: Int64) throws(QueueError) -> [String: Int]? {
+    package func fileOutcome(of id: Int64) throws(QueueError) -> [String: Int]? {
         let rows = try connection.query(
             """
             WITH f AS (SELECT file, batch FROM runner.jobs WHERE id = $1)
@@ -781,7 +781,7 @@ public final class JobQueue: Sendable {
 
     /// Ends the jobs whose records `finish` stored with their hooks pending, once the hooks ran
     /// (those `runner` still holds).
-    public func hooksEnded(ids: [Int64], runner: String) throws(QueueError) {
+    package func hooksEnded(ids: [Int64], runner: String) throws(QueueError) {
         guard !ids.isEmpty else { return }
         try connection.query(
             """
@@ -791,7 +791,7 @@ public final class JobQueue: Sendable {
     }
 
     /// Gives claims back at once (a runner stopping before it started them).
-    public func release(ids: [Int64], runner: String) throws(QueueError) {
+    package func release(ids: [Int64], runner: String) throws(QueueError) {
         guard !ids.isEmpty else { return }
         try connection.query(
             """
@@ -802,7 +802,7 @@ public final class JobQueue: Sendable {
     }
 
     /// Extends the leases of `runner`'s claims and keys, and says it is alive.
-    public func renew(runner: String) throws(QueueError) {
+    package func renew(runner: String) throws(QueueError) {
         try connection.query(
             "UPDATE runner.jobs SET lease_until = now() + $2::interval WHERE runner = $1 AND state = 'running'", [runner, leaseText])
         try connection.query("UPDATE runner.keys SET lease_until = now() + $2::interval WHERE runner = $1", [runner, leaseText])
@@ -812,27 +812,27 @@ public final class JobQueue: Sendable {
     // MARK: - Watchers
 
     /// A watcher as the fleet lists it.
-    public struct Watcher: Sendable {
-        public var name: String
-        public var host: String
-        public var version: String
+    package struct Watcher: Sendable {
+        package var name: String
+        package var host: String
+        package var version: String
         /// The kinds it has loaded: the only ones it claims.
-        public var kinds: [String]
-        public var lease: Duration
-        public var startedAt = Date()
+        package var kinds: [String]
+        package var lease: Duration
+        package var startedAt = Date()
         /// How long ago it last said it was alive (renewing its leases every third of one).
-        public var silentFor: Duration = .zero
+        package var silentFor: Duration = .zero
         /// Jobs it runs now.
-        public var running = 0
+        package var running = 0
         /// It serves a live page: the fleet tells it every job that ends.
-        public var followsEvents = false
+        package var followsEvents = false
         /// How many jobs it runs at once (nil: not said), for the fair share of a claim.
-        public var slots: Int?
+        package var slots: Int?
         /// The process that holds the name: its id on `host`, and a value of its own.
-        public var pid = getpid()
-        public var instance = UUID().uuidString
+        package var pid = getpid()
+        package var instance = UUID().uuidString
 
-        public init(name: String, host: String, version: String, kinds: [String], lease: Duration) {
+        package init(name: String, host: String, version: String, kinds: [String], lease: Duration) {
             self.name = name
             self.host = host
             self.version = version
@@ -841,7 +841,7 @@ public final class JobQueue: Sendable {
         }
 
         /// Alive as far as the fleet can tell: its leases still hold.
-        public var isLive: Bool { silentFor < lease }
+        package var isLive: Bool { silentFor < lease }
     }
 
     /// Lists `watcher` in the fleet under its name; rows of watchers silent for a day go.
@@ -851,7 +851,7 @@ public final class JobQueue: Sendable {
     /// jobs that process still held under a lease are made claimable at once (their keys let
     /// go of), so a watcher restarted under its name takes its own abandoned claims back without
     /// waiting out their leases. Registering again from the same process only updates the row.
-    public func register(_ watcher: Watcher) throws(QueueError) {
+    package func register(_ watcher: Watcher) throws(QueueError) {
         try connection.transaction { db throws(QueueError) in
             try db.query("SELECT pg_advisory_xact_lock(74170003, hashtext($1))", [watcher.name])
             try db.query("DELETE FROM runner.watchers WHERE heartbeat_at < now() - interval '1 day'")
@@ -904,14 +904,14 @@ public final class JobQueue: Sendable {
     }
 
     /// Takes `runner` off the list (it stopped).
-    public func unregister(runner: String) throws(QueueError) {
+    package func unregister(runner: String) throws(QueueError) {
         try connection.query("DELETE FROM runner.watchers WHERE name = $1", [runner])
     }
 
     // MARK: - Keys
 
     /// Takes `key` for `runner` unless another runner holds it under a live lease.
-    public func lockKey(_ key: String, runner: String) throws(QueueError) -> Bool {
+    package func lockKey(_ key: String, runner: String) throws(QueueError) -> Bool {
         let rows = try connection.query(
             """
             INSERT INTO runner.keys (key, runner, lease_until) VALUES ($1, $2, now() + $3::interval)
@@ -924,7 +924,7 @@ public final class JobQueue: Sendable {
 
     /// Lets go of `keys` of `runner` (those another runner took meanwhile stay); when a queued
     /// job waits for one of them, the runners are told as of new jobs.
-    public func unlockKeys(_ keys: [String], runner: String) throws(QueueError) {
+    package func unlockKeys(_ keys: [String], runner: String) throws(QueueError) {
         guard !keys.isEmpty else { return }
         try connection.query(
             """
@@ -944,7 +944,7 @@ public final class JobQueue: Sendable {
 
     /// Takes `host`'s next request slot for the fleet, `interval` after the previous one and
     /// not before its pause ends; returns how long from now until it.
-    public func reservePace(host: String, interval: Duration) throws(QueueError) -> Duration {
+    package func reservePace(host: String, interval: Duration) throws(QueueError) -> Duration {
         let step = "\(max(1, Int(interval / .microseconds(1)))) microseconds"
         let rows = try connection.query(
             """
@@ -960,7 +960,7 @@ public final class JobQueue: Sendable {
     /// `rate` bytes a second: they are paid for after those reserved before them (or from now,
     /// less a tenth of a second of burst, when the bucket is idle). Returns how long from now
     /// until the end of their slot; they may be spent from `bytes / rate` before it.
-    public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) throws(QueueError) -> Duration {
+    package func reserveBandwidth(_ name: String, bytes: Int, rate: Int) throws(QueueError) -> Duration {
         let cost = "\(max(1, Int64(bytes) * 1_000_000 / Int64(max(1, rate)))) microseconds"
         let rows = try connection.query(
             """
@@ -973,7 +973,7 @@ public final class JobQueue: Sendable {
 
     /// Holds `host` back for every runner for `duration` from now (never shortening a pause),
     /// and tells the runners at once (`runner`, the one that was asked, is named in the notice).
-    public func pause(host: String, for duration: Duration, from runner: String) throws(QueueError) {
+    package func pause(host: String, for duration: Duration, from runner: String) throws(QueueError) {
         let milliseconds = max(1, duration.inMilliseconds)
         try connection.query(
             """
@@ -987,7 +987,7 @@ public final class JobQueue: Sendable {
 
     /// Deletes the rows of jobs that finished more than `age` ago; returns how many.
     @discardableResult
-    public func prune(olderThan age: Duration) throws(QueueError) -> Int {
+    package func prune(olderThan age: Duration) throws(QueueError) -> Int {
         let rows = try connection.query(
             "WITH gone AS (DELETE FROM runner.jobs WHERE state = 'done' AND finished_at < now() - $1::interval RETURNING 1) SELECT count(*) FROM gone",
             ["\(max(0, age.inMilliseconds)) milliseconds"])
@@ -998,7 +998,7 @@ public final class JobQueue: Sendable {
 
     /// Cancels the queued jobs of `key` and asks every runner to cancel its running task.
     /// Returns how many were queued, and the runners that run the key now.
-    public func cancel(key: String) throws(QueueError) -> (queued: Int, running: [String]) {
+    package func cancel(key: String) throws(QueueError) -> (queued: Int, running: [String]) {
         try connection.transaction { db throws(QueueError) in
             let queued = try db.query(
                 """
@@ -1042,56 +1042,56 @@ public final class JobQueue: Sendable {
 
     // MARK: - Status
 
-    public struct Status: Sendable {
-        public struct Running: Sendable {
-            public var key: String
-            public var runner: String
-            public var startedAt: Date
+    package struct Status: Sendable {
+        package struct Running: Sendable {
+            package var key: String
+            package var runner: String
+            package var startedAt: Date
             /// Past its own run: `hooks` (its `--on-finish` hooks run), `completing` (a parent
             /// whose children ended, its record being completed); nil while it runs.
-            public var phase: String?
+            package var phase: String?
         }
-        public struct Failed: Sendable {
-            public var key: String
-            public var status: String
-            public var reason: String?
-            public var at: Date
+        package struct Failed: Sendable {
+            package var key: String
+            package var status: String
+            package var reason: String?
+            package var at: Date
         }
-        public var queued: Int
-        public var running: [Running]
+        package var queued: Int
+        package var running: [Running]
         /// Jobs that ended in the last `JobQueue.recent` (24 h) by outcome: succeeded or not
         /// modified (`done`), failed (any other status but `notFound` and `cancelled`), and
         /// `notFound` apart, an answer rather than a failure (a list's gone children).
-        public var done: Int
-        public var failed: Int
-        public var cancelled: Int
-        public var notFound = 0
+        package var done: Int
+        package var failed: Int
+        package var cancelled: Int
+        package var notFound = 0
         /// The last failures (not `notFound`), newest first.
-        public var latestFailed: [Failed]
+        package var latestFailed: [Failed]
         /// The watchers heard from in the last hour, by name.
-        public var watchers: [Watcher] = []
+        package var watchers: [Watcher] = []
         /// Queued jobs of kinds no live watcher has loaded, by kind: they wait for one.
-        public var unclaimable: [(kind: String, count: Int)] = []
+        package var unclaimable: [(kind: String, count: Int)] = []
         /// Parents waiting for their children (how many of them ended, of how many), the
         /// oldest 20, and how many wait in all.
-        public var parents: [(key: String, ended: Int, total: Int)] = []
-        public var waiting = 0
+        package var parents: [(key: String, ended: Int, total: Int)] = []
+        package var waiting = 0
         /// The last 10 batches submitted, newest first.
-        public var batches: [(id: String, submittedAt: Date, counts: BatchStatus)] = []
+        package var batches: [(id: String, submittedAt: Date, counts: BatchStatus)] = []
         /// Running jobs whose watcher stopped renewing their lease (claimable again), and jobs
         /// running or waiting again after one did (claimed more than once).
-        public var abandoned = 0
-        public var reclaimed = 0
+        package var abandoned = 0
+        package var reclaimed = 0
         /// Hosts the fleet holds back after a `Retry-After`, and for how long still.
-        public var pausedHosts: [(host: String, left: Duration)] = []
+        package var pausedHosts: [(host: String, left: Duration)] = []
     }
 
     /// How far back `status` counts the jobs that ended: a day, not every row `--keep` keeps.
-    public static let recent = Duration.seconds(86_400)
+    package static let recent = Duration.seconds(86_400)
 
     /// Counts fleet-wide (the ended jobs of the last `recent`); up to 100 running jobs and 10
     /// recent failures.
-    public func status() throws(QueueError) -> Status {
+    package func status() throws(QueueError) -> Status {
         let counts = try connection.query(
             """
             SELECT count(*) FILTER (WHERE state = 'queued' OR (state = 'running' AND lease_until < now())),
@@ -1177,27 +1177,27 @@ public final class JobQueue: Sendable {
     }
 
     /// The record stored for the last finished job of `key`, if any.
-    public func record(key: String) throws(QueueError) -> String? {
+    package func record(key: String) throws(QueueError) -> String? {
         Self.value(try connection.query(
             "SELECT record FROM runner.jobs WHERE key = $1 AND record IS NOT NULL ORDER BY finished_at DESC LIMIT 1", [key]))
     }
 
     /// The key's last record as the fleet keeps it (`results`): what the next runner of the key
     /// revalidates with.
-    public func keyRecord(_ key: String) throws(QueueError) -> String? {
+    package func keyRecord(_ key: String) throws(QueueError) -> String? {
         Self.value(try connection.query("SELECT record FROM runner.results WHERE key = $1", [key]))
     }
 
     // MARK: - The output
 
     /// The queue's id, and the output folder its first watcher stamped (nil until one did).
-    public func identity() throws(QueueError) -> QueueIdentity {
+    package func identity() throws(QueueError) -> QueueIdentity {
         Self.identity(try connection.query("SELECT id, folder, output, stamped_by FROM runner.identity LIMIT 1"))
     }
 
     /// Records `folder` (the id in an output folder's stamp) as the queue's output unless one
     /// is recorded already; returns the queue's identity after.
-    public func recordOutput(folder: String, path: String, runner: String) throws(QueueError) -> QueueIdentity {
+    package func recordOutput(folder: String, path: String, runner: String) throws(QueueError) -> QueueIdentity {
         try connection.query(
             """
             UPDATE runner.identity SET folder = $1, output = $2, stamped_by = $3, stamped_at = now() WHERE folder IS NULL

@@ -5,15 +5,15 @@ import Synchronization
 /// One connection to PostgreSQL through libpq: statements with text parameters (never values
 /// spliced into SQL), LISTEN and its notifications. Used by one caller at a time (a lock sees to
 /// it); its errors are one line and never hold the URL's password.
-public final class PostgresConnection: @unchecked Sendable {  // the connection is used under `lock` only
+package final class PostgresConnection: @unchecked Sendable {  // the connection is used under `lock` only
     private let library: PostgresLibrary
     private let connection: PostgresLibrary.Connection
     private let lock = NSLock()
     /// The URL as it may be shown: without a password.
-    public let display: String
+    package let display: String
 
     /// Connects to `url` (a libpq URI, `postgresql://user@host/db`, or `key=value` words).
-    public init(url: String) throws(QueueError) {
+    package init(url: String) throws(QueueError) {
         let library: PostgresLibrary
         switch PostgresLibrary.shared {
         case .success(let loaded): library = loaded
@@ -43,7 +43,7 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
 
     /// Runs one statement with `parameters` ($1, $2, … as text; nil is NULL) and returns its rows.
     @discardableResult
-    public func query(_ sql: String, _ parameters: [String?] = []) throws(QueueError) -> [[String?]] {
+    package func query(_ sql: String, _ parameters: [String?] = []) throws(QueueError) -> [[String?]] {
         lock.lock()
         defer { lock.unlock() }
         return try unlockedQuery(sql, parameters)
@@ -95,7 +95,7 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
     }
 
     /// Runs `body` inside one transaction: committed when it returns, rolled back when it throws.
-    public func transaction<T>(_ body: (PostgresConnection) throws(QueueError) -> T) throws(QueueError) -> T {
+    package func transaction<T>(_ body: (PostgresConnection) throws(QueueError) -> T) throws(QueueError) -> T {
         try query("BEGIN")
         do {
             let value = try body(self)
@@ -109,7 +109,7 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
 
     /// Waits up to `timeout` for notifications on the channels this connection LISTENs to, and
     /// returns them (channel, payload); empty when none came.
-    public func notifications(waitingUpTo timeout: Duration) throws(QueueError) -> [(channel: String, payload: String)] {
+    package func notifications(waitingUpTo timeout: Duration) throws(QueueError) -> [(channel: String, payload: String)] {
         lock.lock()
         defer { lock.unlock() }
         guard library.status(connection) == PostgresLibrary.connectionOK else {
@@ -163,7 +163,7 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
 
     /// `postgresql://user:secret@host/db` shown as `postgresql://user:***@host/db`; a password
     /// holding `@`, `/` or `?` unencoded is hidden whole too. `password=` in the query is hidden.
-    public static func withoutPassword(_ url: String) -> String {
+    package static func withoutPassword(_ url: String) -> String {
         var shown = url
         if let (scheme, at) = userInfo(url), let colon = url[scheme.upperBound..<at].firstIndex(of: ":") {
             shown = String(url[..<url.index(after: colon)]) + "***" + String(url[at...])
@@ -172,7 +172,7 @@ public final class PostgresConnection: @unchecked Sendable {  // the connection 
     }
 
     /// Where the password lies in `url`'s UTF-8 bytes (to blank it in place), if it has one.
-    public static func passwordBytes(in url: String) -> Range<Int>? {
+    package static func passwordBytes(in url: String) -> Range<Int>? {
         guard let (scheme, at) = userInfo(url), let colon = url[scheme.upperBound..<at].firstIndex(of: ":") else { return nil }
         let start = url.utf8.distance(from: url.startIndex, to: url.index(after: colon))
         let end = url.utf8.distance(from: url.startIndex, to: at)

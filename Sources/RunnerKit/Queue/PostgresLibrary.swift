@@ -107,17 +107,17 @@ struct PostgresLibrary: @unchecked Sendable {  // immutable; holds C function po
 
 /// A queue problem in one line. `usage`: the command line's fault (a malformed URL, a refused
 /// password, no libpq), exit 2; otherwise the database's (unreachable, gone), exit 1.
-public struct QueueError: Error, CustomStringConvertible, Sendable {
-    public var message: String
-    public var usage: Bool
+package struct QueueError: Error, CustomStringConvertible, Sendable {
+    package var message: String
+    package var usage: Bool
     /// The server's SQLSTATE, when it sent one.
-    public var sqlState: String?
+    package var sqlState: String?
 
-    public init(_ message: String, usage: Bool = false, sqlState: String? = nil) {
+    package init(_ message: String, usage: Bool = false, sqlState: String? = nil) {
         self.message = message
         self.usage = usage
         self.sqlState = sqlState
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

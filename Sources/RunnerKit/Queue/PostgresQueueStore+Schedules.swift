@@ -1,7 +1,7 @@
 extension PostgresQueueStore: ScheduleFiring {
-    public var pollsForSchedules: Bool { true }
+    package var pollsForSchedules: Bool { true }
 
-    public func fireDueSchedules(runner: String) async throws(QueueError) -> (fired: [Schedule.Fired], nextIn: Duration?) {
+    package func fireDueSchedules(runner: String) async throws(QueueError) -> (fired: [Schedule.Fired], nextIn: Duration?) {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> (fired: [Schedule.Fired], nextIn: Duration?) in
             try main.fireDueSchedules(runner: runner)

@@ -4,7 +4,7 @@ import Synchronization
 /// no libpq call blocks a thread of the concurrency pool and none waits for another's: claims,
 /// leases and pacing on one; records and key locks on another (stored as jobs end, while claims
 /// go on); LISTEN on the third.
-public final class PostgresQueueStore: QueueStore {
+package final class PostgresQueueStore: QueueStore {
     let main: JobQueue
     private let writer: JobQueue
     private let listener: PostgresConnection
@@ -14,53 +14,53 @@ public final class PostgresQueueStore: QueueStore {
     /// Whether `listener` has LISTENed since it last failed (a new connection has not).
     private let listening = Mutex(false)
 
-    public var lease: Duration { main.lease }
-    public var display: String { main.connection.display }
+    package var lease: Duration { main.lease }
+    package var display: String { main.connection.display }
 
     /// The channels every watcher listens on.
     static let channels = ["runner_jobs", "runner_cancel", "runner_pause", "runner_events"]
 
     /// Connects (three times) and makes or checks the schema; blocks: see `connect`.
-    public init(url: String, lease: Duration = .seconds(30)) throws(QueueError) {
+    package init(url: String, lease: Duration = .seconds(30)) throws(QueueError) {
         main = try JobQueue(url: url, lease: lease)
         writer = try JobQueue(url: url, lease: lease)
         listener = try PostgresConnection(url: url)
     }
 
     /// Connects on a thread of its own.
-    public static func connect(url: String, lease: Duration = .seconds(30)) async throws(QueueError) -> PostgresQueueStore {
+    package static func connect(url: String, lease: Duration = .seconds(30)) async throws(QueueError) -> PostgresQueueStore {
         let thread = BlockingThread(name: "runner queue connect")
         defer { thread.stop() }
         return try await thread.run { () throws(QueueError) -> PostgresQueueStore in try PostgresQueueStore(url: url, lease: lease) }
     }
 
-    public func close() {
+    package func close() {
         mainThread.stop()
         writerThread.stop()
         listenerThread.stop()
     }
 
-    public func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim] {
+    package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim] {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> [JobQueue.Claim] in try main.claim(runner: runner, limit: limit, kinds: kinds) }
     }
 
-    public func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
+    package func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.register(watcher) }
     }
 
-    public func unregister(runner: String) async throws(QueueError) {
+    package func unregister(runner: String) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.unregister(runner: runner) }
     }
 
-    public func nextLeaseEnd() async throws(QueueError) -> Duration? {
+    package func nextLeaseEnd() async throws(QueueError) -> Duration? {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> Duration? in try main.nextLeaseEnd() }
     }
 
-    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
         let writer = writer
         return try await writerThread.run { () throws(QueueError) -> [Int64] in
             do throws(Durability.Failure) {
@@ -72,92 +72,92 @@ public final class PostgresQueueStore: QueueStore {
         }
     }
 
-    public func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete? {
+    package func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete? {
         let writer = writer
         return try await writerThread.run { () throws(QueueError) -> JobQueue.ParentToComplete? in try writer.parentToComplete(id: id, runner: runner) }
     }
 
-    public func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
+    package func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
         let writer = writer
         return try await writerThread.run { () throws(QueueError) -> [Int64] in try writer.completeParent(finish, runner: runner) }
     }
 
-    public func hooksEnded(ids: [Int64], runner: String) async throws(QueueError) {
+    package func hooksEnded(ids: [Int64], runner: String) async throws(QueueError) {
         let writer = writer
         try await writerThread.run { () throws(QueueError) in try writer.hooksEnded(ids: ids, runner: runner) }
     }
 
-    public func release(ids: [Int64], runner: String) async throws(QueueError) {
+    package func release(ids: [Int64], runner: String) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.release(ids: ids, runner: runner) }
     }
 
-    public func heartbeat(runner: String) async throws(QueueError) {
+    package func heartbeat(runner: String) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.renew(runner: runner) }
     }
 
-    public func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned {
+    package func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> JobQueue.Abandoned in try main.failAbandoned() }
     }
 
-    public func credit(ids: [Int64], runner: String) async throws(QueueError) {
+    package func credit(ids: [Int64], runner: String) async throws(QueueError) {
         let writer = writer
         try await writerThread.run { () throws(QueueError) in try writer.credit(ids: ids, runner: runner) }
     }
 
-    public func prune(olderThan age: Duration) async throws(QueueError) -> Int {
+    package func prune(olderThan age: Duration) async throws(QueueError) -> Int {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> Int in try main.prune(olderThan: age) }
     }
 
-    public func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool {
+    package func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool {
         let writer = writer
         return try await writerThread.run { () throws(QueueError) -> Bool in try writer.lockKey(key, runner: runner) }
     }
 
-    public func unlockKeys(_ keys: [String], runner: String) async throws(QueueError) {
+    package func unlockKeys(_ keys: [String], runner: String) async throws(QueueError) {
         let writer = writer
         try await writerThread.run { () throws(QueueError) in try writer.unlockKeys(keys, runner: runner) }
     }
 
-    public func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration {
+    package func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> Duration in try main.reservePace(host: host, interval: interval) }
     }
 
-    public func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
+    package func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> [String: Int]? in try main.fileOutcome(of: id) }
     }
 
-    public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
+    package func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> Duration in try main.reserveBandwidth(name, bytes: bytes, rate: rate) }
     }
 
-    public func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError) {
+    package func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.pause(host: host, for: duration, from: runner) }
     }
 
-    public func identity() async throws(QueueError) -> QueueIdentity {
+    package func identity() async throws(QueueError) -> QueueIdentity {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> QueueIdentity in try main.identity() }
     }
 
-    public func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity {
+    package func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> QueueIdentity in try main.recordOutput(folder: folder, path: path, runner: runner) }
     }
 
-    public func keyRecord(_ key: String) async throws(QueueError) -> String? {
+    package func keyRecord(_ key: String) async throws(QueueError) -> String? {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> String? in try main.keyRecord(key) }
     }
 
-    public func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice] {
+    package func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice] {
         try await listenerThread.run { [self] () throws(QueueError) -> [QueueNotice] in
             do throws(QueueError) {
                 if !listening.withLock({ $0 }) {

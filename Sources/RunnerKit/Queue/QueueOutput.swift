@@ -9,9 +9,9 @@ import Glibc
 /// (`.runner-queue`, made without replacing) and records the folder id in the queue; every
 /// later watcher must find that same stamp in its `--out`, else it refuses to start, naming the
 /// folder that is the queue's output. Two machines never keep two half copies.
-public enum QueueOutput {
+package enum QueueOutput {
     /// The stamp's name in the output folder.
-    public static let stampName = ".runner-queue"
+    package static let stampName = ".runner-queue"
 
     /// What a stamp says.
     struct Stamp: Equatable {
@@ -43,7 +43,7 @@ public enum QueueOutput {
 
     /// Makes `output` the queue's output, or checks that it is: stamps it if the queue has no
     /// output yet. Throws a usage error (one line, naming the folder) when it is not.
-    public static func claim(_ output: OutputStore, queue: any QueueStore, runner: String) async throws(QueueError) {
+    package static func claim(_ output: OutputStore, queue: any QueueStore, runner: String) async throws(QueueError) {
         let identity = try await queue.identity()
         let folder = output.root
         var made = false

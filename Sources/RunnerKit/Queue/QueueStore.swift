@@ -2,7 +2,7 @@
 /// records, heartbeats, key locks, the fleet's pacing, and notices. `PostgresQueueStore` is the
 /// real one (libpq, each call on a thread of its own); `InMemoryQueueStore` keeps the same rules
 /// in memory on any clock, for the feed's tests. The same contract tests run on both.
-public protocol QueueStore: Sendable {
+package protocol QueueStore: Sendable {
     /// How long a claim holds unless renewed.
     var lease: Duration { get }
     /// The queue as it may be shown (no password).
@@ -76,12 +76,12 @@ public protocol QueueStore: Sendable {
 }
 
 extension QueueStore {
-    public func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim] {
+    package func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim] {
         try await claim(runner: runner, limit: limit, kinds: nil)
     }
 
     @discardableResult
-    public func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) -> [Int64] {
         try await finish(jobs, runner: runner, unlocking: keys, durable: nil)
     }
 }
@@ -101,16 +101,16 @@ extension QueueError {
 /// Which queue this is, and which output folder is its: every watcher of a queue writes into
 /// that one folder (a shared file system), so that a key's payload and record are the same
 /// whichever watcher ran it.
-public struct QueueIdentity: Sendable, Equatable {
+package struct QueueIdentity: Sendable, Equatable {
     /// Made with the queue's tables, never changed.
-    public var id: String
+    package var id: String
     /// The id in the stamp of the queue's output folder (nil: no watcher stamped one yet).
-    public var folder: String?
+    package var folder: String?
     /// The folder's path as the watcher that stamped it saw it, and that watcher's name.
-    public var output: String?
-    public var stampedBy: String?
+    package var output: String?
+    package var stampedBy: String?
 
-    public init(id: String, folder: String? = nil, output: String? = nil, stampedBy: String? = nil) {
+    package init(id: String, folder: String? = nil, output: String? = nil, stampedBy: String? = nil) {
         self.id = id
         self.folder = folder
         self.output = output
@@ -119,7 +119,7 @@ public struct QueueIdentity: Sendable, Equatable {
 }
 
 /// What the fleet tells every watcher of a queue.
-public enum QueueNotice: Sendable, Equatable {
+package enum QueueNotice: Sendable, Equatable {
     /// Jobs were queued or given back.
     case jobs
     /// `runner cancel KEY --queue`.

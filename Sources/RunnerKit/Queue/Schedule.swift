@@ -3,9 +3,9 @@ import Foundation
 /// A schedule of the queue: job files kept in the database as `submit` would insert them, and
 /// when they are due. Every watcher may fire a due tick; each tick inserts exactly one batch
 /// across the fleet (a row per schedule and tick, inserted with the batch in one transaction).
-public struct Schedule: Sendable {
+package struct Schedule: Sendable {
     /// What a tick missed while no watcher of the queue ran becomes.
-    public enum CatchUp: String, Sendable, CaseIterable {
+    package enum CatchUp: String, Sendable, CaseIterable {
         /// Nothing: the missed ticks are dropped.
         case none
         /// One batch for all of them (systemd's `Persistent=true`).
@@ -14,19 +14,19 @@ public struct Schedule: Sendable {
         case all
     }
 
-    public var name: String
-    public var timing: ScheduleTiming
-    public var catchUp: CatchUp = .one
+    package var name: String
+    package var timing: ScheduleTiming
+    package var catchUp: CatchUp = .one
     /// The jobs of its files, as `submit` would insert them.
-    public var jobs: [JobQueue.Submission]
+    package var jobs: [JobQueue.Submission]
     /// The files' names, as given.
-    public var files: [String]
+    package var files: [String]
     /// When it fires next, when it last fired (the tick) and the batch it inserted then.
-    public var nextAt: Date?
-    public var lastTick: Date?
-    public var lastBatch: String?
+    package var nextAt: Date?
+    package var lastTick: Date?
+    package var lastBatch: String?
 
-    public init(name: String, timing: ScheduleTiming, catchUp: CatchUp = .one, jobs: [JobQueue.Submission], files: [String]) {
+    package init(name: String, timing: ScheduleTiming, catchUp: CatchUp = .one, jobs: [JobQueue.Submission], files: [String]) {
         self.name = name
         self.timing = timing
         self.catchUp = catchUp
@@ -36,33 +36,33 @@ public struct Schedule: Sendable {
 
     /// A tick to fire: its time, and how many ticks it stands for (more than 1: missed ticks
     /// caught up with `one`).
-    public struct Tick: Sendable, Equatable {
-        public var at: Date
-        public var covers: Int
+    package struct Tick: Sendable, Equatable {
+        package var at: Date
+        package var covers: Int
     }
 
     /// A tick fired: the schedule, the tick, the batch it inserted and how many jobs.
-    public struct Fired: Sendable, Equatable {
-        public var schedule: String
-        public var tick: Date
-        public var batch: String
-        public var jobs: Int
+    package struct Fired: Sendable, Equatable {
+        package var schedule: String
+        package var tick: Date
+        package var batch: String
+        package var jobs: Int
         /// How many ticks this batch stands for (1, or the missed ones with `--catch-up one`).
-        public var covers: Int
+        package var covers: Int
         /// Missed ticks dropped (`--catch-up none`).
-        public var dropped: Int
+        package var dropped: Int
     }
 
     /// At most this many ticks are enumerated in one pass; the rest are passed over.
     static let mostTicks = 10_000
     /// At most this many missed ticks fire as batches of their own with `--catch-up all`.
-    public static let mostCaughtUp = 1000
+    package static let mostCaughtUp = 1000
 
     /// The ticks due after `from` (the last tick fired, or when the schedule was made) up to
     /// `now`, and what to fire for them: each on its own while the fleet was present (a
     /// watcher looked at the schedule within a lease), else as `catchUp` says. Returns the
     /// ticks to fire, how many were dropped, the last tick and the next one after `now`.
-    public static func plan(
+    package static func plan(
         _ timing: ScheduleTiming, catchUp: CatchUp, from: Date, now: Date, present: Bool
     ) -> (fire: [Tick], dropped: Int, last: Date?, next: Date?) {
         var due: [Date] = []
@@ -127,7 +127,7 @@ public struct Schedule: Sendable {
 }
 
 /// A store whose watchers fire the queue's schedules (the PostgreSQL one and the in-memory one).
-public protocol ScheduleFiring: Sendable {
+package protocol ScheduleFiring: Sendable {
     /// Fires the schedules due now, each tick at most once across the fleet, as `runner`
     /// whose lease is the store's (a schedule no watcher looked at for a lease was missed);
     /// returns what was fired, and how long until the next tick of any schedule (nil: none).

@@ -42,7 +42,7 @@ public struct HeaderTemplate: Sendable, Equatable {
     }
 
     /// The environment variables and files the value refers to, for messages and checks.
-    public var references: [String] {
+    package var references: [String] {
         parts.compactMap { part in
             switch part {
             case .text: return nil
@@ -54,12 +54,12 @@ public struct HeaderTemplate: Sendable, Equatable {
 
     /// Whether every reference can be expanded now (the variable is set, the file readable and
     /// one line); throws the first problem. Expands and forgets: nothing is kept.
-    public func check(environment: [String: String] = ProcessInfo.processInfo.environment) throws(Problem) {
+    package func check(environment: [String: String] = ProcessInfo.processInfo.environment) throws(Problem) {
         _ = try expand(environment: environment)
     }
 
     /// The value with its references expanded.
-    public func expand(environment: [String: String] = ProcessInfo.processInfo.environment) throws(Problem) -> String {
+    package func expand(environment: [String: String] = ProcessInfo.processInfo.environment) throws(Problem) -> String {
         if case .text(let text)? = parts.first, parts.count == 1 { return text }
         var result = ""
         for part in parts {
@@ -189,7 +189,7 @@ public struct HeaderTemplate: Sendable, Equatable {
 
 extension HeaderTemplate {
     /// An object of header names and string values, as in a job's `headers` or the config's.
-    public static func templates(_ value: JSONValue, field: String, folder: String? = nil) throws(JobSpecError) -> [HeaderTemplate] {
+    package static func templates(_ value: JSONValue, field: String, folder: String? = nil) throws(JobSpecError) -> [HeaderTemplate] {
         guard case .object(let members) = value else {
             throw JobSpecError(field: field, "must be an object of header names and string values, not \(value.typeDescription)")
         }

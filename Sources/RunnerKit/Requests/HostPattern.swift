@@ -1,6 +1,6 @@
 /// One `--allow-host` pattern: a host name, `*.suffix` (any name below the suffix), an address,
 /// or a CIDR block such as `10.0.0.0/8` or `fd00::/8`.
-public enum HostPattern: Sendable, Hashable, CustomStringConvertible {
+package enum HostPattern: Sendable, Hashable, CustomStringConvertible {
     /// A host name, in lower case, without a trailing dot.
     case host(String)
     /// Any name ending in `.` and this suffix (not the suffix itself).
@@ -9,14 +9,14 @@ public enum HostPattern: Sendable, Hashable, CustomStringConvertible {
     case network(NetworkAddress, prefixLength: Int)
 
     /// A pattern that cannot be read.
-    public struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
-        public var text: String
-        public var reason: String
-        public var description: String { "invalid host pattern '\(text)': \(reason)" }
+    package struct Invalid: Error, Sendable, Equatable, CustomStringConvertible {
+        package var text: String
+        package var reason: String
+        package var description: String { "invalid host pattern '\(text)': \(reason)" }
     }
 
     /// Reads `example.org`, `*.example.org`, `192.0.2.7`, `[fe80::1]`, `10.0.0.0/8` or `fc00::/7`.
-    public init(parsing text: String) throws(Invalid) {
+    package init(parsing text: String) throws(Invalid) {
         let trimmed = text.trimmingSpaces
         guard !trimmed.isEmpty else { throw Invalid(text: text, reason: "it is empty") }
         if let slash = trimmed.firstIndex(of: "/") {
@@ -53,7 +53,7 @@ public enum HostPattern: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether a connection to `host` (the URL's host) at `address` is one this pattern names.
-    public func matches(host: String, address: NetworkAddress?) -> Bool {
+    package func matches(host: String, address: NetworkAddress?) -> Bool {
         switch self {
         case .host(let name): return Self.normalized(host) == name
         case .suffix(let suffix): return Self.normalized(host).hasSuffix("." + suffix)
@@ -63,7 +63,7 @@ public enum HostPattern: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .host(let name): return name
         case .suffix(let suffix): return "*." + suffix

@@ -2,13 +2,13 @@ import Glibc
 
 /// An IPv4 or IPv6 address, as the address policy sees it: IPv4 is held in its IPv4-mapped IPv6
 /// form (`::ffff:a.b.c.d`), so that a mapped address is judged as the IPv4 address it stands for.
-public struct NetworkAddress: Sendable, Hashable, CustomStringConvertible {
+package struct NetworkAddress: Sendable, Hashable, CustomStringConvertible {
     /// The 128 bits, most significant first.
-    public let high: UInt64
-    public let low: UInt64
+    package let high: UInt64
+    package let low: UInt64
 
     /// Where an address leads, for the policy's rules.
-    public enum Scope: String, Sendable {
+    package enum Scope: String, Sendable {
         /// 0.0.0.0/8, `::`: on Linux a connection to it reaches the host itself.
         case unspecified
         /// 169.254.0.0/16, fe80::/10: where cloud metadata services answer.
@@ -21,18 +21,18 @@ public struct NetworkAddress: Sendable, Hashable, CustomStringConvertible {
         case publicNetwork = "public"
     }
 
-    public init(high: UInt64, low: UInt64) {
+    package init(high: UInt64, low: UInt64) {
         self.high = high
         self.low = low
     }
 
     /// An IPv4 address from its 32 bits.
-    public init(ipv4 bits: UInt32) {
+    package init(ipv4 bits: UInt32) {
         self.init(high: 0, low: 0xFFFF_0000_0000 | UInt64(bits))
     }
 
     /// Parses dotted IPv4 ("192.0.2.1") or IPv6 ("fe80::1", "::ffff:10.0.0.1"; brackets allowed).
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         var bare = Substring(text)
         if bare.hasPrefix("["), bare.hasSuffix("]") { bare = bare.dropFirst().dropLast() }
         if let percent = bare.firstIndex(of: "%") { bare = bare[..<percent] }  // fe80::1%eth0
@@ -49,7 +49,7 @@ public struct NetworkAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// From a `struct sockaddr` of family AF_INET or AF_INET6.
-    public init?(sockaddr pointer: UnsafeRawPointer) {
+    package init?(sockaddr pointer: UnsafeRawPointer) {
         let family = Int32(pointer.load(as: sa_family_t.self))
         switch family {
         case AF_INET:
@@ -73,12 +73,12 @@ public struct NetworkAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// An IPv4 address, or an IPv6 address that maps one.
-    public var isIPv4: Bool { high == 0 && low >> 32 == 0xFFFF }
+    package var isIPv4: Bool { high == 0 && low >> 32 == 0xFFFF }
 
     /// The IPv4 bits, when `isIPv4`.
-    public var ipv4: UInt32? { isIPv4 ? UInt32(truncatingIfNeeded: low) : nil }
+    package var ipv4: UInt32? { isIPv4 ? UInt32(truncatingIfNeeded: low) : nil }
 
-    public var scope: Scope {
+    package var scope: Scope {
         if let v4 = ipv4 {
             func within(_ network: UInt32, _ bits: Int) -> Bool { v4 >> (32 - bits) == network >> (32 - bits) }
             if within(0x0000_0000, 8) { return .unspecified }
@@ -98,7 +98,7 @@ public struct NetworkAddress: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the first `prefixLength` bits equal those of `network` (IPv4 prefixes count from
     /// the IPv4 part: 10.0.0.0/8 is ::ffff:10.0.0.0/104).
-    public func isWithin(_ network: NetworkAddress, prefixLength: Int) -> Bool {
+    package func isWithin(_ network: NetworkAddress, prefixLength: Int) -> Bool {
         let length = network.isIPv4 ? prefixLength + 96 : prefixLength
         guard length > 0 else { return true }
         if length <= 64 {
@@ -112,7 +112,7 @@ public struct NetworkAddress: Sendable, Hashable, CustomStringConvertible {
         return low >> shift == network.low >> shift
     }
 
-    public var description: String {
+    package var description: String {
         if let v4 = ipv4 {
             return "\(v4 >> 24).\(v4 >> 16 & 0xFF).\(v4 >> 8 & 0xFF).\(v4 & 0xFF)"
         }

@@ -2,33 +2,33 @@ import Foundation
 
 /// A URL's origin as RFC 6454 has it: scheme, host and port (the scheme's default when the URL
 /// names none). Headers given for one origin go to that origin only.
-public struct Origin: Sendable, Hashable, CustomStringConvertible {
-    public var scheme: String
-    public var host: String
-    public var port: Int
+package struct Origin: Sendable, Hashable, CustomStringConvertible {
+    package var scheme: String
+    package var host: String
+    package var port: Int
 
-    public init(_ url: URL) {
+    package init(_ url: URL) {
         scheme = url.scheme?.lowercased() ?? ""
         host = HostPattern.normalized(url.host ?? "")
         port = url.port ?? (scheme == "https" ? 443 : 80)
     }
 
-    public var description: String { "\(scheme)://\(host):\(port)" }
+    package var description: String { "\(scheme)://\(host):\(port)" }
 }
 
 /// Headers given with a job (or its batch's `defaults`), bound to the origin of the job's URL:
 /// they go to that origin only, never to another one a redirect or a child leads to.
-public struct OriginHeaders: Sendable {
-    public var origin: Origin
-    public var headers: [HeaderTemplate]
+package struct OriginHeaders: Sendable {
+    package var origin: Origin
+    package var headers: [HeaderTemplate]
 
-    public init(origin: Origin, headers: [HeaderTemplate]) {
+    package init(origin: Origin, headers: [HeaderTemplate]) {
         self.origin = origin
         self.headers = headers
     }
 
     /// The headers for a request to `url`, references expanded; none for another origin.
-    public func expanded(for url: URL) throws(HeaderTemplate.Problem) -> [(name: String, value: String)] {
+    package func expanded(for url: URL) throws(HeaderTemplate.Problem) -> [(name: String, value: String)] {
         guard Origin(url) == origin else { return [] }
         var expanded: [(name: String, value: String)] = []
         expanded.reserveCapacity(headers.count)

@@ -3,11 +3,11 @@ import Glibc
 
 extension RequestConfig {
     /// The environment variable naming the config file when `--config` does not.
-    public static let environmentVariable = "RUNNER_CONFIG"
+    package static let environmentVariable = "RUNNER_CONFIG"
 
     /// A config file that cannot be used, in one line naming the file and the field.
-    public struct FileError: Error, Sendable, CustomStringConvertible {
-        public var description: String
+    package struct FileError: Error, Sendable, CustomStringConvertible {
+        package var description: String
         init(_ path: String, _ field: String?, _ problem: String) {
             description = "config \(path): " + (field.map { "field '\($0)' " } ?? "") + problem
         }
@@ -23,7 +23,7 @@ extension RequestConfig {
     /// folders, TLS files, `{file:}` references) are resolved against the config file's folder.
     /// Header references must expand now (checked and forgotten) unless `checkingSecrets` is
     /// false (`submit`: the watcher's environment is not the submitter's); TLS files must be readable.
-    public init(
+    package init(
         contentsOf path: String, environment: [String: String] = ProcessInfo.processInfo.environment, checkingSecrets: Bool = true
     ) throws(FileError) {
         // Read as job files are: through a symbolic link too (a mounted ConfigMap is one).
@@ -182,7 +182,7 @@ extension RequestConfig {
 
     /// Adds what a config file sets (`userAgent`, `kinds`, `hosts`) to this one, whose `rate` and
     /// `cacert` come from the command line.
-    public mutating func merge(_ file: RequestConfig) {
+    package mutating func merge(_ file: RequestConfig) {
         if let agent = file.userAgent { userAgent = agent }
         kinds += file.kinds
         hosts += file.hosts

@@ -5,20 +5,20 @@ import Foundation
 ///
 /// `hosts` are looked up by the host a request goes to: a host name matches itself, `*.suffix`
 /// any name below the suffix; an exact name wins over a suffix, a longer suffix over a shorter one.
-public struct RequestConfig: Sendable {
+package struct RequestConfig: Sendable {
     /// Replaces `runner/<version>` as the User-Agent.
-    public var userAgent: String?
+    package var userAgent: String?
     /// Folders of kind files, after those of `--kinds`.
-    public var kinds: [String]
+    package var kinds: [String]
     /// Settings per host pattern, in the file's order.
-    public var hosts: [(pattern: HostPattern, settings: HostSettings)]
+    package var hosts: [(pattern: HostPattern, settings: HostSettings)]
     /// Requests per second to any one host without a `rate` of its own (`--rate`); nil: unpaced.
-    public var rate: Double?
+    package var rate: Double?
     /// A CA bundle trusted instead of the system's for hosts without a `cacert` of their own
     /// (`--cacert`).
-    public var cacert: String?
+    package var cacert: String?
 
-    public init(
+    package init(
         userAgent: String? = nil, kinds: [String] = [], hosts: [(pattern: HostPattern, settings: HostSettings)] = [],
         rate: Double? = nil, cacert: String? = nil
     ) {
@@ -33,7 +33,7 @@ public struct RequestConfig: Sendable {
     /// name wins over a suffix, a longer suffix over a shorter one, and an entry bound to the
     /// port over one without a port (which covers every port). With no `port`, only entries
     /// without one (what counts per host: `rate`, `perHost`).
-    public func settings(forHost host: String, port: Int? = nil) -> HostSettings? {
+    package func settings(forHost host: String, port: Int? = nil) -> HostSettings? {
         entryIndex(forHost: host, port: port).map { hosts[$0].settings }
     }
 
@@ -55,14 +55,14 @@ public struct RequestConfig: Sendable {
     }
 
     /// The entry of `hosts` a request to `url` takes its settings from, as the config writes it.
-    public func entryName(for url: URL) -> String? {
+    package func entryName(for url: URL) -> String? {
         let origin = Origin(url)
         guard let index = entryIndex(forHost: origin.host, port: origin.port) else { return nil }
         return Self.written(hosts[index].pattern, port: hosts[index].settings.port)
     }
 
     /// The settings for a request to `url` (its host and port, the scheme's default if none).
-    public func settings(for url: URL) -> HostSettings? {
+    package func settings(for url: URL) -> HostSettings? {
         guard !hosts.isEmpty else { return nil }
         let origin = Origin(url)
         return settings(forHost: origin.host, port: origin.port)
@@ -70,7 +70,7 @@ public struct RequestConfig: Sendable {
 
     /// The entries of `hosts` that name none of `contacted` (host names), as written in the
     /// config: for the warning that an entry (and its secrets) went unused.
-    public func entries(namingNoneOf contacted: some Sequence<String>) -> [String] {
+    package func entries(namingNoneOf contacted: some Sequence<String>) -> [String] {
         let contacted = Array(contacted)
         return hosts.filter { entry in !contacted.contains { entry.pattern.matches(host: $0, address: nil) } }
             .map { Self.written($0.pattern, port: $0.settings.port) }
@@ -90,40 +90,40 @@ public struct RequestConfig: Sendable {
     }
 
     /// Bytes a second of the transfers from `host` together (its entry's `limitRate`); nil: no cap of its own.
-    public func limitRate(forHost host: String) -> Int? {
+    package func limitRate(forHost host: String) -> Int? {
         settings(forHost: host)?.limitRate
     }
 
     /// Requests per second to `host`: its own `rate`, else `--rate`; nil when unpaced.
-    public func rate(forHost host: String) -> Double? {
+    package func rate(forHost host: String) -> Double? {
         settings(forHost: host)?.rate ?? rate
     }
 
     /// Whether any host sets TLS files or `--cacert` is given (a client must honour them).
-    public var usesTLSFiles: Bool {
+    package var usesTLSFiles: Bool {
         cacert != nil || hosts.contains { $0.settings.cacert != nil || $0.settings.cert != nil || $0.settings.key != nil }
     }
 }
 
 /// The settings of one host pattern in the config's `hosts`.
-public struct HostSettings: Sendable {
+package struct HostSettings: Sendable {
     /// The port the entry is bound to (`host:port`); nil: every port of the host.
-    public var port: Int?
+    package var port: Int?
     /// Headers sent to this host only; values may hold secret references.
-    public var headers: [HeaderTemplate]
+    package var headers: [HeaderTemplate]
     /// Requests per second to this host (token bucket); overrides `--rate`.
-    public var rate: Double?
+    package var rate: Double?
     /// Attempts talking to this host at once; overrides `--per-host`.
-    public var perHost: Int?
+    package var perHost: Int?
     /// Bytes a second of every transfer from this host together, within `--limit-rate`.
-    public var limitRate: Int?
+    package var limitRate: Int?
     /// CA bundle (PEM) that verifies this host's certificate, instead of the system's.
-    public var cacert: String?
+    package var cacert: String?
     /// Client certificate (PEM) and its key, for hosts that ask for one.
-    public var cert: String?
-    public var key: String?
+    package var cert: String?
+    package var key: String?
 
-    public init(
+    package init(
         headers: [HeaderTemplate] = [], rate: Double? = nil, perHost: Int? = nil, cacert: String? = nil, cert: String? = nil,
         key: String? = nil, port: Int? = nil
     ) {

@@ -17,15 +17,15 @@ import Foundation
 ///
 /// A period fires at every multiple of it since 1970-01-01 00:00 UTC, whatever the zone: every
 /// machine of a fleet computes the same ticks.
-public struct CronExpression: Sendable, Equatable, CustomStringConvertible {
+package struct CronExpression: Sendable, Equatable, CustomStringConvertible {
     /// Why an expression is not one, in words naming the field: `minute: 61 is not in 0-59`.
-    public struct Invalid: Error, Sendable, CustomStringConvertible {
-        public var description: String
+    package struct Invalid: Error, Sendable, CustomStringConvertible {
+        package var description: String
         init(_ description: String) { self.description = description }
     }
 
     /// The expression as given (a macro stays a macro).
-    public let text: String
+    package let text: String
     /// Set bits: minutes 0-59, hours 0-23, days 1-31, months 1-12, weekdays 0-6 (Sunday 0).
     let minutes: UInt64
     let hours: UInt64
@@ -36,7 +36,7 @@ public struct CronExpression: Sendable, Equatable, CustomStringConvertible {
     let daysStar: Bool
     let weekdaysStar: Bool
 
-    public var description: String { text }
+    package var description: String { text }
 
     static let macros: [String: String] = [
         "@hourly": "0 * * * *", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@weekly": "0 0 * * 0",
@@ -46,7 +46,7 @@ public struct CronExpression: Sendable, Equatable, CustomStringConvertible {
     static let monthNames = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
     static let dayNames = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
 
-    public init(_ text: String) throws(Invalid) {
+    package init(_ text: String) throws(Invalid) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         var fields: [Substring]
         if trimmed.hasPrefix("@") {
@@ -137,7 +137,7 @@ public struct CronExpression: Sendable, Equatable, CustomStringConvertible {
 
     /// The first time strictly after `date` that the expression fires in `zone` (nil: none in
     /// the next 30 years, which parsing has ruled out but for Feb 29 with a weekday).
-    public func next(after date: Date, in zone: TimeZone) -> Date? {
+    package func next(after date: Date, in zone: TimeZone) -> Date? {
         let after = Int64(floor(date.timeIntervalSince1970))
         let wall = after + Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: TimeInterval(after))))
         // From the local day before (an instant just after a fall-back may still be that day's
@@ -213,12 +213,12 @@ public struct CronExpression: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// When a schedule fires: a cron expression in a zone, or a fixed period.
-public enum ScheduleTiming: Sendable, Equatable, CustomStringConvertible {
+package enum ScheduleTiming: Sendable, Equatable, CustomStringConvertible {
     case cron(CronExpression, zone: TimeZone)
     case every(seconds: Int64)
 
     /// `--every`'s text: a whole number of seconds, minutes or hours (`30s`, `5m`, `2h`), at least 1 s.
-    public static func period(_ text: String) throws(CronExpression.Invalid) -> Int64 {
+    package static func period(_ text: String) throws(CronExpression.Invalid) -> Int64 {
         let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600]
         guard let unit = text.last.flatMap({ units[$0] }), let count = Int64(text.dropLast()), count > 0, count <= 366 * 86_400 / unit else {
             throw CronExpression.Invalid("--every: \(text.isEmpty ? "nothing" : text) is not a period: a whole number of seconds, minutes or hours above 0, such as 30s, 5m or 2h")
@@ -227,7 +227,7 @@ public enum ScheduleTiming: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The first tick strictly after `date`.
-    public func next(after date: Date) -> Date? {
+    package func next(after date: Date) -> Date? {
         switch self {
         case .cron(let expression, let zone):
             return expression.next(after: date, in: zone)
@@ -237,7 +237,7 @@ public enum ScheduleTiming: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .cron(let expression, _): return expression.text
         case .every(let seconds):
@@ -250,7 +250,7 @@ public enum ScheduleTiming: Sendable, Equatable, CustomStringConvertible {
 
 extension CronExpression {
     /// `2026-03-29T03:00:00+02:00`: the wall time in `zone` with its offset (`+00:00` in UTC).
-    public static func iso8601(_ date: Date, in zone: TimeZone) -> String {
+    package static func iso8601(_ date: Date, in zone: TimeZone) -> String {
         let instant = Int64(floor(date.timeIntervalSince1970))
         let offset = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: TimeInterval(instant))))
         let wall = instant + offset
@@ -265,7 +265,7 @@ extension CronExpression {
 
     /// A time as `schedule next --from` takes it: ISO 8601 with an offset or `Z`
     /// (`2026-03-29T01:30:00+01:00`), or a wall time without one (`2026-03-29T01:30`, `2026-03-29 01:30:00`) read in `zone`.
-    public static func parseTime(_ text: String, in zone: TimeZone) -> Date? {
+    package static func parseTime(_ text: String, in zone: TimeZone) -> Date? {
         let pattern = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2}))?(Z|[+-]\d{2}:?\d{2})?$/
         guard let match = text.wholeMatch(of: pattern) else { return nil }
         guard let year = Int(match.1), let month = Int(match.2), let day = Int(match.3), let hour = Int(match.4), let minute = Int(match.5),

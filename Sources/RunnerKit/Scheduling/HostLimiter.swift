@@ -4,38 +4,38 @@ import Synchronization
 /// the config). A job takes its host's slot before an attempt starts, so waiting for it never
 /// eats into the attempt's deadline.
 /// `waits` tells how much the cap held jobs back, for the run's summary.
-public final class HostLimiter: Sendable {
+package final class HostLimiter: Sendable {
     /// How much the per-host cap held jobs back, summed over every job and host.
-    public struct Waits: Sendable {
+    package struct Waits: Sendable {
         /// The cap (`--per-host`).
-        public var limit: Int
+        package var limit: Int
         /// The cap of the busiest host, when the config gives it a `perHost` of its own.
-        public var busiestHostLimit: Int?
+        package var busiestHostLimit: Int?
         /// Time jobs waited for a host slot.
-        public var waited: Duration
+        package var waited: Duration
         /// Time jobs held a host slot (their attempts).
-        public var held: Duration
+        package var held: Duration
         /// The host whose jobs waited longest in all, and how long.
-        public var busiestHost: String?
-        public var busiestHostWaited: Duration
+        package var busiestHost: String?
+        package var busiestHostWaited: Duration
 
         /// The share of the time jobs spent at their hosts (waiting for a slot, or holding one)
         /// that was waiting, from 0 to 1.
-        public var share: Double {
+        package var share: Double {
             let total = waited + held
             return total > .zero ? waited / total : 0
         }
 
         /// Whether the cap held jobs back for a noticeable share of the run: a quarter or more
         /// of their time at hosts was spent waiting, and at least a second in all.
-        public var isNoticeable: Bool { waited >= .seconds(1) && share >= 0.25 }
+        package var isNoticeable: Bool { waited >= .seconds(1) && share >= 0.25 }
     }
 
-    public let limit: Int
+    package let limit: Int
     /// Hosts whose limiters are kept: past them, the limiters of idle hosts (no slot in use,
     /// nobody waiting) go, the longest unasked first, so a watcher that meets thousands of hosts
     /// keeps the busiest and forgets the rest. A busy host is never forgotten.
-    public let kept: Int
+    package let kept: Int
     private let requests: RequestConfig
 
     private struct Entry {
@@ -57,7 +57,7 @@ public final class HostLimiter: Sendable {
     private let table = Mutex(Table())
 
     /// `limit` slots per host, except for hosts whose settings in `requests` have a `perHost`.
-    public init(limit: Int, requests: RequestConfig = RequestConfig(), kept: Int = 1_000) {
+    package init(limit: Int, requests: RequestConfig = RequestConfig(), kept: Int = 1_000) {
         precondition(limit > 0, "a host needs at least one slot")
         self.limit = limit
         self.requests = requests
@@ -65,12 +65,12 @@ public final class HostLimiter: Sendable {
     }
 
     /// The cap of `host` (lower-cased): its `perHost` in the config, else `limit`.
-    public func limit(forHost host: String) -> Int {
+    package func limit(forHost host: String) -> Int {
         requests.settings(forHost: host)?.perHost.map { max(1, $0) } ?? limit
     }
 
     /// The limiter of `host` (hosts compared case-insensitively).
-    public func limiter(for host: String) -> SlotLimiter {
+    package func limiter(for host: String) -> SlotLimiter {
         let name = host.lowercased()
         return table.withLock { table in
             table.asked += 1
@@ -107,13 +107,13 @@ public final class HostLimiter: Sendable {
 
     /// The hosts jobs have taken a slot of (lower-cased), in no order: those kept, and those a
     /// config entry names.
-    public var hosts: [String] { table.withLock { Array(Set($0.limiters.keys).union($0.configured)) } }
+    package var hosts: [String] { table.withLock { Array(Set($0.limiters.keys).union($0.configured)) } }
 
     /// Every kept host's limiter (lower-cased names), in no order: slots in use and callers waiting now.
-    public var hostLimiters: [(host: String, limiter: SlotLimiter)] { table.withLock { $0.limiters.map { ($0.key, $0.value.limiter) } } }
+    package var hostLimiters: [(host: String, limiter: SlotLimiter)] { table.withLock { $0.limiters.map { ($0.key, $0.value.limiter) } } }
 
     /// How much the cap held jobs back so far.
-    public var waits: Waits {
+    package var waits: Waits {
         let (hosts, forgotten, busiest) = table.withLock { ($0.limiters, $0.forgotten, $0.forgottenBusiest) }
         var waits = Waits(
             limit: limit, busiestHostLimit: nil, waited: forgotten.waited, held: forgotten.held, busiestHost: busiest?.host,

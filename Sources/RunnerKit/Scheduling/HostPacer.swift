@@ -3,7 +3,7 @@ import Synchronization
 /// Pacing shared with other processes (the runners of one queue): a request to a paced host
 /// also takes the fleet's next slot of that host, and a pause one runner was asked for holds
 /// for all.
-public protocol SharedPacing: Sendable {
+package protocol SharedPacing: Sendable {
     /// Takes `host`'s next request slot for the fleet, `interval` after the one before it and
     /// not before the host's pause ends; returns how long from now until that slot (zero: now).
     func reserve(host: String, interval: Duration) async -> Duration
@@ -17,7 +17,7 @@ public protocol SharedPacing: Sendable {
 }
 
 extension SharedPacing {
-    public func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async -> Duration? { nil }
+    package func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async -> Duration? { nil }
 }
 
 /// Paces requests per host (`--rate`, a host's `rate` in the config) and holds a host back while
@@ -34,21 +34,21 @@ extension SharedPacing {
 /// fleet's slot before it goes, so the rate holds for every runner together.
 ///
 /// With no rate anywhere and no pause ever asked for, `acquire` costs one atomic load.
-public final class HostPacer: Sendable {
+package final class HostPacer: Sendable {
     /// How much pacing held jobs back, summed over every job and host.
-    public struct Waits: Sendable {
+    package struct Waits: Sendable {
         /// Time jobs waited for a token or for a host's pause to end.
-        public var waited: Duration
+        package var waited: Duration
         /// The host whose jobs waited longest in all, and how long.
-        public var busiestHost: String?
-        public var busiestHostWaited: Duration
+        package var busiestHost: String?
+        package var busiestHostWaited: Duration
         /// Requests per second to the busiest host (nil: it was only paused).
-        public var busiestHostRate: Double?
+        package var busiestHostRate: Double?
         /// Pauses hosts asked for (`Retry-After` on a 429 or 503).
-        public var pauses: Int
+        package var pauses: Int
 
         /// Whether pacing held jobs back for at least a second in all.
-        public var isNoticeable: Bool { waited >= .seconds(1) }
+        package var isNoticeable: Bool { waited >= .seconds(1) }
     }
 
     private struct Waiter {
@@ -83,12 +83,12 @@ public final class HostPacer: Sendable {
     /// Hosts whose pace is kept: past them, hosts nobody waits for whose next token is there and
     /// whose pause is over are forgotten (a fresh entry would be the same), so thousands of
     /// hosts keep a bounded table.
-    public static let keptHosts = 1_000
+    package static let keptHosts = 1_000
 
     /// The longest pause a `Retry-After` may ask for (as `Backoff.retryAfterCap`).
-    public let pauseCap: Duration
+    package let pauseCap: Duration
     /// Where the rates come from.
-    public let requests: RequestConfig
+    package let requests: RequestConfig
     private let timeline: any Timeline
     private let shared: (any SharedPacing)?
     /// Whether any host is paced or was ever paused; when not, `acquire` returns at once.
@@ -97,7 +97,7 @@ public final class HostPacer: Sendable {
 
     /// A pacer with the rates of `requests` (`rate(forHost:)`), on `clock`.
     /// With `shared`, paced hosts take the fleet's slots too and pauses are told to the fleet.
-    public init(
+    package init(
         requests: RequestConfig, clock: any Clock<Duration> = ContinuousClock(), pauseCap: Duration = .seconds(30),
         shared: (any SharedPacing)? = nil
     ) {
@@ -109,7 +109,7 @@ public final class HostPacer: Sendable {
     }
 
     /// Requests per second to `host` (lower-cased), nil when unpaced.
-    public func rate(forHost host: String) -> Double? {
+    package func rate(forHost host: String) -> Double? {
         requests.rate(forHost: host.lowercased()).flatMap { $0 > 0 && $0.isFinite ? $0 : nil }
     }
 
@@ -120,7 +120,7 @@ public final class HostPacer: Sendable {
     /// Returns how long the caller waited (zero when the token was there); `onWait` is called
     /// when it joins the line.
     @discardableResult
-    public func acquire(host: String, onWait: () -> Void = {}) async throws -> Duration {
+    package func acquire(host: String, onWait: () -> Void = {}) async throws -> Duration {
         guard engaged.load(ordering: .acquiring) else { return .zero }
         let name = host.lowercased()
         let began = timeline.now
@@ -248,7 +248,7 @@ public final class HostPacer: Sendable {
     /// every job of the process: waiting ones included. A pause never shortens an earlier one.
     /// A pause that came from the fleet (`fromFleet`) is not told to it again; to tell the fleet
     /// of one this process was asked for, use `pauseForTheFleet`.
-    public func pause(host: String, for duration: Duration, fromFleet: Bool = false) {
+    package func pause(host: String, for duration: Duration, fromFleet: Bool = false) {
         guard duration > .zero else { return }
         if !fromFleet, let shared {
             let (host, duration) = (host.lowercased(), min(duration, pauseCap))
@@ -259,7 +259,7 @@ public final class HostPacer: Sendable {
 
     /// `pause`, and with shared pacing returns only once the fleet was told: the job that was
     /// asked to wait ends (and its record is stored) after every runner can see the pause.
-    public func pauseForTheFleet(host: String, for duration: Duration) async {
+    package func pauseForTheFleet(host: String, for duration: Duration) async {
         guard duration > .zero else { return }
         pauseHere(host: host, for: duration)
         await shared?.pause(host: host.lowercased(), for: min(duration, pauseCap))
@@ -278,7 +278,7 @@ public final class HostPacer: Sendable {
     }
 
     /// Until when `host` is paused, as time left from now (zero when it is not).
-    public func pauseLeft(host: String) -> Duration {
+    package func pauseLeft(host: String) -> Duration {
         let now = timeline.now
         let until = state.withLock { $0.hosts[host.lowercased()]?.pausedUntil ?? .zero }
         return max(.zero, until - now)
@@ -287,7 +287,7 @@ public final class HostPacer: Sendable {
     // MARK: - Measuring
 
     /// How much pacing held jobs back so far.
-    public var waits: Waits {
+    package var waits: Waits {
         state.withLock { state in
             let forgotten = state.forgottenBusiest
             var waits = Waits(
@@ -306,8 +306,8 @@ public final class HostPacer: Sendable {
     }
 
     /// Hosts in the table now.
-    public var hostCount: Int { state.withLock { $0.hosts.count } }
+    package var hostCount: Int { state.withLock { $0.hosts.count } }
 
     /// Callers waiting for `host` right now (for tests that must know a caller joined the line).
-    public func waiting(host: String) -> Int { state.withLock { $0.hosts[host.lowercased()]?.line.count ?? 0 } }
+    package func waiting(host: String) -> Int { state.withLock { $0.hosts[host.lowercased()]?.line.count ?? 0 } }
 }

@@ -2,11 +2,11 @@ import Synchronization
 
 /// Bounded concurrency: at most `limit` holders at once, waiters served first come, first served.
 /// It also sums how long callers waited for a slot and how long slots were held (`usage`).
-public final class SlotLimiter: Sendable {
+package final class SlotLimiter: Sendable {
     /// Time summed over every caller: waiting for a slot, and holding one.
-    public struct Usage: Sendable {
-        public var waited: Duration = .zero
-        public var held: Duration = .zero
+    package struct Usage: Sendable {
+        package var waited: Duration = .zero
+        package var held: Duration = .zero
     }
 
     private struct State {
@@ -26,10 +26,10 @@ public final class SlotLimiter: Sendable {
         }
     }
 
-    public let limit: Int
+    package let limit: Int
     private let state: Mutex<State>
 
-    public init(limit: Int) {
+    package init(limit: Int) {
         precondition(limit > 0, "a limiter needs at least one slot")
         self.limit = limit
         self.state = Mutex(State(available: limit))
@@ -39,7 +39,7 @@ public final class SlotLimiter: Sendable {
     /// Returns how long the caller waited in line (zero when a slot was free); `onWait` is
     /// called when it joins the line.
     @discardableResult
-    public func acquire(onWait: () -> Void = {}) async throws -> Duration {
+    package func acquire(onWait: () -> Void = {}) async throws -> Duration {
         let limit = self.limit
         let id = state.withLock { state -> UInt64? in
             if state.available > 0 {
@@ -90,7 +90,7 @@ public final class SlotLimiter: Sendable {
     private enum Joining { case waiting, tookFreeSlot, cancelled }
 
     /// Gives a slot back, handing it straight to the longest waiter if there is one.
-    public func release() {
+    package func release() {
         let limit = self.limit
         let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
             state.countHeld(limit: limit)
@@ -110,10 +110,10 @@ public final class SlotLimiter: Sendable {
     }
 
     /// Slots free right now.
-    public var available: Int { state.withLock { $0.available } }
+    package var available: Int { state.withLock { $0.available } }
 
     /// How long callers waited for a slot and held one, summed, up to now.
-    public var usage: Usage {
+    package var usage: Usage {
         let limit = self.limit
         return state.withLock { state in
             state.countHeld(limit: limit)
@@ -122,5 +122,5 @@ public final class SlotLimiter: Sendable {
     }
 
     /// Callers waiting in line right now.
-    public var waiting: Int { state.withLock { $0.waiters.count - $0.head } }
+    package var waiting: Int { state.withLock { $0.waiters.count - $0.head } }
 }

@@ -16,51 +16,51 @@ import Glibc
 /// (`group`). Every move is a rename inside the spool, so a file is always in exactly one
 /// folder, and a reader never sees half of one; every move that changes what a file means is
 /// made durable (the folder fsync'ed) before it is reported.
-public struct Spool: Sendable {
+package struct Spool: Sendable {
     /// A spool problem in words: a folder that cannot be made, a file that cannot be placed.
-    public struct Error: Swift.Error, CustomStringConvertible {
-        public var description: String
+    package struct Error: Swift.Error, CustomStringConvertible {
+        package var description: String
         init(_ description: String) { self.description = description }
     }
 
     /// The spool folder, absolute.
-    public let root: String
+    package let root: String
 
-    public var inbox: String { root + "/inbox" }
-    public var active: String { root + "/active" }
-    public var done: String { root + "/done" }
-    public var failed: String { root + "/failed" }
-    public var cancel: String { root + "/cancel" }
-    public var locks: String { root + "/locks" }
+    package var inbox: String { root + "/inbox" }
+    package var active: String { root + "/active" }
+    package var done: String { root + "/done" }
+    package var failed: String { root + "/failed" }
+    package var cancel: String { root + "/cancel" }
+    package var locks: String { root + "/locks" }
 
     /// Beside a file in done/ or failed/: its result records, one per top-level job.
-    public static let resultsSuffix = ".results.jsonl"
+    package static let resultsSuffix = ".results.jsonl"
     /// Beside a file put back in inbox/ by a watcher that died (hidden, `.<name>.replay.jsonl`):
     /// the records of its jobs that had ended, which do not run again.
-    public static let replaySuffix = ".replay.jsonl"
+    package static let replaySuffix = ".replay.jsonl"
     /// Beside a file in failed/: why.
-    public static let errorSuffix = ".error.txt"
+    package static let errorSuffix = ".error.txt"
 
     /// The producers' group: folders are 2770 and files 0660 with it; without it, 0700 and 0600.
-    public let group: gid_t?
+    package let group: gid_t?
 
     /// The spool folder when none is named.
-    public static let defaultRoot = "spool"
+    package static let defaultRoot = "spool"
 
-    public init(root: String, group: gid_t? = nil) {
+    package init(root: String, group: gid_t? = nil) {
         let absolute = root.hasPrefix("/") ? root : FileManager.default.currentDirectoryPath + "/" + root
         self.root = (absolute as NSString).standardizingPath
         self.group = group
     }
 
     /// The mode of the spool's folders.
-    public var folderMode: mode_t { group == nil ? 0o700 : 0o2770 }
+    package var folderMode: mode_t { group == nil ? 0o700 : 0o2770 }
     /// The mode of the files the runner makes in the spool.
-    public var fileMode: mode_t { group == nil ? 0o600 : 0o660 }
+    package var fileMode: mode_t { group == nil ? 0o600 : 0o660 }
 
     /// Makes the spool and its folders where they are missing, with `folderMode` (and the group).
     /// Folders that exist keep their mode, unless a group is given: then they get it and 2770.
-    public func makeFolders() throws(Error) {
+    package func makeFolders() throws(Error) {
         do {
             try FileSystem.makeFolder(root, mode: folderMode, group: group, parents: true)
             for folder in [inbox, active, done, failed, cancel, locks] {
@@ -72,7 +72,7 @@ public struct Spool: Sendable {
     }
 
     /// The gid of a group by name or number, for `--group`.
-    public static func groupID(named name: String) throws(Error) -> gid_t {
+    package static func groupID(named name: String) throws(Error) -> gid_t {
         if let number = gid_t(name) { return number }
         guard let entry = getgrnam(name) else { throw Error("there is no group named '\(name)'") }
         return entry.pointee.gr_gid
@@ -83,7 +83,7 @@ public struct Spool: Sendable {
     /// Copies `file` into inbox/ atomically and durably, and returns the name it got there: a
     /// dot-named copy is written and fsync'ed, renamed to its name (never replacing a waiting
     /// file), and inbox/ is fsync'ed, so once this returns the file survives a power loss.
-    public func submit(file: String) throws(Error) -> String {
+    package func submit(file: String) throws(Error) -> String {
         try makeFolders()
         let name = (file as NSString).lastPathComponent
         let base = name.hasPrefix(".") ? "_" + name.dropFirst() : name
@@ -116,7 +116,7 @@ public struct Spool: Sendable {
 
     /// Asks every watcher of this spool to cancel `key`: its running task, and its jobs in files
     /// written before now.
-    public func requestCancel(key: String) throws(Error) -> String {
+    package func requestCancel(key: String) throws(Error) -> String {
         try makeFolders()
         let path = "\(cancel)/\(OutputStore.fileName(forKey: key))"
         do {

@@ -9,14 +9,14 @@ import Glibc
 /// status`), and removes it before it lets go. One who opened the file just before it was removed
 /// would lock a file nobody else can find, so a taker checks after locking that the path still
 /// names the file it locked, and tries again if not.
-public struct SpoolKeyLock: KeyLocking {
-    public let folder: String
+package struct SpoolKeyLock: KeyLocking {
+    package let folder: String
 
     /// Opens a lock file; a test hands in one that fails, as `open` does when the process is
     /// out of descriptors.
     let openFile: @Sendable (String, Int32, mode_t) -> Int32
 
-    public init(spool: Spool) {
+    package init(spool: Spool) {
         self.init(folder: spool.locks, mode: spool.fileMode)
     }
 
@@ -28,7 +28,7 @@ public struct SpoolKeyLock: KeyLocking {
 
     let mode: mode_t
 
-    public func tryLock(key: String) -> (@Sendable () -> Void)? {
+    package func tryLock(key: String) -> (@Sendable () -> Void)? {
         if case .acquired(let release) = lock(key: key) { return release }
         return nil
     }
@@ -36,7 +36,7 @@ public struct SpoolKeyLock: KeyLocking {
     /// The lock file is opened without following a link (a link planted at its name is
     /// removed, never written through) and without blocking (a FIFO there does not hang the
     /// runner), and must be a regular file.
-    public func lock(key: String) -> KeyLockOutcome {
+    package func lock(key: String) -> KeyLockOutcome {
         let path = "\(folder)/\(OutputStore.fileName(forKey: key))"
         var tries = 0
         while true {
@@ -90,7 +90,7 @@ public struct SpoolKeyLock: KeyLocking {
     }
 
     /// The keys held now by live processes, with when each started, read from the lock files.
-    public func held() -> [(key: String, pid: Int, startedAt: Date)] {
+    package func held() -> [(key: String, pid: Int, startedAt: Date)] {
         FileSystem.names(in: folder).compactMap { name in
             guard !name.hasPrefix("."), let data = FileSystem.readSmall("\(folder)/\(name)", cap: 4096),
                 let value = try? JSONParser.parse(data),

@@ -3,34 +3,34 @@ import Glibc
 
 /// What a spool holds now, read from its folders and lock files alone, so it works with or
 /// without a watcher running. Data only: the command line renders it.
-public struct SpoolStatus: Sendable {
-    public struct FinishedFile: Sendable {
-        public var name: String
-        public var at: Date
+package struct SpoolStatus: Sendable {
+    package struct FinishedFile: Sendable {
+        package var name: String
+        package var at: Date
         /// For a failed file, the first line of its reason.
-        public var reason: String?
+        package var reason: String?
     }
 
-    public struct RunningJob: Sendable {
-        public var key: String
-        public var pid: Int
-        public var startedAt: Date
+    package struct RunningJob: Sendable {
+        package var key: String
+        package var pid: Int
+        package var startedAt: Date
     }
 
     /// Files waiting in inbox/, oldest first.
-    public var queued: [String]
+    package var queued: [String]
     /// Files claimed by live watchers, by watcher.
-    public var claimed: [(watcher: String, files: [String])]
+    package var claimed: [(watcher: String, files: [String])]
     /// Files left in active/ by watchers that died (the next watcher puts them back in line).
-    public var orphaned: Int
-    public var running: [RunningJob]
-    public var doneCount: Int
-    public var failedCount: Int
-    public var latestDone: FinishedFile?
-    public var latestFailed: FinishedFile?
-    public var cancelRequests: [String]
+    package var orphaned: Int
+    package var running: [RunningJob]
+    package var doneCount: Int
+    package var failedCount: Int
+    package var latestDone: FinishedFile?
+    package var latestFailed: FinishedFile?
+    package var cancelRequests: [String]
 
-    public static func read(_ spool: Spool) -> SpoolStatus {
+    package static func read(_ spool: Spool) -> SpoolStatus {
         let queued = FileSystem.names(in: spool.inbox).filter(Spool.isCandidate).compactMap { name -> (String, Double)? in
             guard let entry = FileSystem.entry("\(spool.inbox)/\(name)") else { return nil }
             return (name, FileSystem.seconds(entry.changed))

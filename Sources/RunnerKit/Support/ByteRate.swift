@@ -1,8 +1,8 @@
 /// A number of bytes a second as a user writes it: `500K`, `2M`, `1G` (powers of 1024, as curl
 /// reads them), or bytes (`--limit-rate`, a config host's `limitRate`).
-public enum ByteRate {
+package enum ByteRate {
     /// Nil when the text is not one.
-    public static func parse(_ text: String) -> Int? {
+    package static func parse(_ text: String) -> Int? {
         let units: [Character: Int] = ["K": 1024, "k": 1024, "M": 1 << 20, "m": 1 << 20, "G": 1 << 30, "g": 1 << 30]
         var digits = Substring(text)
         var factor = 1

@@ -9,20 +9,20 @@ import Synchronization
 /// `RUNNER_QUEUE`, and no variable whose value holds one of theirs, the queue's URL or the page's
 /// token, whatever the watcher was started with. The command line withholds those values as it reads
 /// them (`withhold(_:)`).
-public enum ChildEnvironment {
+package enum ChildEnvironment {
     /// Variables never passed on.
-    public static let withheldNames: Set<String> = ["PGPASSWORD", "PGPASSFILE", "RUNNER_QUEUE"]
+    package static let withheldNames: Set<String> = ["PGPASSWORD", "PGPASSFILE", "RUNNER_QUEUE"]
 
     private static let withheldValues = Mutex<Set<String>>([])
 
     /// Withholds every variable whose value contains `secret` (an empty one is ignored).
-    public static func withhold(_ secret: String) {
+    package static func withhold(_ secret: String) {
         guard !secret.isEmpty else { return }
         _ = withheldValues.withLock { $0.insert(secret) }
     }
 
     /// The runner's environment without what is withheld, with `adding` over it.
-    public static func make(adding: [String: String] = [:], from base: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
+    package static func make(adding: [String: String] = [:], from base: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
         // The values of the withheld variables are secrets too, wherever else they were copied.
         // A secret of 8 characters or more is looked for inside every value; a shorter one (a
         // weak password) only as a whole value, so that it cannot take PATH or HOME with it.

@@ -7,17 +7,17 @@
 /// once an object has more than a few members, so a hostile payload of a million members costs
 /// no more than a million values. A caller that must be able to give up (a deadline) passes
 /// `shouldStop`, which is asked every `stopCheckInterval` bytes or so of progress.
-public struct JSONParser {
+package struct JSONParser {
     /// Where and why parsing stopped.
-    public struct Error: Swift.Error, Equatable, CustomStringConvertible {
-        public var message: String
-        public var line: Int
-        public var column: Int
+    package struct Error: Swift.Error, Equatable, CustomStringConvertible {
+        package var message: String
+        package var line: Int
+        package var column: Int
         /// True when parsing was abandoned because `shouldStop` said so, not because of the input.
-        public var isStopped: Bool
-        public var description: String { "\(message) at line \(line), column \(column)" }
+        package var isStopped: Bool
+        package var description: String { "\(message) at line \(line), column \(column)" }
 
-        public init(message: String, line: Int, column: Int, isStopped: Bool = false) {
+        package init(message: String, line: Int, column: Int, isStopped: Bool = false) {
             self.message = message
             self.line = line
             self.column = column
@@ -26,12 +26,12 @@ public struct JSONParser {
     }
 
     /// Bytes of progress between two calls of `shouldStop`.
-    public static let stopCheckInterval = 64 * 1024
+    package static let stopCheckInterval = 64 * 1024
 
     /// Parses one complete JSON document; anything but whitespace after it is an error.
     /// - Parameter shouldStop: asked every `stopCheckInterval` bytes or so, on the parsing thread;
     ///   when it answers true, parsing ends with an error whose `isStopped` is true.
-    public static func parse(_ bytes: [UInt8], shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
+    package static func parse(_ bytes: [UInt8], shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParser.Error) -> JSONValue in
             var parser = JSONParser(buffer, shouldStop: shouldStop)
             return try parser.parseDocument()
@@ -39,7 +39,7 @@ public struct JSONParser {
     }
 
     /// Parses a slice that holds one JSON document; lines and columns count from its start.
-    public static func parse(_ bytes: ArraySlice<UInt8>, shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
+    package static func parse(_ bytes: ArraySlice<UInt8>, shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
         try bytes.withUnsafeBufferPointer { (buffer) throws(JSONParser.Error) -> JSONValue in
             var parser = JSONParser(buffer, shouldStop: shouldStop)
             return try parser.parseDocument()
@@ -47,13 +47,13 @@ public struct JSONParser {
     }
 
     /// Parses bytes in memory that hold one JSON document.
-    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>, shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
+    package static func parse(_ buffer: UnsafeBufferPointer<UInt8>, shouldStop: (() -> Bool)? = nil) throws(JSONParser.Error) -> JSONValue {
         var parser = JSONParser(buffer, shouldStop: shouldStop)
         return try parser.parseDocument()
     }
 
     /// Parses a string that holds one JSON document.
-    public static func parse(_ text: String) throws(JSONParser.Error) -> JSONValue {
+    package static func parse(_ text: String) throws(JSONParser.Error) -> JSONValue {
         try parse(Array(text.utf8))
     }
 

@@ -68,7 +68,7 @@ extension JSONValue {
     /// The value with bounds a reader can rely on: every string (and member name) cut to
     /// `stringBytes` of UTF-8 at a character's end, saying how much was cut; arrays and objects
     /// cut to their first `items`; what is nested deeper than `depth` replaced by null.
-    public func capped(stringBytes: Int = 4096, items: Int = 1000, depth: Int = 32) -> JSONValue {
+    package func capped(stringBytes: Int = 4096, items: Int = 1000, depth: Int = 32) -> JSONValue {
         switch self {
         case .null, .bool, .number: return self
         case .string(let text): return .string(Self.cut(text, toBytes: stringBytes))
@@ -84,7 +84,7 @@ extension JSONValue {
     }
 
     /// `text` cut to at most `bytes` of UTF-8 at a character's end, ending in how much was cut.
-    public static func cut(_ text: String, toBytes bytes: Int) -> String {
+    package static func cut(_ text: String, toBytes bytes: Int) -> String {
         let total = text.utf8.count
         guard total > bytes else { return text }
         var kept = ""

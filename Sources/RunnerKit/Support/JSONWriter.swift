@@ -1,6 +1,6 @@
 /// Serializes `JSONValue` to UTF-8, compact (one line, for records and JSON Lines) or indented.
-public enum JSONWriter {
-    public static func data(_ value: JSONValue, pretty: Bool = false) -> [UInt8] {
+package enum JSONWriter {
+    package static func data(_ value: JSONValue, pretty: Bool = false) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
         write(value, into: &out, pretty: pretty, indent: 0)
@@ -8,11 +8,11 @@ public enum JSONWriter {
     }
 
     /// Appends the serialization of `value` to `out`.
-    public static func write(_ value: JSONValue, into out: inout [UInt8], pretty: Bool = false) {
+    package static func write(_ value: JSONValue, into out: inout [UInt8], pretty: Bool = false) {
         write(value, into: &out, pretty: pretty, indent: 0)
     }
 
-    public static func string(_ value: JSONValue, pretty: Bool = false) -> String {
+    package static func string(_ value: JSONValue, pretty: Bool = false) -> String {
         String(decoding: data(value, pretty: pretty), as: UTF8.self)
     }
 

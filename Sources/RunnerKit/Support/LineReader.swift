@@ -1,8 +1,8 @@
 import Glibc
 
 /// Reads a file line by line in fixed-size chunks, so memory stays flat however long the file.
-public final class LineReader {
-    public struct LineTooLong: Error { public var line: Int }
+package final class LineReader {
+    package struct LineTooLong: Error { package var line: Int }
 
     private let fd: Int32
     private var buffer: [UInt8] = []
@@ -10,10 +10,10 @@ public final class LineReader {
     private var eof = false
     private let maxLineLength: Int
     /// The 1-based number of the line `next()` returned last.
-    public private(set) var lineNumber = 0
+    package private(set) var lineNumber = 0
 
     /// Opens `path`; returns nil with `errno` set when it cannot.
-    public init?(path: String, maxLineLength: Int = 16 << 20) {
+    package init?(path: String, maxLineLength: Int = 16 << 20) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         self.fd = fd
@@ -21,7 +21,7 @@ public final class LineReader {
     }
 
     /// Reads the file open as `fd`, which it then owns (and closes).
-    public init(descriptor fd: Int32, maxLineLength: Int = 16 << 20) {
+    package init(descriptor fd: Int32, maxLineLength: Int = 16 << 20) {
         self.fd = fd
         self.maxLineLength = maxLineLength
     }
@@ -29,7 +29,7 @@ public final class LineReader {
     deinit { close(fd) }
 
     /// The next line without its line break (a trailing `\r` is dropped too), or nil at the end.
-    public func next() throws -> ArraySlice<UInt8>? {
+    package func next() throws -> ArraySlice<UInt8>? {
         while true {
             if let newline = newlineIndex() {
                 var end = newline

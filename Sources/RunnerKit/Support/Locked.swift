@@ -1,14 +1,14 @@
 import Synchronization
 
 /// A value behind a mutex, shareable between tasks by reference.
-public final class Locked<Value: Sendable>: Sendable {
+package final class Locked<Value: Sendable>: Sendable {
     private let mutex: Mutex<Value>
 
-    public init(_ value: Value) { mutex = Mutex(value) }
+    package init(_ value: Value) { mutex = Mutex(value) }
 
-    public func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+    package func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
         try mutex.withLock { try body(&$0) }
     }
 
-    public var value: Value { mutex.withLock { $0 } }
+    package var value: Value { mutex.withLock { $0 } }
 }

@@ -1,10 +1,10 @@
 /// Text from jobs and servers made safe to show on a terminal or in a log line: control
 /// characters (C0, DEL and C1, escape sequences and line breaks among them) are shown as `\xNN`
 /// or `\u{NNNN}`, so a key or an error message can neither drive the terminal nor forge a line.
-public enum Printable {
+package enum Printable {
     /// `text` with its control characters escaped; `keepingLineBreaks` keeps `\n` and `\t` (for
     /// text of several lines the runner itself wrote).
-    public static func escaped(_ text: String, keepingLineBreaks: Bool = false) -> String {
+    package static func escaped(_ text: String, keepingLineBreaks: Bool = false) -> String {
         guard text.unicodeScalars.contains(where: { needsEscape($0, keepingLineBreaks) }) else { return text }
         var result = ""
         result.reserveCapacity(text.utf8.count + 8)

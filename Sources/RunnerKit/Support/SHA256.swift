@@ -4,7 +4,7 @@
 /// SHA instructions where it has them; else the code below does. The toolchain has no CryptoKit
 /// on Linux and the project takes no packages. A hasher is a plain value either way: a copy
 /// goes on from where the original was (`Payload` finishes a copy to tell the digest so far).
-public struct SHA256: Sendable {
+package struct SHA256: Sendable {
     private var state: (UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32, UInt32) = (
         0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19
     )
@@ -43,12 +43,12 @@ public struct SHA256: Sendable {
     static var usesLibcrypto: Bool { CryptoLibrary.shared != nil }
 
     /// What hashes, in a line for `runner --version`.
-    public static var implementation: String {
+    package static var implementation: String {
         if let crypto = CryptoLibrary.shared { return "sha256: \(crypto.name) (OpenSSL)" }
         return "sha256: built in (no libcrypto.so.3 or .so.1.1 to load; large payloads hash several times slower)"
     }
 
-    public init() { self.init(portable: false) }
+    package init() { self.init(portable: false) }
 
     /// With `portable`, the code of this file even when libcrypto is there (to compare the two).
     init(portable: Bool) {
@@ -60,7 +60,7 @@ public struct SHA256: Sendable {
     }
 
     /// Hex digest of `bytes` in one call.
-    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+    package static func hex(_ bytes: some Sequence<UInt8>) -> String {
         var hasher = SHA256()
         if bytes.withContiguousStorageIfAvailable({ hasher.update(UnsafeRawBufferPointer($0)) }) == nil {
             hasher.update(Array(bytes))
@@ -68,11 +68,11 @@ public struct SHA256: Sendable {
         return hasher.finalizeHex()
     }
 
-    public mutating func update(_ bytes: [UInt8]) {
+    package mutating func update(_ bytes: [UInt8]) {
         bytes.withUnsafeBufferPointer { update(UnsafeRawBufferPointer($0)) }
     }
 
-    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         if openSSL != nil {
             openSSL!.update(bytes)
             return
@@ -95,7 +95,7 @@ public struct SHA256: Sendable {
         if offset < bytes.count { buffer.append(contentsOf: bytes[offset...]) }
     }
 
-    public mutating func finalizeHex() -> String {
+    package mutating func finalizeHex() -> String {
         if openSSL != nil { return openSSL!.finalizeHex() }
         let bitLength = length &* 8
         var tail = buffer

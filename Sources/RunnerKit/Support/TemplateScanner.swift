@@ -9,8 +9,8 @@
 ///
 /// Templates are cut by their UTF-8 bytes: a brace is one byte that is never part of another
 /// character's encoding, and each piece is a slice of the template, never a copy.
-public enum TemplateScanner {
-    public enum Piece<Placeholder> {
+package enum TemplateScanner {
+    package enum Piece<Placeholder> {
         /// Text as written; with `doubledBraces`, a `{{` or `}}` ends a piece with one brace.
         case text(Substring)
         /// What `read` made of a placeholder.
@@ -24,7 +24,7 @@ public enum TemplateScanner {
     /// Hands `body` the pieces of `template` in order. `doubledBraces`: `{{` and `}}` stand for
     /// one brace, and a lone `}` is `strayClose`; without it, `}` outside a placeholder is text.
     @inlinable
-    public static func scan<Placeholder, Failure: Error>(
+    package static func scan<Placeholder, Failure: Error>(
         _ template: String, doubledBraces: Bool = false, read: (Substring) -> Placeholder?,
         _ body: (Piece<Placeholder>) throws(Failure) -> Void
     ) throws(Failure) {

@@ -1,8 +1,8 @@
 import Foundation
 
 /// UTC timestamps with milliseconds, as records show them: `2026-11-22T10:00:00.041Z`.
-public enum Timestamp {
-    public static func iso8601(_ date: Date) -> String {
+package enum Timestamp {
+    package static func iso8601(_ date: Date) -> String {
         let millis = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         var seconds = time_t(millis >= 0 ? millis / 1000 : (millis - 999) / 1000)
         var parts = tm()
@@ -36,7 +36,7 @@ public enum Timestamp {
     }
 
     /// Milliseconds since 1970 of a timestamp as `iso8601` writes it; nil for any other text.
-    public static func milliseconds(_ text: String) -> Int64? {
+    package static func milliseconds(_ text: String) -> Int64? {
         let bytes = Array(text.utf8)
         guard bytes.count == 24, bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
             bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"), bytes[19] == UInt8(ascii: "."), bytes[23] == UInt8(ascii: "Z")
@@ -59,7 +59,7 @@ public enum Timestamp {
     }
 
     /// A compact, sortable id for a run: `20261122T100000Z-4f2a`.
-    public static func runID(_ date: Date = Date()) -> String {
+    package static func runID(_ date: Date = Date()) -> String {
         let iso = iso8601(date)
         let compact = iso.prefix(19).filter { $0 != "-" && $0 != ":" }
         let suffix = String(UInt16.random(in: 0...UInt16.max), radix: 16)

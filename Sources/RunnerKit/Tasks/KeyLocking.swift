@@ -4,7 +4,7 @@
 /// The engine asks right after its TaskManager admitted a key; a key another process holds ends
 /// `duplicate`, as one running in this process does. `SpoolKeyLock` is the spool's, built on
 /// `flock`, which the kernel frees when the holder dies.
-public protocol KeyLocking: Sendable {
+package protocol KeyLocking: Sendable {
     /// Takes the lock of `key` if no other process holds it, and returns what releases it;
     /// nil when another process holds it.
     func tryLock(key: String) -> (@Sendable () -> Void)?
@@ -16,7 +16,7 @@ public protocol KeyLocking: Sendable {
 }
 
 /// What asking for a key's lock came to.
-public enum KeyLockOutcome: Sendable {
+package enum KeyLockOutcome: Sendable {
     /// Held by this process until `release` is called.
     case acquired(release: @Sendable () -> Void)
     /// Another process holds it.
@@ -26,7 +26,7 @@ public enum KeyLockOutcome: Sendable {
 }
 
 extension KeyLocking {
-    public func lock(key: String) -> KeyLockOutcome {
+    package func lock(key: String) -> KeyLockOutcome {
         tryLock(key: key).map { .acquired(release: $0) } ?? .heldElsewhere
     }
 }

@@ -7,7 +7,7 @@ import Synchronization
 /// `duplicate`); the key is forgotten the moment its task ends, so memory does not grow with
 /// the number of keys seen. The operation runs in the caller's own task (no task of its own):
 /// a cancel by key cancels that task.
-public final class TaskManager: Sendable {
+package final class TaskManager: Sendable {
     private struct Entry {
         let token: UInt64
         let startedAt: Date
@@ -16,11 +16,11 @@ public final class TaskManager: Sendable {
 
     private let state = Mutex<(entries: [String: Entry], nextToken: UInt64)>(([:], 0))
 
-    public init() {}
+    package init() {}
 
     /// Runs `operation` as the task of `key`, unless a task with that key is running:
     /// then returns nil without running anything. Cancelling the caller cancels the task.
-    public func run<T: Sendable>(key: String, _ operation: @escaping @Sendable () async -> T) async -> T? {
+    package func run<T: Sendable>(key: String, _ operation: @escaping @Sendable () async -> T) async -> T? {
         await run(key: key, continuations: nil) { _ in await operation() }
     }
 
@@ -48,7 +48,7 @@ public final class TaskManager: Sendable {
     /// admitted but that waits for a slot is not running yet: `JobEngine.cancel(key:reason:)`
     /// reaches it too.
     @discardableResult
-    public func cancel(key: String) -> Bool { cancel(key: key, reason: nil) }
+    package func cancel(key: String) -> Bool { cancel(key: key, reason: nil) }
 
     /// Cancels the running task of `key`, its record saying `reason`; whether one was running.
     func cancel(key: String, reason: String?) -> Bool {
@@ -58,7 +58,7 @@ public final class TaskManager: Sendable {
     }
 
     /// Cancels every running task.
-    public func cancelAll() {
+    package func cancelAll() {
         for cancellation in state.withLock({ $0.entries.values.map(\.cancellation) }) { cancellation.cancel() }
     }
 
@@ -66,17 +66,17 @@ public final class TaskManager: Sendable {
     /// stops as a cancelled one does (a cut body kept for a resume), but its end is not recorded
     /// and its feed is told it did not start (`FeedJob.End.notStarted`), so a shared queue hands it
     /// to another runner. What a stopping watcher does after its grace.
-    public func releaseAll() {
+    package func releaseAll() {
         for cancellation in state.withLock({ $0.entries.values.map(\.cancellation) }) { cancellation.release() }
     }
 
-    public func isRunning(key: String) -> Bool { state.withLock { $0.entries[key] != nil } }
+    package func isRunning(key: String) -> Bool { state.withLock { $0.entries[key] != nil } }
 
     /// Number of running tasks.
-    public var count: Int { state.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.entries.count } }
 
     /// The running keys with the time each task started.
-    public var running: [(key: String, startedAt: Date)] {
+    package var running: [(key: String, startedAt: Date)] {
         state.withLock { $0.entries.map { ($0.key, $0.value.startedAt) } }
     }
 }
