@@ -352,21 +352,13 @@ public final class JobEngine: Sendable {
                         running -= 1
                         counts.add(child)
                     }
-                    var job: JobDescriptor
-                    switch children.child(at: index) {
-                    case .success(let child):
-                        do {
-                            job = try JobDescriptor.decode(child.fields, registry: registry, parent: parent, limits: limits)
-                            // The parent's headers, still bound to the parent's origin.
-                            job.headers = parent.headers
-                        } catch {
-                            counts.invalid += 1
-                            if counts.firstInvalid == nil { counts.firstInvalid = "child \(index + 1): \(error)" }
-                            continue
-                        }
-                    case .failure(let invalid):
+                    let job: JobDescriptor
+                    switch children.job(at: index, of: parent, registry: registry, limits: limits) {
+                    case .success(let made):
+                        job = made.job
+                    case .failure(let unmade):
                         counts.invalid += 1
-                        if counts.firstInvalid == nil { counts.firstInvalid = "child \(index + 1): \(invalid)" }
+                        if counts.firstInvalid == nil { counts.firstInvalid = unmade.description }
                         continue
                     }
                     running += 1
@@ -379,6 +371,13 @@ public final class JobEngine: Sendable {
     }
 
     /// Returns once every record queued so far is written (and every partial download's sidecar).
+    /// Writes a parent's record completed with its children's counts (by a queue's runner that
+    /// ended the last of them) in place of its key's, through the one writer of records; returns
+    /// it as one line of JSON.
+    package func write(completed record: JSONValue, key: String) async -> [UInt8] {
+        await records.write(completed: record, key: key)
+    }
+
     package func flush() async {
         await records.flush()
         await PartialDownload.settle()

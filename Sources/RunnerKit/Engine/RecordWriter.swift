@@ -42,6 +42,9 @@ final class RecordWriter: Sendable {
         var file: String?
         var serial: UInt64
         var written: (@Sendable ([UInt8]) -> Void)?
+        /// A record written as it is in place of `result`'s (a parent's, completed with its
+        /// children's counts): the observer heard the job end already, with its first record.
+        var completed: JSONValue? = nil
     }
 
     /// Records queued and not yet written, past which a finishing job waits for its own.
@@ -88,12 +91,24 @@ final class RecordWriter: Sendable {
         return nil
     }
 
+    /// Queues a parent's record completed with its children's counts in place of its key's
+    /// record (and as the key's last line in the run log), and returns it as one line of JSON
+    /// once it is written. Its end was told to the observer with its first record.
+    func write(completed record: JSONValue, key: String) async -> [UInt8] {
+        guard let result = JobResult(record: Array(JSONWriter.string(record).utf8)) else { return [] }
+        pending.add(1, ordering: .relaxed)
+        return await withCheckedContinuation { (continuation: CheckedContinuation<[UInt8], Never>) in
+            enqueue(
+                result, file: OutputStore.recordFileName(forKey: key), written: { continuation.resume(returning: $0) }, completed: record)
+        }
+    }
+
     /// The writer is sent for only when the queue was empty: a drain on its way takes this too.
-    private func enqueue(_ result: JobResult, file: String?, written: (@Sendable ([UInt8]) -> Void)?) {
+    private func enqueue(_ result: JobResult, file: String?, written: (@Sendable ([UInt8]) -> Void)?, completed: JSONValue? = nil) {
         let wasEmpty = state.withLock { state in
             state.serial += 1
-            state.queued.append(Queued(result: result, file: file, serial: state.serial, written: written))
-            if let file, result.status != .duplicate { state.unwritten[file] = (result, state.serial) }
+            state.queued.append(Queued(result: result, file: file, serial: state.serial, written: written, completed: completed))
+            if let file, completed == nil, result.status != .duplicate { state.unwritten[file] = (result, state.serial) }
             return state.queued.count == 1
         }
         if wasEmpty { queue.async { self.drain() } }
@@ -116,10 +131,10 @@ final class RecordWriter: Sendable {
         ends.reserveCapacity(batch.count)
         for item in batch {
             let start = lines.count
-            JSONWriter.write(item.result.json, into: &lines)
+            JSONWriter.write(item.completed ?? item.result.json, into: &lines)
             lines.append(0x0A)
             ends.append(lines.count)
-            if let file = item.file, let claimHeld, !claimHeld(), isNewer(recordIn: file, than: item.result) {
+            if let file = item.file, item.completed == nil, let claimHeld, !claimHeld(), isNewer(recordIn: file, than: item.result) {
                 // A later attempt of the key (another watcher's, which took the job over) ended
                 // already: its record stands; this one goes to the run log and the observer only.
                 observer.problem("\(item.result.key): a later attempt of this key ended first; its record in results/ stays")
@@ -143,7 +158,7 @@ final class RecordWriter: Sendable {
         }
         var start = 0
         for (item, end) in zip(batch, ends) {
-            observer.jobFinished(item.result)
+            if item.completed == nil { observer.jobFinished(item.result) }
             pending.subtract(1, ordering: .relaxed)
             item.written?(Array(lines[start..<(end - 1)]))
             start = end

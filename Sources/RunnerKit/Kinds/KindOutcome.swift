@@ -102,3 +102,31 @@ public struct ChildJobs: Sendable {
 
     public var isEmpty: Bool { count == 0 }
 }
+
+extension ChildJobs {
+    /// The child at `index` made a job of `parent`: its fields decoded through `registry` as a
+    /// job file's are, within `limits`, with the parent's headers (still bound to the parent's
+    /// origin); or why it cannot be one, as "child 3: …". The one place children become jobs,
+    /// for the engine's window and for a shared queue alike.
+    package func job(
+        at index: Int, of parent: JobDescriptor, registry: KindRegistry, limits: JobLimits
+    ) -> Result<(job: JobDescriptor, child: ChildJob), UnmadeChild> {
+        switch child(at: index) {
+        case .success(let child):
+            do {
+                var job = try JobDescriptor.decode(child.fields, registry: registry, parent: parent, limits: limits)
+                job.headers = parent.headers
+                return .success((job, child))
+            } catch {
+                return .failure(UnmadeChild(description: "child \(index + 1): \(error)"))
+            }
+        case .failure(let invalid):
+            return .failure(UnmadeChild(description: "child \(index + 1): \(invalid)"))
+        }
+    }
+}
+
+/// Why an element of a kind's children is no job, naming it by its place ("child 3: …").
+package struct UnmadeChild: Error, CustomStringConvertible {
+    package var description: String
+}
