@@ -27,7 +27,7 @@ enum ForgetCommand {
             all.spec,
             notIn.spec,
             notInBatch.spec,
-            QueueCommands.queueOption.spec,
+            QueueOptions.queue.spec,
             dryRun.spec,
             json.spec,
             EngineCommandOptions.out.spec,
@@ -50,7 +50,7 @@ enum ForgetCommand {
                 let ways = [everything, runLog != nil, batch != nil, !arguments.positionals.isEmpty].filter { $0 }.count
                 if ways == 0 { throw UsageError("Missing expected argument 'KEY…' (or --all, --not-in RUNLOG, --not-in-batch ID)") }
                 if ways > 1 { throw UsageError("Give one of keys, --all, --not-in or --not-in-batch") }
-                if arguments.value(QueueCommands.queueOption.spec.name) != nil, batch == nil {
+                if arguments.value(QueueOptions.queue.spec.name) != nil, batch == nil {
                     throw UsageError("--queue goes with --not-in-batch")
                 }
             } catch { return Runner.usageError(error, spec: spec) }
@@ -87,7 +87,7 @@ enum ForgetCommand {
                     source = "batch \(batch)"
                     let url: String
                     do {
-                        guard let given = try QueueCommands.url(arguments) else {
+                        guard let given = try QueueOptions.url(arguments) else {
                             throw UsageError("--not-in-batch needs --queue URL (or $RUNNER_QUEUE): batches live in the queue")
                         }
                         url = given

@@ -17,6 +17,9 @@ struct LiveSite: Sendable {
     let registry: KindRegistry
     /// The engine's hosts now (slots in use, pace).
     let hosts: @Sendable () -> [JobEngine.HostActivity]
+    /// This watcher's name in its queue (nil: a spool's watcher), on its running jobs that the
+    /// queue's snapshot does not list yet.
+    var runner: String? = nil
 
     /// The paths a browser is sent on to after `/?token=T` (any other: `/`).
     static let pages: Set<String> = ["/", "/api/status"]
@@ -69,8 +72,10 @@ struct LiveSite: Sendable {
                 return .object(fields)
             }
             let others: [JSONValue] = snapshot.running.filter { !seen.contains($0.key) }.map { job in
-                .object([("key", .string(job.key)), ("pid", JSONValue(Int(getpid()))), ("startedAt", .string(Timestamp.iso8601(job.startedAt))),
-                         ("ageMs", JSONValue(Self.milliseconds(now.timeIntervalSince(job.startedAt))))] + Self.details(job, now: now))
+                .object([("key", .string(job.key))] + (runner.map { [("runner", .string($0))] } ?? []) + [
+                    ("pid", JSONValue(Int(getpid()))), ("startedAt", .string(Timestamp.iso8601(job.startedAt))),
+                    ("ageMs", JSONValue(Self.milliseconds(now.timeIntervalSince(job.startedAt)))),
+                ] + Self.details(job, now: now))
             }
             members[index].value = .array(merged + others)
         }
@@ -172,7 +177,7 @@ extension LiveSite {
         hosts: @escaping @Sendable () -> [JobEngine.HostActivity], runner: String? = nil
     ) -> (server: LiveServer, observers: [any RunObserver]) {
         let board = LiveBoard()
-        let site = LiveSite(board: board, source: source, registry: registry, hosts: hosts)
+        let site = LiveSite(board: board, source: source, registry: registry, hosts: hosts, runner: runner)
         let server = LiveServer(host: settings.host, port: settings.port, token: settings.token, pages: LiveSite.pages) { site.handle($0) }
         return (server, [board, EventLines(sink: server, runner: runner)])
     }

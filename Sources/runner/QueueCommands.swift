@@ -6,47 +6,6 @@ import RunnerKit
 /// `submit`, `watch`, `cancel` and `status` on a PostgreSQL queue (`--queue URL` or
 /// `$RUNNER_QUEUE`) instead of the spool folder: runners on many machines share its jobs.
 enum QueueCommands {
-    static let queueOption = CommandOption<String?>.text(
-        "queue", "URL",
-        help: "A PostgreSQL queue that runners on many machines share, instead of the spool folder: a libpq URL such as postgresql://runner@db.example/jobs.",
-        defaultText: "$RUNNER_QUEUE, else the spool folder")
-
-    static let keepOption = CommandOption<Int>.int(
-        "keep", "DAYS", default: 7, range: 0...36_500,
-        help: "With --queue: how many days finished jobs stay in the queue (for status and records) before they are removed.")
-
-    static let nameOption = CommandOption<String?>.text(
-        "name", "NAME",
-        help: "With --queue: this watcher's name in the fleet (letters, digits, . _ - @ :), shown by status; a second live watcher of the name is refused, and one restarted under it takes its own unfinished jobs back at once.",
-        defaultText: "host-pid")
-
-    /// `--name`, checked: 1 to 64 letters, digits and `. _ - @ :`.
-    static func watcherName(_ arguments: ParsedArguments) throws(UsageError) -> String? {
-        guard let name = try arguments[nameOption] else { return nil }
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@:")
-        guard (1...64).contains(name.count), name.allSatisfy(allowed.contains) else {
-            throw UsageError("--name: \(Printable.escaped(name)) is not a watcher's name: 1 to 64 letters, digits, '.', '_', '-', '@' or ':'")
-        }
-        return name
-    }
-
-    /// The queue's URL: `--queue`, else a non-empty `$RUNNER_QUEUE`; nil: the spool folder.
-    /// Hooks and executable kinds never see the URL (nor its password), whatever variable the
-    /// runner was given it in.
-    static func url(_ arguments: ParsedArguments) throws(UsageError) -> String? {
-        let environment = ProcessInfo.processInfo.environment["RUNNER_QUEUE"] ?? ""
-        guard let url = try arguments[queueOption] ?? (environment.isEmpty ? nil : environment) else { return nil }
-        ChildEnvironment.withhold(url)
-        if let password = URLComponents(string: url)?.password { ChildEnvironment.withhold(password) }
-        return url
-    }
-
-    /// A queue error in one line: exit 2 for the command line's fault, 1 for the database's.
-    static func fail(_ error: QueueError) -> Int32 {
-        Console.error(error.message)
-        return error.usage ? 2 : 1
-    }
-
     // MARK: - submit
 
     static let uniqueOption = CommandOption<Bool>.flag(
@@ -93,7 +52,7 @@ enum QueueCommands {
             submitted = try queue.submit(submissions, batch: batch)
         } catch {
             Console.err("Nothing was queued.")
-            return fail(error)
+            return QueueOptions.fail(error)
         }
         for (file, jobs) in zip(inputs.files, counts) {
             let name = (inputs.display(file) as NSString).lastPathComponent
@@ -208,7 +167,7 @@ enum QueueCommands {
             schedule = (try? queue.scheduleNames(batches: [batch]))?[batch]
             if json { failures = try queue.batchFailures(batch, limit: Int(Int32.max)).failures }
         } catch {
-            return fail(error)
+            return QueueOptions.fail(error)
         }
         guard status.total > 0 else {
             Console.error("no job of batch \(Printable.escaped(batch)) in \(display) (finished jobs go after --keep days)")
@@ -245,7 +204,7 @@ enum QueueCommands {
             display = queue.connection.display
             scheduled = (try? queue.scheduleNames(batches: status.batches.map(\.id))) ?? [:]
         } catch {
-            return fail(error)
+            return QueueOptions.fail(error)
         }
         let now = Date()
         if json {
@@ -382,7 +341,7 @@ enum QueueCommands {
             outcome = try queue.cancel(key: key)
             display = queue.connection.display
         } catch {
-            return fail(error)
+            return QueueOptions.fail(error)
         }
         guard outcome.queued > 0 || !outcome.running.isEmpty else {
             Console.err("runner: nothing with the key \(key) is running or queued in \(display)")
@@ -393,179 +352,6 @@ enum QueueCommands {
         if outcome.queued > 0 { found.append("\(outcome.queued) queued job\(outcome.queued == 1 ? "" : "s") cancelled") }
         Console.out("cancel requested for \(key) in \(display): " + found.joined(separator: "; "))
         return 0
-    }
-
-    // MARK: - watch
-
-    /// A watcher of the queue: the same engine, output and observers as the spool's watcher
-    /// (`WatchCommand`), its jobs from the queue.
-    static func watch(_ given: WatchCommand.Options, url: String, keepDays: Int, name: String? = nil) async -> Int32 {
-        var options = given
-        var configuration = QueueFeed.Configuration.watch(queue: url, registry: options.engine.registry)
-        if let name { configuration.runner = name }
-        // Each event names the watcher, as the fleet's ends on the page's stream do.
-        options.events?.runner = configuration.runner
-        configuration.engine = options.engine
-        configuration.grace = options.grace
-        configuration.rescanInterval = options.rescan
-        configuration.keep = .seconds(keepDays * 86_400)
-        configuration.followsFleetEvents = options.live != nil
-        guard WatchCommand.prepareOutput(&configuration.engine) else { return 2 }
-        let store = configuration.engine.store!
-        // Operating as a service: systemd's notify protocol and Prometheus metrics.
-        let service = WatchService(notifier: SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment), metricsPath: options.metrics)
-        configuration.heartbeatInterval = service.heartbeatInterval
-        let queueStore: any QueueStore
-        do {
-            configuration = try await configuration.prepared()
-            queueStore = configuration.store!
-        } catch {
-            return fail(error)
-        }
-        defer { queueStore.close() }
-        // The live page and API (--listen), over a connection of their own.
-        let engine = Locked<JobEngine?>(nil)
-        let live: (server: LiveServer, observers: [any RunObserver])?
-        do {
-            live = try await options.live.asyncMap { settings throws(QueueError) in
-                LiveSite.make(
-                    settings, source: QueueLiveSource(
-                        queue: try await JobQueue.connect(url: url), registry: configuration.engine.registry, runner: configuration.runner),
-                    registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] }, runner: configuration.runner)
-            }
-        } catch {
-            return fail(error)
-        }
-        let observers = WatchCommand.observers(
-            options, store: store, metrics: service.metrics, sync: configuration.durable, live: live?.observers ?? [], hooksRunByFeed: true)
-        defer { EngineCommandOptions.finish(observers.events) }
-        // A job is done in the queue only once its hooks ended; the feed runs them.
-        if let hooks = observers.hooks { configuration.hooks = { line in await hooks.run(record: line) } }
-        let runner = configuration.runner
-        let status: @Sendable (Int) -> String = { running in "STATUS=\(running) running; watching the queue \(queueStore.display) as \(runner)" }
-        let feed: QueueFeed
-        do {
-            feed = try QueueFeed(
-                configuration: configuration, observer: observers.observer,
-                onEvent: { event in
-                    switch event {
-                    case .started:
-                        break
-                    case .heartbeat(let running):
-                        service.heartbeat(status: status(running))
-                    case .cancelRequested(let key, let cancelledRunning):
-                        if cancelledRunning { Console.errLine("runner: cancel \(key): the running task is cancelled") }
-                    case .problem(let message):
-                        Console.errLine("runner: \(message)")
-                    case .fleetFinished(let key, let kind, let status, let runner):
-                        // The page's event stream carries the fleet's ends, each naming its watcher.
-                        live?.server.take(EventLines.line("finished", [
-                            ("key", .string(key)), ("kind", .string(kind)), ("status", .string(status)), ("runner", .string(runner)),
-                        ]))
-                    case .scheduleFired(let fired):
-                        Console.errLine("runner: " + ScheduleCommands.firedLine(fired))
-                        if !fired.batch.isEmpty {
-                            // The page's stream and the --events file both say which batch a tick made.
-                            let line = EventLines.line("scheduled", [
-                                ("schedule", .string(fired.schedule)), ("tick", .string(ScheduleCommands.iso(fired.tick))), ("batch", .string(fired.batch)),
-                                ("jobs", JSONValue(fired.jobs)), ("covers", JSONValue(fired.covers)), ("runner", .string(runner)),
-                            ])
-                            live?.server.take(line)
-                            observers.events?.take(line)
-                        }
-                    case .fileEnded(let name, let counts):
-                        let tally = JobStatus.allCases.compactMap { status in counts[status].map { "\($0) \(status.rawValue)" } }
-                        Console.errLine("runner: \(name): its jobs ended; " + tally.joined(separator: ", "))
-                    }
-                })
-        } catch {
-            Console.error("\(error)")
-            return 2
-        }
-        // The name is this process's from now on, or the watcher does not start.
-        do { try await feed.register() } catch { return fail(error) }
-        engine.withLock { $0 = feed.engine }
-        service.metrics.follow(running: { feed.running })
-        guard let serving = WatchCommand.Serving(
-            live: live?.server, options: options, service: service, events: observers.events, stopping: "no more jobs are claimed",
-            grace: configuration.grace, stop: { feed.shutdown() })
-        else { return 2 }
-        defer { serving.end() }
-        Console.err("runner: watching the queue \(queueStore.display) as \(runner); results in \(RunReporter.relative(store.root))/")
-        service.ready(status: status(0))
-        let metricsTask = service.startWritingMetrics()
-        await feed.run()
-        await observers.hooks?.finish()
-        metricsTask?.cancel()
-        service.stopped(counts: nil)
-        Console.err("runner: stopped")
-        return 0
-    }
-}
-
-extension Optional {
-    /// `map` with an async transform.
-    func asyncMap<T, E: Error>(_ transform: (Wrapped) async throws(E) -> T) async throws(E) -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
-    }
-}
-
-/// The queue as a live page's source: fleet-wide counts and status, jobs posted queued in one
-/// transaction, cancels as `runner cancel KEY --queue`.
-struct QueueLiveSource: LiveSource {
-    let queue: JobQueue
-    let registry: KindRegistry
-    /// This watcher's name in the queue.
-    let runner: String
-
-    func overview(runningHere: Int) -> LiveOverview {
-        guard let status = try? queue.status() else { return LiveOverview(counts: [("jobs running here", runningHere)]) }
-        var counts = [
-            ("jobs queued", status.queued), ("jobs running", max(status.running.count, runningHere)), ("running on \(runner)", runningHere),
-            ("done, last 24 h", status.done), ("notFound, last 24 h", status.notFound), ("failed, last 24 h", status.failed),
-            ("watchers", status.watchers.filter(\.isLive).count),
-        ]
-        let silent = status.watchers.filter { !$0.isLive }.count
-        if silent > 0 { counts.append(("silent watchers", silent)) }
-        if status.waiting > 0 { counts.append(("parents waiting", status.waiting)) }
-        return LiveOverview(
-            counts: counts,
-            elsewhere: status.running.filter { $0.runner != runner || $0.phase != nil }.map { ($0.key, $0.runner, $0.startedAt, $0.phase) })
-    }
-
-    func status() -> [(key: String, value: JSONValue)] {
-        do {
-            let status = try queue.status()
-            let scheduled = (try? queue.scheduleNames(batches: status.batches.map(\.id))) ?? [:]
-            return QueueCommands.statusJSON(status, display: queue.connection.display, now: Date(), scheduled: scheduled)
-        } catch {
-            return [("queue", .string(queue.connection.display)), ("error", .string("\(error)"))]
-        }
-    }
-
-    func queue(file path: String, name: String) throws -> String {
-        guard let jobs = QueueCommands.submissions(of: path, name: name, registry: registry) else {
-            throw QueueError("the job file changed while it was being queued; nothing was queued")
-        }
-        try queue.submit(jobs)
-        return name
-    }
-
-    func cancel(key: String) -> LiveServer.Response {
-        let outcome: (queued: Int, running: [String])
-        do {
-            outcome = try queue.cancel(key: key)
-        } catch {
-            return .json(500, .object([("error", .string("\(error)"))]))
-        }
-        guard outcome.queued > 0 || !outcome.running.isEmpty else {
-            return .json(404, .object([("error", .string("nothing with the key \(key) is running or queued"))]))
-        }
-        return .json(202, .object([
-            ("key", .string(key)), ("running", .bool(!outcome.running.isEmpty)), ("runners", .array(outcome.running.map { .string($0) })),
-            ("queuedCancelled", JSONValue(outcome.queued)),
-        ]))
     }
 }
 
@@ -580,12 +366,12 @@ extension QueueCommands {
         name: "grant",
         summary: "Give a PostgreSQL role the rights of a producer of the queue: submit and status, never a job's end.",
         synopsis: "",
-        options: [producerOption.spec, queueOption.spec],
+        options: [producerOption.spec, QueueOptions.queue.spec],
         run: { arguments in
             let url: String?
             let role: String?
             do {
-                url = try QueueCommands.url(arguments)
+                url = try QueueOptions.url(arguments)
                 role = try arguments[producerOption]
             } catch {
                 return Runner.usageError(error, spec: grantSpec)
@@ -598,7 +384,7 @@ extension QueueCommands {
                 Console.out("\(Printable.escaped(role)) may now submit to \(queue.connection.display), follow a batch and read its status; it cannot end, change or delete a job")
                 return 0
             } catch {
-                return fail(error)
+                return QueueOptions.fail(error)
             }
         })
 }

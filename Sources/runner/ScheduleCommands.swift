@@ -30,7 +30,7 @@ enum ScheduleCommands {
             ("next EXPR", "Print the next times a cron expression fires, one ISO 8601 time a line, with no database."),
         ],
         options: [cronOption.spec, everyOption.spec, zoneOption.spec, catchUpOption.spec, fromOption.spec, countOption.spec, jsonOption.spec,
-                  QueueCommands.queueOption.spec] + KindOptions.options,
+                  QueueOptions.queue.spec] + KindOptions.options,
         positionals: (1, nil),
         positionalCompletion: .files,
         run: { arguments in await run(arguments) })
@@ -60,7 +60,7 @@ enum ScheduleCommands {
             guard rest.count >= 2 else { return usage("schedule add takes a NAME and at least one FILE") }
         }
         let url: String?
-        do { url = try QueueCommands.url(arguments) } catch { return usage(error.description) }
+        do { url = try QueueOptions.url(arguments) } catch { return usage(error.description) }
         guard let url else { return usage("schedule \(action) needs --queue URL (or $RUNNER_QUEUE): schedules live in the queue") }
         switch action {
         case "list": return list(url: url, json: (try? arguments[jsonOption]) ?? false)
@@ -165,7 +165,7 @@ enum ScheduleCommands {
                     + "\(jobs.count) job\(jobs.count == 1 ? "" : "s") of \(names.joined(separator: ", ")); next \(made.nextAt.map { iso($0, timing) } ?? "never")")
             return 0
         } catch {
-            return QueueCommands.fail(error)
+            return QueueOptions.fail(error)
         }
     }
 
@@ -194,7 +194,7 @@ enum ScheduleCommands {
             schedules = try queue.schedules()
             display = queue.connection.display
         } catch {
-            return QueueCommands.fail(error)
+            return QueueOptions.fail(error)
         }
         if json {
             for schedule in schedules {
@@ -242,16 +242,10 @@ enum ScheduleCommands {
             Console.out("schedule \(name) removed from \(queue.connection.display); its batches stay")
             return 0
         } catch {
-            return QueueCommands.fail(error)
+            return QueueOptions.fail(error)
         }
     }
 
     /// What a watcher says when it fired a tick.
-    static func firedLine(_ fired: Schedule.Fired) -> String {
-        if fired.dropped > 0 {
-            return "schedule \(fired.schedule): \(fired.dropped) tick\(fired.dropped == 1 ? "" : "s") missed while no watcher ran, dropped (--catch-up none)"
-        }
-        let covers = fired.covers > 1 ? ", for \(fired.covers) ticks missed while no watcher ran" : ""
-        return "schedule \(fired.schedule): tick \(iso(fired.tick)), batch \(fired.batch) (\(fired.jobs) job\(fired.jobs == 1 ? "" : "s")\(covers))"
-    }
+    static func firedLine(_ fired: Schedule.Fired) -> String { fired.line }
 }

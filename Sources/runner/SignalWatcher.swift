@@ -30,6 +30,15 @@ final class SignalWatcher: Sendable {
         return number == 0 ? nil : number
     }
 
+    /// The signals as a stream, caught from now on (one that arrives before anyone reads the
+    /// stream is kept for the reader); caught until the stream ends.
+    static func stream(of signals: [Int32]) -> AsyncStream<Int32> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Int32.self)
+        let watcher = SignalWatcher(signals: signals) { continuation.yield($0) }
+        continuation.onTermination = { _ in _ = watcher.stop() }
+        return stream
+    }
+
     /// Waits until one of the signals arrives.
     static func wait(for signals: [Int32]) async -> Int32 {
         let stream = AsyncStream<Int32> { continuation in

@@ -30,7 +30,7 @@ enum SpoolCommands {
         summary: "Validate job files and queue them in the spool's inbox for a watcher.",
         synopsis: "FILE…",
         arguments: [("FILE…", "Job files (- is standard input); all are checked before any is queued. Each is copied in whole, atomically and durably.")],
-        options: [spoolOption.spec, groupOption.spec, QueueCommands.queueOption.spec, QueueCommands.uniqueOption.spec,
+        options: [spoolOption.spec, groupOption.spec, QueueOptions.queue.spec, QueueCommands.uniqueOption.spec,
                   QueueCommands.waitOption.spec, RunCommand.maxFailed.spec] + KindOptions.options,
         positionals: (1, nil),
         run: { arguments in
@@ -52,7 +52,7 @@ enum SpoolCommands {
                 return 2
             }
             let queue: String?
-            do { queue = try QueueCommands.url(arguments) } catch { return Runner.usageError(error, spec: submit) }
+            do { queue = try QueueOptions.url(arguments) } catch { return Runner.usageError(error, spec: submit) }
             let batch: QueueCommands.BatchOptions
             do { batch = try QueueCommands.BatchOptions(arguments, queue: queue) } catch { return Runner.usageError(error, spec: submit) }
             if let queue { return await QueueCommands.submit(inputs, registry: registry, url: queue, batch: batch) }
@@ -81,13 +81,13 @@ enum SpoolCommands {
         summary: "Cancel the running task with KEY, and waiting jobs with KEY, in every watcher of the spool.",
         synopsis: "KEY",
         arguments: [("KEY", "The job key, as in the job file or `runner status`.")],
-        options: [spoolOption.spec, groupOption.spec, QueueCommands.queueOption.spec],
+        options: [spoolOption.spec, groupOption.spec, QueueOptions.queue.spec],
         positionals: (1, 1),
         run: { arguments in
             let key = arguments.positionals[0]
             guard !key.isEmpty else { return Runner.usageError(UsageError("KEY must not be empty"), spec: cancel) }
             let queue: String?
-            do { queue = try QueueCommands.url(arguments) } catch { return Runner.usageError(error, spec: cancel) }
+            do { queue = try QueueOptions.url(arguments) } catch { return Runner.usageError(error, spec: cancel) }
             if let queue { return QueueCommands.cancel(key: key, url: queue) }
             let spool: Spool
             do { spool = try spoolWithGroup(arguments) } catch { return Runner.usageError(error, spec: cancel) }
@@ -128,13 +128,13 @@ enum SpoolCommands {
     static let status: CommandSpec = CommandSpec(
         name: "status",
         summary: "Show the spool: queued files, running jobs with their age, done and failed files.",
-        options: [spoolOption.spec, statusJSON.spec, QueueCommands.queueOption.spec, QueueCommands.batchOption.spec],
+        options: [spoolOption.spec, statusJSON.spec, QueueOptions.queue.spec, QueueCommands.batchOption.spec],
         run: { arguments in
             let status: SpoolStatus
             let json: Bool
             do {
                 let batch = try arguments[QueueCommands.batchOption]
-                if let queue = try QueueCommands.url(arguments) {
+                if let queue = try QueueOptions.url(arguments) {
                     if let batch { return QueueCommands.status(url: queue, batch: batch, json: try arguments[statusJSON]) }
                     return QueueCommands.status(url: queue, json: try arguments[statusJSON])
                 }

@@ -4,9 +4,9 @@ import RunnerKinds
 import RunnerKit
 
 /// `runner watch`: runs the jobs others hand in, from the spool folder or, with `--queue`, from a
-/// queue a fleet shares, until SIGTERM or SIGINT (SIGHUP reopens its files). What both watchers
-/// share is made here, once: their options, the engine and its output, what hears the jobs
-/// (`JobObservers`), the service's notices and metrics, and the signals.
+/// queue a fleet shares, until SIGTERM or SIGINT (SIGHUP reopens its files). It parses the
+/// options and builds one `Watcher` (the feed, the page, metrics, notices, signals) and runs it;
+/// what both feeds share is made once: the engine and its output, what hears the jobs.
 enum WatchCommand {
     private static let spoolDefaults = SpoolFeed.Configuration.watch(spool: Spool(root: Spool.defaultRoot), registry: KindRegistry())
 
@@ -29,7 +29,7 @@ enum WatchCommand {
         summary: "Run the job files that arrive in the spool's inbox (or the jobs of a shared queue, with --queue), until SIGTERM or SIGINT; SIGHUP reopens its files.",
         options: [SpoolCommands.spoolOption.spec] + EngineCommandOptions.options
             + [grace.spec, settle.spec, rescan.spec, SpoolCommands.groupOption.spec, metrics.spec, json.spec]
-            + [QueueCommands.queueOption.spec, QueueCommands.keepOption.spec, QueueCommands.nameOption.spec] + LiveOptions.specs,
+            + [QueueOptions.queue.spec, QueueOptions.keep.spec, QueueOptions.name.spec] + LiveOptions.specs,
         run: { arguments in await run(arguments) })
 
     /// What both watchers take.
@@ -46,15 +46,17 @@ enum WatchCommand {
     }
 
     static func run(_ arguments: ParsedArguments) async -> Int32 {
+        // Caught from the start: a signal while the watcher starts stops it once it runs.
+        let signals = SignalWatcher.stream(of: [SIGINT, SIGTERM, SIGHUP])
         var options: Options
         let queue: String?
         do {
-            queue = try QueueCommands.url(arguments)
+            queue = try QueueOptions.url(arguments)
             if queue != nil, let given = spoolOnly.first(where: { arguments.value($0) != nil }) {
                 throw UsageError("--\(given) is an option of the spool's watcher; a watcher of a queue (--queue) takes no spool folder")
             }
-            if queue == nil, arguments.value(QueueCommands.keepOption.spec.name) != nil { throw UsageError("--keep needs --queue") }
-            if queue == nil, arguments.value(QueueCommands.nameOption.spec.name) != nil { throw UsageError("--name needs --queue") }
+            if queue == nil, arguments.value(QueueOptions.keep.spec.name) != nil { throw UsageError("--keep needs --queue") }
+            if queue == nil, arguments.value(QueueOptions.name.spec.name) != nil { throw UsageError("--name needs --queue") }
             var engine = JobEngine.Configuration.run(registry: KindRegistry())
             try EngineCommandOptions.apply(arguments, to: &engine)
             // Whoever drops or submits a job is not the operator: no secret references.
@@ -74,12 +76,12 @@ enum WatchCommand {
             let keepDays: Int
             let name: String?
             do {
-                keepDays = try arguments[QueueCommands.keepOption]
-                name = try QueueCommands.watcherName(arguments)
+                keepDays = try arguments[QueueOptions.keep]
+                name = try QueueOptions.watcherName(arguments)
             } catch {
                 return Runner.usageError(error, spec: spec)
             }
-            return await QueueCommands.watch(options, url: queue, keepDays: keepDays, name: name)
+            return await watchQueue(options, url: queue, keepDays: keepDays, name: name, signals: signals)
         }
         var feed: SpoolFeed.Configuration
         do {
@@ -90,7 +92,7 @@ enum WatchCommand {
         }
         feed.grace = options.grace
         feed.rescanInterval = options.rescan
-        return await watchSpool(feed, options)
+        return await watchSpool(feed, options, signals: signals)
     }
 
     // MARK: - What both watchers share
@@ -119,86 +121,31 @@ enum WatchCommand {
             sync: sync, live: live, hooksRunByFeed: hooksRunByFeed)
     }
 
-    /// What a watcher serves while it runs: the live page (`--listen`), and the signals that stop
-    /// it (SIGINT, SIGTERM) or reopen its files (SIGHUP). Nil (said) when the page cannot be served.
-    struct Serving {
-        let live: LiveServer?
-        let signals: SignalWatcher
-        let reopen: SignalWatcher
-
-        init?(
-            live: LiveServer?, options: Options, service: WatchService, events: EventStream?, stopping: String, grace: Duration,
-            stop: @escaping @Sendable () -> Void
-        ) {
-            if let live, let settings = options.live, !LiveSite.start(live, settings) { return nil }
-            self.live = live
-            signals = onStopSignal(service, what: stopping, grace: grace, stop)
-            reopen = onReopenSignal(events: events, service: service, live: live.flatMap { live in options.live.map { (live, $0) } })
-        }
-
-        func end() {
-            _ = signals.stop()
-            _ = reopen.stop()
-            live?.stop()
-        }
+    /// The service: systemd's notify protocol (from the environment) and `--metrics`.
+    static func service(_ options: Options) -> WatchService {
+        WatchService(notifier: SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment), metricsPath: options.metrics)
     }
 
-    /// Calls `stop` on the first SIGINT or SIGTERM, after saying so (the service manager too),
-    /// and on each one after.
-    static func onStopSignal(_ service: WatchService, what: String, grace: Duration, _ stop: @escaping @Sendable () -> Void) -> SignalWatcher {
-        SignalWatcher(signals: [SIGINT, SIGTERM]) { number in
-            service.stopping(what)
-            Console.err("runner: \(signalName(number)): \(what); running jobs have \(grace) to end")
-            stop()
+    /// What the watcher runs beside its feed: the page, the `--events` file, the hooks left when
+    /// the feed ends, its lines on standard error.
+    static func watching(
+        _ options: Options, service: WatchService, live: (server: LiveServer, observers: [any RunObserver])?, observers: JobObservers,
+        out: String
+    ) -> Watcher.Configuration {
+        var configuration = Watcher.Configuration(service: service, out: out, say: { Console.err($0) })
+        if let live, let settings = options.live {
+            configuration.page = Watcher.Page(
+                server: live.server, host: settings.host, tokenFile: settings.tokenPath, readToken: { try LiveOptions.readToken($0) })
         }
-    }
-
-    /// SIGHUP, as logrotate's postrotate sends it: the files the watcher writes and reads are
-    /// opened anew (`--events`, `--metrics`, the `--listen-token` file), said in one line (a file
-    /// not opened anew is said with why, not as reopened); the watcher goes on.
-    static func onReopenSignal(
-        events: EventStream?, service: WatchService, live: (server: LiveServer, settings: LiveOptions.Settings)?
-    ) -> SignalWatcher {
-        SignalWatcher(signals: [SIGHUP]) { _ in
-            var reopened: [String] = []
-            // What was not reopened, and why: said as such, never as reopened.
-            var notes: [String] = []
-            if let events {
-                switch events.reopen() {
-                case .reopened: reopened.append("--events \(events.path)")
-                case .waitingForReader: notes.append("--events \(events.path) has no reader now; opened anew when one comes")
-                case .pending: notes.append("--events \(events.path) waits for its reader to take what it is behind; opened anew then")
-                case .failed(let reason): notes.append("--events not reopened: \(reason)")
-                }
-            }
-            if let path = service.metricsPath {
-                service.writeMetricsNow()
-                reopened.append("--metrics \(path)")
-            }
-            if let live, let path = live.settings.tokenPath {
-                do {
-                    live.server.setToken(try LiveOptions.readToken(path))
-                    reopened.append("--listen-token \(path)")
-                } catch {
-                    Console.err("runner: SIGHUP: \(error); the token read before stands")
-                }
-            }
-            let said = (reopened.isEmpty ? (notes.isEmpty ? ["no file to reopen"] : []) : ["reopened " + reopened.joined(separator: ", ")]) + notes
-            Console.err("runner: SIGHUP: " + said.joined(separator: "; ") + "; still watching")
-        }
-    }
-
-    static func signalName(_ number: Int32) -> String {
-        switch number {
-        case SIGINT: return "SIGINT"
-        case SIGHUP: return "SIGHUP"
-        default: return "SIGTERM"
-        }
+        configuration.events = observers.events
+        if let hooks = observers.hooks { configuration.afterFeed = { await hooks.finish() } }
+        configuration.clock = options.engine.clock
+        return configuration
     }
 
     // MARK: - The spool's watcher
 
-    static func watchSpool(_ given: SpoolFeed.Configuration, _ options: Options) async -> Int32 {
+    static func watchSpool(_ given: SpoolFeed.Configuration, _ options: Options, signals: AsyncStream<Int32>) async -> Int32 {
         var configuration = given
         let spool = configuration.spool
         do {
@@ -209,8 +156,7 @@ enum WatchCommand {
         }
         guard prepareOutput(&configuration.engine) else { return 2 }
         let store = configuration.engine.store!
-        // Operating as a service: systemd's notify protocol and Prometheus metrics.
-        let service = WatchService(notifier: SystemdNotifier.fromEnvironment(ProcessInfo.processInfo.environment), metricsPath: options.metrics)
+        let service = service(options)
         configuration.heartbeatInterval = service.heartbeatInterval
         // The live page and API: the board follows the engine, the server's readers its events.
         let engine = Locked<JobEngine?>(nil)
@@ -226,69 +172,87 @@ enum WatchCommand {
             configuration.beforeMove = { await hooks.settle() }
             configuration.replayed = { hooks.replay(record: $0) }
         }
-        let feed: SpoolFeed
+        let watcher: Watcher
         do {
-            feed = try SpoolFeed(
-                configuration: configuration, observer: observers.observer,
-                onEvent: { event in
-                    service.handle(event)
-                    log(event, spool: spool, out: store.root)
-                })
+            watcher = try Watcher(configuration: watching(options, service: service, live: live, observers: observers, out: store.root)) { onEvent in
+                try SpoolFeed(configuration: configuration, observer: observers.observer, onEvent: onEvent)
+            }
         } catch {
             Console.error("\(error)")
             return 2
         }
-        engine.withLock { $0 = feed.engine }
-        guard let serving = Serving(
-            live: live?.server, options: options, service: service, events: observers.events, stopping: "no more files are taken",
-            grace: configuration.grace, stop: { feed.shutdown() })
-        else { return 2 }
-        defer { serving.end() }
-        let metricsTask = service.startWritingMetrics()
-        do {
-            try await feed.run()
-        } catch {
-            metricsTask?.cancel()
-            Console.error("\(error)")
-            return 1
-        }
-        metricsTask?.cancel()
-        // Hooks of jobs that ended as the watcher stopped (their files went back to inbox/).
-        await observers.hooks?.finish()
-        service.stopped(counts: feed.counts)
-        Console.err("runner: stopped")
-        return 0
+        engine.withLock { $0 = watcher.engine }
+        return await watcher.run(signals: signals)
     }
 
-    static func log(_ event: SpoolFeed.Event, spool: Spool, out: String) {
-        switch event {
-        case .started(let id, let recovered):
-            Console.err("runner: watching \(RunReporter.relative(spool.inbox)) (watcher \(id)); results in \(RunReporter.relative(out))/")
-            if !recovered.isEmpty {
-                Console.err("runner: put back in line \(recovered.count) file(s) a watcher left in active/: \(recovered.prefix(10).joined(separator: ", "))")
-            }
-        case .claimed, .ready, .heartbeat:
-            break
-        case .finished(let report):
-            let counts = JobStatus.allCases.compactMap { status in report.counts[status].map { "\($0) \(status.rawValue)" } }
-            var line = "runner: \(report.name): "
-            switch report.outcome {
-            case .done: line += "done"
-            case .failed: line += "failed"
-            case .returned: line += "back in inbox (not finished before shutdown)"
-            }
-            if report.finalName != report.name { line += " as \(report.finalName)" }
-            if !counts.isEmpty { line += "; " + counts.joined(separator: ", ") }
-            if let latency = report.startLatency {
-                line += String(format: "; first job started %.2f ms after arrival", latency.inSeconds * 1000)
-            }
-            if report.outcome == .failed, let reason = report.reason?.split(separator: "\n").first { line += "\n  \(reason)" }
-            Console.err(line)
-        case .cancelRequested(let key, let cancelledRunning):
-            Console.errLine("runner: cancel \(key): " + (cancelledRunning ? "the running task is cancelled" : "no task with that key is running; waiting jobs with it will not run"))
-        case .problem(let message):
-            Console.err("runner: \(message)")
+    // MARK: - A queue's watcher
+
+    /// A watcher of the queue: the same engine, output and observers as the spool's watcher,
+    /// its jobs from the queue.
+    static func watchQueue(_ given: Options, url: String, keepDays: Int, name: String?, signals: AsyncStream<Int32>) async -> Int32 {
+        var options = given
+        var configuration = QueueFeed.Configuration.watch(queue: url, registry: options.engine.registry)
+        if let name { configuration.runner = name }
+        // Each event names the watcher, as the fleet's ends on the page's stream do.
+        options.events?.runner = configuration.runner
+        configuration.engine = options.engine
+        configuration.grace = options.grace
+        configuration.rescanInterval = options.rescan
+        configuration.keep = .seconds(keepDays * 86_400)
+        configuration.followsFleetEvents = options.live != nil
+        guard prepareOutput(&configuration.engine) else { return 2 }
+        let store = configuration.engine.store!
+        let service = service(options)
+        configuration.heartbeatInterval = service.heartbeatInterval
+        let queueStore: any QueueStore
+        do {
+            configuration = try await configuration.prepared()
+            queueStore = configuration.store!
+        } catch {
+            return QueueOptions.fail(error)
         }
+        defer { queueStore.close() }
+        // The live page and API (--listen), over a connection of their own, from a snapshot.
+        let engine = Locked<JobEngine?>(nil)
+        var source: QueueLiveSource?
+        var live: (server: LiveServer, observers: [any RunObserver])?
+        if let settings = options.live {
+            do {
+                let page = QueueLiveSource(queue: try await JobQueue.connect(url: url), registry: configuration.engine.registry, runner: configuration.runner)
+                live = LiveSite.make(
+                    settings, source: page, registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] },
+                    runner: configuration.runner)
+                source = page
+            } catch {
+                return QueueOptions.fail(error)
+            }
+        }
+        let observers = Self.observers(
+            options, store: store, metrics: service.metrics, sync: configuration.durable, live: live?.observers ?? [], hooksRunByFeed: true)
+        defer { EngineCommandOptions.finish(observers.events) }
+        // A job is done in the queue only once its hooks ended; the feed runs them.
+        if let hooks = observers.hooks { configuration.hooks = { line in await hooks.run(record: line) } }
+        var watching = watching(options, service: service, live: live, observers: observers, out: store.root)
+        if let source {
+            let clock = options.engine.clock
+            watching.alongside = [{ await source.refreshing(every: .seconds(1), clock: clock) }]
+        }
+        let watcher: Watcher
+        let feed: QueueFeed
+        do {
+            let made = try Watcher(configuration: watching) { onEvent in
+                try QueueFeed(configuration: configuration, observer: observers.observer, onEvent: onEvent)
+            }
+            watcher = made
+            feed = made.feed as! QueueFeed  // made just above
+        } catch {
+            Console.error("\(error)")
+            return 2
+        }
+        // The name is this process's from now on, or the watcher does not start.
+        do { try await feed.register() } catch { return QueueOptions.fail(error) }
+        engine.withLock { $0 = watcher.engine }
+        return await watcher.run(signals: signals)
     }
 }
 

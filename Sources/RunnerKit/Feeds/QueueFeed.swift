@@ -100,23 +100,28 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         var claimAhead: Int { max(1, prefetch ?? min(16, engine.concurrency / 4)) }
     }
 
-    /// What happens to the watcher, for its log and its service manager.
-    package enum Event: Sendable {
-        case started(runner: String)
-        /// Every `heartbeatInterval`, while the feed runs: how many jobs run here.
-        case heartbeat(running: Int)
-        case cancelRequested(key: String, cancelledRunning: Bool)
-        /// Something went wrong that the feed goes on through (the store away, a record kept
-        /// on disk only), in words.
-        case problem(String)
-        /// Every job of a submitted file ended, the last of them here: how they all ended, on
-        /// every runner of the fleet (said once per file, by the runner that ended the last).
-        case fileEnded(name: String, counts: [JobStatus: Int])
-        /// Another runner of the fleet ended a job (with `followsFleetEvents`).
-        case fleetFinished(key: String, kind: String, status: String, runner: String)
-        /// This watcher fired a schedule's tick (its batch inserted), or dropped missed ticks
-        /// (`--catch-up none`: `dropped` above 0, no batch).
-        case scheduleFired(Schedule.Fired)
+    /// What happens to the watcher, for its log and its service manager: `started` and `ready`
+    /// once it is listed in the fleet, `heartbeat` with the jobs running here, `fileEnded`,
+    /// `fleetFinished` (with `followsFleetEvents`), `scheduleFired` (`dropped` above 0 and no
+    /// batch for `--catch-up none`), and `problem` for what it goes on through (the store away, a
+    /// record kept on disk only).
+    package typealias Event = WatchEvent
+
+    /// What wakes the main loop: the listener, the timers, side work asked for from any thread,
+    /// a shutdown, and the engine's end.
+    private enum Wake: Sendable {
+        case notice(QueueNotice)
+        /// A third of the lease went by: renew.
+        case renew
+        case renewed
+        case heartbeat
+        /// Work beside the engine's (a parent to complete, hooks a dead runner left), run in the
+        /// feed's task group; the feed ends once it ended.
+        case sideWork(@Sendable () async -> Void)
+        case sideWorkEnded
+        case shutdown(grace: Duration, unstarted: [Int64])
+        case graceOver
+        case engineEnded
     }
 
     package let configuration: Configuration
@@ -134,6 +139,8 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
     /// Hears hooks that failed because runners left them (metrics, the event stream).
     private let observer: any RunObserver
     private let bell = Bell()
+    private let wakes: AsyncStream<Wake>
+    private let wake: AsyncStream<Wake>.Continuation
     /// The most jobs claimed in one statement.
     static let batchLimit = 64
 
@@ -155,8 +162,8 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         var cancels: [String: Duration] = [:]
         /// By submitted file: jobs claimed here and not ended, and how many ended here since.
         var files: [String: (open: Int, ended: Int)] = [:]
-        /// Work beside the engine's, by job id: hooks another runner left, parents to complete.
-        var sideWork: [Int64: Task<Void, Never>] = [:]
+        /// When finished rows were last pruned (on `timeline`).
+        var pruned: Duration?
         /// Children of jobs running here, from their kinds, until the jobs' records are stored.
         var children: [Int64: ChildJobs] = [:]
         /// The claim of each key running here (started, not ended).
@@ -192,6 +199,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         self.timeline = makeTimeline(configuration.engine.clock)
         self.onEvent = onEvent
         self.observer = observer
+        (wakes, wake) = AsyncStream.makeStream(of: Wake.self, bufferingPolicy: .unbounded)
         var watcher = JobQueue.Watcher(
             name: configuration.runner, host: Self.hostName(), version: RunnerVersion.current, kinds: configuration.engine.registry.names,
             lease: store.lease)
@@ -237,26 +245,79 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
     }
 
     /// Runs the engine on this feed until `shutdown` and every job handed out has ended (its
-    /// record stored, or given up on).
+    /// record stored, or given up on), and the work beside it (parents completed, hooks a dead
+    /// runner left, claims given back) is through.
+    ///
+    /// Built as the spool's feed is: the listener and the timers only wake the main loop, which
+    /// does what is quick itself and starts what waits on the store as a task of its group.
     package func run() async {
         if !registered.load(ordering: .relaxed) {
             do { try await register() } catch { report("this watcher could not be listed in the queue: \(error)") }
         }
         renewed.withLock { $0 = timeline.now }
-        onEvent(.started(runner: runner))
+        onEvent(.started(watcher: runner, recovered: []))
+        onEvent(.ready(.queue(running: 0)))
         await withDiscardingTaskGroup { group in
+            let (wake, clock, lease) = (self.wake, self.clock, store.lease)
             group.addTask { await self.listen() }
-            group.addTask { await self.renew() }
+            group.addTask { await self.maintain() }
+            group.addTask {
+                while (try? await clock.sleep(for: lease / 3)) != nil { wake.yield(.renew) }
+            }
             group.addTask { await self.fireSchedules() }
             if let heartbeat = configuration.heartbeatInterval {
                 group.addTask {
-                    while (try? await self.clock.sleep(for: heartbeat)) != nil { self.onEvent(.heartbeat(running: self.running)) }
+                    while (try? await clock.sleep(for: heartbeat)) != nil { wake.yield(.heartbeat) }
                 }
             }
-            _ = await engine.run(self)
-            while let (id, left) = state.withLock({ $0.sideWork.first }) {
-                await left.value
-                _ = state.withLock { $0.sideWork.removeValue(forKey: id) }
+            group.addTask {
+                _ = await self.engine.run(self)
+                wake.yield(.engineEnded)
+            }
+            var (engineEnded, sideWork, renewing) = (false, 0, false)
+            for await next in wakes {
+                switch next {
+                case .notice(let notice):
+                    hear(notice)
+                case .renew:
+                    guard !renewing else { break }
+                    renewing = true
+                    group.addTask {
+                        await self.renew()
+                        wake.yield(.renewed)
+                    }
+                case .renewed:
+                    renewing = false
+                case .heartbeat:
+                    onEvent(.heartbeat(.queue(running: running)))
+                case .sideWork(let work):
+                    sideWork += 1
+                    group.addTask {
+                        await work()
+                        wake.yield(.sideWorkEnded)
+                    }
+                case .sideWorkEnded:
+                    sideWork -= 1
+                case .shutdown(let grace, let unstarted):
+                    if !unstarted.isEmpty {
+                        sideWork += 1
+                        group.addTask {
+                            await self.giveBack(unstarted)
+                            wake.yield(.sideWorkEnded)
+                        }
+                    }
+                    group.addTask {
+                        guard (try? await clock.sleep(for: grace)) != nil else { return }
+                        wake.yield(.graceOver)
+                    }
+                case .graceOver:
+                    // Stopping a watcher is the fleet's business, not the jobs' end: what still
+                    // runs goes back to the queue (its partial kept and synced) for another watcher.
+                    engine.taskManager.releaseAll()
+                case .engineEnded:
+                    engineEnded = true
+                }
+                if engineEnded && sideWork == 0 { break }
             }
             group.cancelAll()
         }
@@ -285,23 +346,18 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         }
         guard let unstarted else { return }
         bell.ring()
-        let (store, runner, writer, clock, engine) = (store, runner, writer, clock, engine)
         writer.releaseAllPreLocked()
-        Task {
-            guard !unstarted.isEmpty else { return }
-            // The keys first: a runner that takes these jobs must find their keys free.
-            await writer.flush()
-            do {
-                try await store.release(ids: unstarted, runner: runner)
-            } catch {
-                self.report("\(unstarted.count) claim\(unstarted.count == 1 ? "" : "s") could not be given back (their lease will end): \(error)")
-            }
-        }
-        Task {
-            try? await clock.sleep(for: grace)
-            // Stopping a watcher is the fleet's business, not the jobs' end: what still runs
-            // goes back to the queue (its partial kept and synced) for another watcher.
-            engine.taskManager.releaseAll()
+        wake.yield(.shutdown(grace: grace, unstarted: unstarted))
+    }
+
+    /// Gives claims that did not start back to the queue, their keys first: a runner that takes
+    /// these jobs must find their keys free.
+    private func giveBack(_ unstarted: [Int64]) async {
+        await writer.flush()
+        do {
+            try await store.release(ids: unstarted, runner: runner)
+        } catch {
+            report("\(unstarted.count) claim\(unstarted.count == 1 ? "" : "s") could not be given back (their lease will end): \(error)")
         }
     }
 
@@ -466,18 +522,12 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         var made = JobQueue.Children()
         made.jobs.reserveCapacity(children.count)
         for index in 0..<children.count {
-            switch children.child(at: index) {
-            case .success(let child):
-                do {
-                    let job = try JobDescriptor.decode(child.fields, registry: registry, parent: parent, limits: limits)
-                    made.jobs.append((job.key, job.kindName, JSONWriter.string(.object([("child", .object(child.fields)), ("of", stored)]))))
-                } catch {
-                    made.invalid += 1
-                    if made.firstInvalid == nil { made.firstInvalid = "child \(index + 1): \(error)" }
-                }
-            case .failure(let invalid):
+            switch children.job(at: index, of: parent, registry: registry, limits: limits) {
+            case .success(let (job, child)):
+                made.jobs.append((job.key, job.kindName, JSONWriter.string(.object([("child", .object(child.fields)), ("of", stored)]))))
+            case .failure(let unmade):
                 made.invalid += 1
-                if made.firstInvalid == nil { made.firstInvalid = "child \(index + 1): \(invalid)" }
+                if made.firstInvalid == nil { made.firstInvalid = unmade.description }
             }
         }
         return made
@@ -531,7 +581,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
                 // none can be made, its record is complete now.
                 finish.children = queueable(children, of: job, stored: stored)
                 if finish.children.jobs.isEmpty {
-                    line = rewriteCompleted(
+                    line = await rewriteCompleted(
                         key: result.key, record: line, counts: [:], invalid: finish.children.invalid,
                         firstInvalid: finish.children.firstInvalid, total: finish.children.invalid, into: &finish)
                     finish.children = JobQueue.Children()
@@ -581,53 +631,48 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
     /// their counts, written to the output and stored, then its hooks. If this runner stops
     /// first, the parent's lease ends and another completes it.
     private func completeParent(_ id: Int64) {
-        let task = Task {
-            do {
-                guard let parent = try await store.parentToComplete(id: id, runner: runner) else { return }
-                var finish = JobQueue.Finish(id: id, status: "", error: nil, record: "", hooksPending: configuration.hooks != nil)
-                let line = rewriteCompleted(
-                    key: parent.key, record: Array(parent.record.utf8), counts: parent.counts, invalid: parent.invalid,
-                    firstInvalid: parent.firstInvalid, total: parent.total, into: &finish)
-                if configuration.durable {
-                    let output = engine.store
-                    if let problem = await Self.offThePool({ () -> String? in
-                        do { try output.synchronize() } catch { return "\(error)" }
-                        return nil
-                    }) {
-                        return report("\(parent.key): its completed record is not durable (\(problem)); it is completed again once its lease ends")
-                    }
+        wake.yield(.sideWork { await self.complete(parent: id) })
+    }
+
+    private func complete(parent id: Int64) async {
+        do {
+            guard let parent = try await store.parentToComplete(id: id, runner: runner) else { return }
+            var finish = JobQueue.Finish(id: id, status: "", error: nil, record: "", hooksPending: configuration.hooks != nil)
+            let line = await rewriteCompleted(
+                key: parent.key, record: Array(parent.record.utf8), counts: parent.counts, invalid: parent.invalid,
+                firstInvalid: parent.firstInvalid, total: parent.total, into: &finish)
+            if configuration.durable {
+                let output = engine.store
+                if let problem = await Self.offThePool({ () -> String? in
+                    do { try output.synchronize() } catch { return "\(error)" }
+                    return nil
+                }) {
+                    return report("\(parent.key): its completed record is not durable (\(problem)); it is completed again once its lease ends")
                 }
-                let next = try await store.completeParent(finish, runner: runner)
-                if let hooks = configuration.hooks {
-                    await hooks(line)
-                    await endHooks(id: id, key: parent.key)
-                }
-                for parent in next { completeParent(parent) }
-            } catch {
-                report("a parent's record could not be completed (\(error)); it is completed again once its lease ends")
             }
-            _ = state.withLock { $0.sideWork.removeValue(forKey: id) }
+            let next = try await store.completeParent(finish, runner: runner)
+            if let hooks = configuration.hooks {
+                await hooks(line)
+                await endHooks(id: id, key: parent.key)
+            }
+            for parent in next { completeParent(parent) }
+        } catch {
+            report("a parent's record could not be completed (\(error)); it is completed again once its lease ends")
         }
-        state.withLock { $0.sideWork[id] = task }
     }
 
     /// The record `record` completed with its children's counts (as the engine completes a
-    /// parent's), written to the output in place of the key's, and set in `finish`.
+    /// parent's), written through the engine's record writer in place of the key's record (and
+    /// as the key's last line in the run log: its first, written when its own fetch ended, could
+    /// not carry them), and set in `finish`.
     private func rewriteCompleted(
         key: String, record: [UInt8], counts: [String: Int], invalid: Int, firstInvalid: String?, total: Int,
         into finish: inout JobQueue.Finish
-    ) -> [UInt8] {
+    ) async -> [UInt8] {
         let parsed = (try? JSONParser.parse(record)) ?? .object([])
         let completed = ResultAssembly.completed(parsed, counts: counts, invalid: invalid, firstInvalid: firstInvalid, total: total)
-        let line = Array(JSONWriter.string(completed).utf8)
-        do {
-            try engine.store.writeRecord(completed, key: key)
-        } catch {
-            report("\(key): the completed record could not be written (\(error)); the queue holds it")
-        }
-        // The run log gets it too: a parent's last line there carries its children's counts, as
-        // its record does (its first line, written when its own fetch ended, could not).
-        configuration.engine.runLog?.append(record: completed)
+        var line = await engine.write(completed: completed, key: key)
+        if line.isEmpty { line = Array(JSONWriter.string(completed).utf8) }
         finish.status = completed["status"]?.stringValue ?? "failed"
         finish.error = completed["error"]?.stringValue
         finish.record = String(decoding: line, as: UTF8.self)
@@ -648,12 +693,10 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
     private func runLeftHooks(id: Int64, key: String, record: [UInt8]) {
         let hooks = configuration.hooks
         if hooks != nil { report("\(key): its --on-finish hooks, left by a runner that stopped, run here") }
-        let task = Task {
+        wake.yield(.sideWork {
             await hooks?(record)
-            await endHooks(id: id, key: key)
-            _ = state.withLock { $0.sideWork.removeValue(forKey: id) }
-        }
-        state.withLock { $0.sideWork[id] = task }
+            await self.endHooks(id: id, key: key)
+        })
     }
 
     /// Ends a job whose hooks ran (retried while the store is away, until a shutdown's grace is
@@ -697,7 +740,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
                     report("the queue's notices are back")
                     lost = false
                 }
-                for notice in notices { hear(notice) }
+                for notice in notices { wake.yield(.notice(notice)) }
             } catch {
                 if Task.isCancelled { return }
                 if !lost { report("the queue's notices stopped (\(error)); reading it every --rescan until they are back") }
@@ -727,36 +770,41 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         }
     }
 
-    /// Leases renewed every third of the lease; abandoned jobs failed; old rows pruned hourly.
-    private func renew() async {
-        var pruned: Duration?
-        while !Task.isCancelled {
-            if let abandoned = try? await store.failAbandoned() {  // (an outage is said by the renewal below)
-                for (key, record, reason) in abandoned.hooksFailed {
-                    // Never silently: said, counted, and in the event stream.
-                    report("\(key): \(reason)")
-                    if let result = JobResult(record: Array(record.utf8)) { observer.hookFailed(result, reason: reason) }
-                }
+    /// At the start and after each renewal: jobs abandoned 3 times failed, old rows pruned hourly.
+    private func maintain() async {
+        if let abandoned = try? await store.failAbandoned() {  // (an outage is said by the renewal)
+            for (key, record, reason) in abandoned.hooksFailed {
+                // Never silently: said, counted, and in the event stream.
+                report("\(key): \(reason)")
+                if let result = JobResult(record: Array(record.utf8)) { observer.hookFailed(result, reason: reason) }
             }
-            if let keep = configuration.keep, pruned.map({ timeline.now - $0 >= .seconds(3600) }) ?? true {
-                pruned = timeline.now
-                do {
-                    let count = try await store.prune(olderThan: keep)
-                    if count > 0 { report("\(count) finished job\(count == 1 ? "" : "s") older than --keep removed from the queue") }
-                } catch {
-                    report("finished jobs could not be pruned: \(error)")
-                }
-            }
-            guard (try? await clock.sleep(for: store.lease / 3)) != nil else { return }
-            do {
-                let asked = timeline.now
-                try await store.heartbeat(runner: runner)
-                renewed.withLock { $0 = asked }
-            } catch {
-                report("leases could not be renewed: \(error)")
-            }
-            writer.retryUnlocks()
         }
+        let now = timeline.now
+        guard let keep = configuration.keep, state.withLock({ state in
+            guard state.pruned.map({ now - $0 >= .seconds(3600) }) ?? true else { return false }
+            state.pruned = now
+            return true
+        }) else { return }
+        do {
+            let count = try await store.prune(olderThan: keep)
+            if count > 0 { report("\(count) finished job\(count == 1 ? "" : "s") older than --keep removed from the queue") }
+        } catch {
+            report("finished jobs could not be pruned: \(error)")
+        }
+    }
+
+    /// Every third of the lease: this runner's claims and keys renewed, key unlocks that failed
+    /// retried, then `maintain()`.
+    private func renew() async {
+        do {
+            let asked = timeline.now
+            try await store.heartbeat(runner: runner)
+            renewed.withLock { $0 = asked }
+        } catch {
+            report("leases could not be renewed: \(error)")
+        }
+        writer.retryUnlocks()
+        await maintain()
     }
 }
 
@@ -799,4 +847,11 @@ final class Bell: Sendable {
             waiter?.resume()
         }
     }
+}
+
+extension QueueFeed: WatchFeed {
+    package var source: String { "the queue \(store.display) as \(runner)" }
+    package var stopNotice: String { "no more jobs are claimed" }
+    package var grace: Duration { configuration.grace }
+    package var status: WatchStatus { .queue(running: running) }
 }

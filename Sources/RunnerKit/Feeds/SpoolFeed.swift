@@ -109,17 +109,8 @@ package final class SpoolFeed: JobFeed {
         package var failed: Int
     }
 
-    package enum Event: Sendable {
-        case started(watcher: String, recovered: [String])
-        /// The first scan of inbox/ is through: the watcher takes files from now on.
-        case ready(Counts)
-        /// Every `heartbeatInterval`, from the main loop (so a stuck loop stops them).
-        case heartbeat(Counts)
-        case claimed(name: String)
-        case finished(FileReport)
-        case cancelRequested(key: String, cancelledRunning: Bool)
-        case problem(String)
-    }
+    /// What happens to the feed: `ready` once the first scan of inbox/ is through.
+    package typealias Event = WatchEvent
 
     private enum Wake: Sendable {
         case arrived(String, renamed: Bool)
@@ -253,7 +244,7 @@ package final class SpoolFeed: JobFeed {
 
             var lastSweep = timeline.now
             claim(lease: lease, group: &group)
-            onEvent(.ready(counts))
+            onEvent(.ready(.spool(counts)))
             for await next in wakes {
                 switch next {
                 case .arrived(let name, let renamed):
@@ -266,7 +257,7 @@ package final class SpoolFeed: JobFeed {
                         for name in state.settling.keys.sorted() where state.pendingSet.insert(name).inserted { state.pending.append(name) }
                     }
                 case .heartbeat:
-                    onEvent(.heartbeat(counts))
+                    onEvent(.heartbeat(.spool(counts)))
                 case .cancel(let name):
                     handleCancelRequest(name)
                 case .rescan:
@@ -600,4 +591,11 @@ package final class SpoolFeed: JobFeed {
         guard let made = state.withLock({ $0.cancelRequests[name] }) else { return false }
         return FileSystem.seconds(written) < made
     }
+}
+
+extension SpoolFeed: WatchFeed {
+    package var source: String { configuration.spool.inbox }
+    package var stopNotice: String { "no more files are taken" }
+    package var grace: Duration { configuration.grace }
+    package var status: WatchStatus { .spool(counts) }
 }

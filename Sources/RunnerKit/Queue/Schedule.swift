@@ -136,3 +136,15 @@ package protocol ScheduleFiring: Sendable {
     /// of one (a notice of new jobs): a store whose notices cannot be lost.
     var pollsForSchedules: Bool { get }
 }
+
+extension Schedule.Fired {
+    /// The watcher's log line for this tick (its batch, or the ticks dropped).
+    package var line: String {
+        if dropped > 0 {
+            return "schedule \(schedule): \(dropped) tick\(dropped == 1 ? "" : "s") missed while no watcher ran, dropped (--catch-up none)"
+        }
+        let covered = covers > 1 ? ", for \(covers) ticks missed while no watcher ran" : ""
+        let tick = CronExpression.iso8601(self.tick, in: TimeZone(identifier: "UTC")!)
+        return "schedule \(schedule): tick \(tick), batch \(batch) (\(jobs) job\(jobs == 1 ? "" : "s")\(covered))"
+    }
+}
