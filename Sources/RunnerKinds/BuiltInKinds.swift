@@ -2,6 +2,8 @@ import RunnerKit
 
 /// The kinds that ship with the runner. Adding a kind: write its file, then add it here.
 public enum BuiltInKinds {
+    /// The built-in kinds' definitions, in the order `runner kinds` lists them: image, entry, tree,
+    /// image-list, json, file.
     public static let all: [KindDefinition] = [
         KindDefinition(ImageKind.self),
         KindDefinition(EntryKind.self),

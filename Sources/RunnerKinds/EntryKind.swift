@@ -9,8 +9,11 @@ public struct EntryKind: JobKind {
     ]
     public static let accept: String? = "application/json"
 
+    /// The entry's id, as text (a whole number in a job is written in decimal): it fills `{id}` in
+    /// the URL and makes the key `entry:<id>`.
     public let id: String
 
+    /// An entry job's parameters for `id`; unlike a job file's, an empty id is not refused here.
     public init(id: String) { self.id = id }
 
     public init(fields: inout JobFields) throws(JobSpecError) {

@@ -17,6 +17,8 @@ public struct FileKind: JobKind {
     /// The job's `name`, if it gave one.
     public let fileName: String?
 
+    /// A file job's parameters: with `name`, its key is `file:<name>` and its payload
+    /// `files/<name>.<extension>`; nil: its key is `file:<url>`.
     public init(name: String? = nil) { fileName = name }
 
     public init(fields: inout JobFields) throws(JobSpecError) {

@@ -11,12 +11,17 @@ public struct ImageCheck: Sendable, Equatable {
     public var formats: [ImageFormat]
     /// The most pixels (width times height) a header may declare.
     public var maxPixels: Int
+    /// The least width accepted, in pixels, judged as soon as the header has arrived; 0 takes any.
     public var minWidth: Int
+    /// The least height accepted, in pixels, judged as soon as the header has arrived; 0 takes any.
     public var minHeight: Int
 
     /// Every format, in the order an `Accept` header prefers them: the compact modern ones first.
     public static let preference: [ImageFormat] = [.avif, .jxl, .heic, .webp, .png, .jpeg, .gif, .bmp, .tiff, .ico, .cur]
 
+    /// A check accepting `formats` (kept in the order of `preference`, each once; an empty list
+    /// accepts none), up to `maxPixels`, and at least `minWidth` by `minHeight`. The defaults
+    /// accept any image of any format up to Pillow's limit.
     public init(
         formats: [ImageFormat] = ImageCheck.preference, maxPixels: Int = ImageCheck.defaultMaxPixels,
         minWidth: Int = 0, minHeight: Int = 0

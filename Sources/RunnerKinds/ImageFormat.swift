@@ -1,6 +1,27 @@
 /// An image format the runner accepts: what `UIImage(data:)` decodes.
 public enum ImageFormat: String, Sendable, CaseIterable {
-    case png, jpeg, gif, webp, bmp, tiff, ico, cur, heic, avif, jxl
+    /// PNG, animated PNG (APNG) included.
+    case png
+    /// JPEG; its payloads end in `.jpg`, and `formats` takes `jpg` for it too.
+    case jpeg
+    /// GIF, 87a or 89a, still or animated.
+    case gif
+    /// WebP: lossy, lossless or extended, still or animated.
+    case webp
+    /// BMP with any DIB header (the 12-byte core one included), rows bottom-up or top-down.
+    case bmp
+    /// TIFF in either byte order, BigTIFF included; `formats` takes `tif` for it too.
+    case tiff
+    /// Windows icon: a directory of BMP or PNG images.
+    case ico
+    /// Windows cursor: an icon with hotspots, served as `image/x-icon` too.
+    case cur
+    /// HEIF, told by its `ftyp` brands (HEVC-coded or plain); `formats` takes `heif` for it too.
+    case heic
+    /// AVIF, a still image or a sequence.
+    case avif
+    /// JPEG XL, a bare codestream or in its container.
+    case jxl
 
     /// The file extension a payload of this format is written with.
     public var fileExtension: String {

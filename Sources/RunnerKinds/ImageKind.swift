@@ -10,6 +10,8 @@ public struct ImageKind: JobKind {
     /// What the job accepts: formats, the decompression-bomb limit, the least size.
     public let check: ImageCheck
 
+    /// An image job's parameters: what it accepts, by default every format at any size up to
+    /// Pillow's pixel limit.
     public init(check: ImageCheck = ImageCheck()) {
         self.check = check
     }

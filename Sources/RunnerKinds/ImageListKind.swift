@@ -11,9 +11,14 @@ public struct ImageListKind: JobKind {
     ]
     public static let accept: String? = "application/json"
 
+    /// The element member that names each image: a non-empty string or a whole number, making the
+    /// child's key `image:<id>`. Default `id`.
     public let idField: String
+    /// The element member holding each image's URL; a relative one resolves against the URL that
+    /// answered with the list. Default `imageUrl`.
     public let urlField: String
 
+    /// A list job's parameters; unlike a job file's, empty member names are not refused here.
     public init(idField: String = "id", urlField: String = "imageUrl") {
         self.idField = idField
         self.urlField = urlField

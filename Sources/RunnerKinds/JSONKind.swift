@@ -14,8 +14,12 @@ public struct JSONKind: JobKind {
     /// The most pointers one job may require.
     public static let maxRequired = 64
 
+    /// JSON Pointers that must each name a value in the document, else the job ends `failed`;
+    /// empty: any object or array passes.
     public let require: [JSONPointer]
 
+    /// A json job's parameters; unlike a job file's, more than `maxRequired` pointers are not
+    /// refused here.
     public init(require: [JSONPointer] = []) { self.require = require }
 
     public init(fields: inout JobFields) throws(JobSpecError) {

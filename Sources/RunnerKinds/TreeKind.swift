@@ -11,8 +11,12 @@ public struct TreeKind: JobKind {
     ]
     public static let accept: String? = "application/json"
 
+    /// The URL template of one `entry` child per distinct leaf id, `{id}` replaced by the id; nil:
+    /// no children.
     public let entries: String?
 
+    /// A tree job's parameters. Unlike a job file's, `entries` is not checked here: a template that
+    /// makes no URL leaves every child invalid, and the tree `failed`.
     public init(entries: String? = nil) { self.entries = entries }
 
     public init(fields: inout JobFields) throws(JobSpecError) {

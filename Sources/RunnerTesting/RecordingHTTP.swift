@@ -32,8 +32,12 @@ public final class RecordingHTTP: HTTPFetching {
 
     /// One request as the double received it.
     public struct Request: Sendable {
+        /// The URL asked for; the double follows no redirect.
         public var url: URL
+        /// The request's `headers`, in order (`Accept`, validators, a range); its `originHeaders`,
+        /// a job's own, are not recorded.
         public var headers: [(name: String, value: String)]
+        /// The most body bytes the request accepts: for a job's fetch, the job's `maxBytes`.
         public var maxBytes: Int
 
         /// The value of a request header, by name in any case.
@@ -44,9 +48,15 @@ public final class RecordingHTTP: HTTPFetching {
 
     /// What happened to a request, in order.
     public enum Event: Sendable {
+        /// A request arrived, before its reply.
         case started(Request)
+        /// The fetch returned a response with this status.
         case answered(URL, status: Int)
+        /// The fetch threw an error other than cancellation (a scripted `fail`, or one the sink
+        /// threw); the text is its description.
         case failed(URL, String)
+        /// The fetch ended by cancellation: a `hang` whose task was cancelled, or a
+        /// `CancellationError` thrown.
         case cancelled(URL)
     }
 
@@ -116,6 +126,8 @@ public final class RecordingHTTP: HTTPFetching {
 
     // MARK: - HTTPFetching
 
+    /// Records the request and answers with the URL's next scripted reply (or `fallback`), the body
+    /// written to `body` in one piece; an `instant` double answers at once, unrecorded.
     public func fetch(_ request: FetchRequest, into body: any BodySink) async throws -> FetchResponseHead {
         if let fixed { return try answer(fixed, to: request, into: body) }
         let url = request.url

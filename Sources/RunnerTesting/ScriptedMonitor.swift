@@ -17,6 +17,8 @@ public final class ScriptedMonitor: ConnectivityMonitoring {
 
     private let state: Watched<State>
 
+    /// A monitor to which only the hosts in `reachable` are reachable until `setReachable` says
+    /// otherwise.
     public init(reachable: Set<String> = []) {
         state = Watched(State(reachable: reachable))
     }

@@ -8,12 +8,16 @@ import Testing
 /// Waiting for sleepers (`waitForSleepers`, `nextSleep`) suspends until a sleep registers; it never
 /// sleeps on the real clock except as the bound that keeps a broken test from hanging.
 public final class TestClock: Clock, Sendable {
+    /// A point on a `TestClock`: the time since the clock was made.
     public struct Instant: InstantProtocol {
         /// Time since the clock was made.
         public var offset: Duration
 
+        /// The instant `offset` after the clock was made.
         public init(offset: Duration) { self.offset = offset }
+        /// The instant `duration` later.
         public func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        /// The time from this instant to `other`; negative when `other` is earlier.
         public func duration(to other: Instant) -> Duration { other.offset - offset }
         public static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
     }
@@ -34,11 +38,17 @@ public final class TestClock: Clock, Sendable {
 
     private let state = Watched(State())
 
+    /// A clock at offset zero, with no one sleeping.
     public init() {}
 
+    /// The current instant: moves only by `advance(by:)`, `advance(to:)` and `run()`.
     public var now: Instant { state.read { $0.now } }
+    /// Zero: a sleep ends at its very deadline.
     public var minimumResolution: Duration { .zero }
 
+    /// Suspends until the clock is advanced to `deadline`, returning at once when it has passed;
+    /// `tolerance` is ignored.
+    /// - Throws: `CancellationError` when the task is cancelled, at once.
     public func sleep(until deadline: Instant, tolerance: Duration?) async throws {
         let id = state.update { state -> UInt64 in
             state.nextID += 1

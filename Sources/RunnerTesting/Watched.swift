@@ -21,6 +21,7 @@ public final class Watched<State: Sendable>: Sendable {
 
     private let storage: Mutex<Storage>
 
+    /// Watched state, starting at `state`.
     public init(_ state: State) {
         storage = Mutex(Storage(state: state))
     }

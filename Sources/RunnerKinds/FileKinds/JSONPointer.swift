@@ -8,6 +8,7 @@ public struct JSONPointer: Sendable, Equatable, CustomStringConvertible {
     /// The most reference tokens (steps) accepted.
     public static let maxDepth = 64
 
+    /// The reference tokens, `~1` and `~0` already unescaped; empty for the whole document.
     public let tokens: [String]
     public let description: String
 
@@ -16,6 +17,9 @@ public struct JSONPointer: Sendable, Equatable, CustomStringConvertible {
         public var description: String
     }
 
+    /// Reads `text`.
+    /// - Throws: `Invalid` when it neither is empty nor starts with `/`, is longer than `maxLength`
+    ///   bytes or deeper than `maxDepth` steps, or has a `~` not followed by 0 or 1.
     public init(_ text: String) throws(JSONPointer.Invalid) {
         guard text.utf8.count <= Self.maxLength else {
             throw Invalid(description: "is a JSON Pointer longer than \(Self.maxLength) bytes")

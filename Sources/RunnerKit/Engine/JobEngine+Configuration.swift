@@ -69,6 +69,9 @@ extension JobEngine {
         /// Says whether a job's host is reachable; nil: the kernel's (`standardMonitor()`), made
         /// with the engine.
         public var monitor: (any ConnectivityMonitoring)? = AlwaysReachable()
+        /// The clock of the engine's waits: backoff delays, host pacing, the connectivity wait and
+        /// its notice, and attempt deadlines when `deadlines` is nil. A test hands in a
+        /// `TestClock`. Default: the continuous clock.
         public var clock: any Clock<Duration> = ContinuousClock()
         /// Arms attempt deadlines; nil: a sleeping task on `clock`.
         public var deadlines: (any DeadlineScheduling)?

@@ -15,6 +15,8 @@ import Synchronization
 /// The engine knows no job kind: it calls `DecodedJob.run(in:)`, commits what it returned, and
 /// counts statuses. A job runs in one task, which its deadlines cancel (see `JobCancellation`).
 public final class JobEngine: Sendable {
+    /// The configuration the engine runs with, as prepared: `http`, `store` and `monitor` are the
+    /// ones it made when the given configuration had none.
     public let configuration: Configuration
     /// Where payloads and records go (`configuration.store`, or the one made for `out`).
     public let store: OutputStore
@@ -395,6 +397,8 @@ public struct RunSummary: Sendable {
     /// Jobs that failed the run: top-level jobs that did not succeed (nor were not modified),
     /// children that did not succeed other than `notFound` and `duplicate`, and invalid elements.
     public var failures = 0
+    /// Every job counted, children included; elements not made into jobs are not
+    /// (`invalidChildren`).
     public var total: Int { counts.values.reduce(0, +) }
     /// Whether no job failed the run.
     public var allSucceeded: Bool { failures == 0 }
@@ -404,6 +408,7 @@ public struct RunSummary: Sendable {
     /// host's slot or pace), slowest first.
     package var slowest: [(key: String, ownMs: Int)] = []
 
+    /// A summary of no jobs.
     public init() {}
 
     /// How many failures a run may have and still exit 0 (`--max-failed N` or `P%` of every job).

@@ -16,6 +16,7 @@ public protocol JobFeed: Sendable {
 public struct FeedJob: Sendable {
     /// What to do with a job about to start.
     public enum Start: Sendable, Equatable {
+        /// Run it, as a nil `start` does.
         case run
         /// Record it `cancelled` with this reason, without running it.
         case cancel(String)
@@ -34,6 +35,8 @@ public struct FeedJob: Sendable {
         case notStarted
     }
 
+    /// The job to run; what it leaves unset (`timeout`, `retries`, `maxBytes`, headers) the engine
+    /// fills from its `jobDefaults`.
     public var job: JobDescriptor
     /// Asked as the job, holding a slot, is about to take its key (`skip` leaves it there), and
     /// again once it holds the key (`cancel` then records it cancelled: a cancel request made
@@ -51,6 +54,8 @@ public struct FeedJob: Sendable {
     /// the engine runs them, and counts them into the record.
     public var takesChildren: (@Sendable (ChildJobs) -> Void)?
 
+    /// A job and the feed's hooks, each nil unless given: then it runs, nothing is told when it
+    /// ends, its last record is read from `results/` and the engine runs its children.
     public init(
         _ job: JobDescriptor, start: (@Sendable () -> Start)? = nil, ended: (@Sendable (End) async -> Void)? = nil,
         lastRecord: JSONValue? = nil, takesChildren: (@Sendable (ChildJobs) -> Void)? = nil

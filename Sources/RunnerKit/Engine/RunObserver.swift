@@ -41,6 +41,8 @@ extension RunObserver {
     public func jobStarted(_ job: JobDescriptor) {}
     public func jobWaiting(_ job: JobDescriptor, for reason: WaitReason) {}
     public func jobAttempting(_ job: JobDescriptor, attempt: Int) {}
+    /// Does nothing. Here because `TransferProgressObserving` requires it, so a `RunObserver`
+    /// implements it only to hear progress.
     public func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {}
     public func jobNotice(_ job: JobDescriptor, message: String) {}
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {}
@@ -52,5 +54,6 @@ extension RunObserver {
 
 /// An observer that hears nothing.
 public struct SilentObserver: RunObserver {
+    /// The observer that hears nothing; what an engine made without one gets.
     public init() {}
 }

@@ -2,6 +2,8 @@ import Foundation
 
 /// What the engine asks an HTTP client to fetch.
 public struct FetchRequest: Sendable {
+    /// The URL to fetch with GET: http or https. Redirects are followed from it; the head returned
+    /// names the URL that answered.
     public var url: URL
     /// Extra request headers sent to every hop, e.g. `Accept`, `If-None-Match`.
     public var headers: [(name: String, value: String)]
@@ -35,12 +37,15 @@ public struct FetchRequest: Sendable {
 
 /// Status line and headers of a response; the body went to the `BodySink`.
 public struct FetchResponseHead: Sendable {
+    /// The final response's HTTP status, after redirects. Any status is returned, not thrown: what
+    /// it means is the caller's business.
     public var status: Int
     /// Header names in lower case.
     public var headers: [String: String]
     /// The URL that answered, after redirects.
     public var url: URL
 
+    /// A head as a client returns it; `headers` must have their names in lower case.
     public init(status: Int, headers: [String: String], url: URL) {
         self.status = status
         self.headers = headers
@@ -74,18 +79,34 @@ extension BodySink {
 /// Implementations follow redirects to http and https only, refuse any other scheme, honour
 /// task cancellation promptly, and rethrow an error thrown by the sink as it was thrown.
 public protocol HTTPFetching: Sendable {
+    /// Fetches `request`, following redirects, and streams the final response's body into `body`;
+    /// returns its status and headers once the body is complete.
+    /// - Throws: `FetchError` for a transport failure, `CancellationError` once the task is
+    ///   cancelled, and what `body` threw, as it was thrown.
     func fetch(_ request: FetchRequest, into body: any BodySink) async throws -> FetchResponseHead
 }
 
 /// A transport failure, in words a user can act on.
 public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The host name did not resolve; the value is the host. Transient.
     case cannotResolveHost(String)
+    /// No connection could be made; the value is the host, with the port when the URL names one.
+    /// Transient.
     case cannotConnect(String)
+    /// The connection closed before the response was complete. Transient.
     case connectionLost
+    /// The client's own timeout passed (the engine's deadlines cancel the task instead). Transient.
     case timedOut
+    /// The body is larger than the request's `maxBytes` (`limit`, in bytes), by its declared length
+    /// or as it arrived.
     case tooLarge(limit: Int)
+    /// A redirect to a scheme other than http or https; the value is its target.
     case redirectRefused(String)
+    /// The response is not valid HTTP, or its content coding cannot be decoded; the value says
+    /// which.
     case badResponse(String)
+    /// Any other failure (TLS, too many redirects, a config header that would not expand), as a
+    /// phrase shown as it is.
     case other(String)
     /// The address policy or a response bound refused the transfer; the text names the rule.
     case refused(String)

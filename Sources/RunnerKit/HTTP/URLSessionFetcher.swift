@@ -71,6 +71,8 @@ public final class URLSessionFetcher: HTTPFetching {
     /// URLSession tasks started and not yet completed: zero when nothing is in flight.
     package var activeTaskCount: Int { delegate.activeCount }
 
+    /// Checks the addresses of the URL's host against the policy, then fetches it on this fetcher's
+    /// session; each redirect's target is checked again before it is followed.
     public func fetch(_ request: FetchRequest, into body: any BodySink) async throws -> FetchResponseHead {
         let urlRequest = try Self.urlRequest(request, hop: request.url, requests: requests)
         try Task.checkCancellation()

@@ -15,6 +15,8 @@ public struct JobLimits: Sendable, Equatable {
     /// read the watcher's secrets: those come from the operator's config, bound to their hosts.
     public var allowsSecretReferences: Bool
 
+    /// Caps as given, nil for none; secret references are allowed unless `allowsSecretReferences`
+    /// is false.
     public init(maxBytes: Int? = nil, maxTimeout: Duration? = nil, maxRetries: Int? = nil, allowsSecretReferences: Bool = true) {
         self.maxBytes = maxBytes
         self.maxTimeout = maxTimeout

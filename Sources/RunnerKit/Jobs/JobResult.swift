@@ -2,10 +2,14 @@ import Foundation
 
 /// The result record of one job: the same shape in `results/`, in the run log and on stdout.
 public struct JobResult: Sendable {
+    /// The job's key: at most one job of a key runs at a time, and its last record is the file
+    /// `OutputStore.recordPath(forKey:)` names.
     public var key: String
+    /// The name of the job's kind, as job files give it (`image`, `entry`).
     public var kind: String
     /// The URL the job asked for, resolved, without any `user:password@`.
     public var url: String?
+    /// How the job ended; unless it is `succeeded` or `notModified`, `reason` and `error` say why.
     public var status: JobStatus
     /// Payload path relative to the output directory (for `stale` results, the earlier payload).
     public var output: String?
@@ -22,17 +26,33 @@ public struct JobResult: Sendable {
         set { assignedReason = newValue }
     }
     private var assignedReason: FailureReason?
+    /// The status of the last response: 304 for `notModified`, the one that caused a failure; nil
+    /// when none came (offline, a transport error, a job that never ran) or the kind gave none.
     public var httpStatus: Int?
+    /// The size in bytes of the payload at `output` (for `stale` and `notModified`, the earlier
+    /// one); nil when there is none.
     public var bytes: Int?
+    /// The SHA-256 of the payload at `output`, in lowercase hex; nil when there is none.
     public var sha256: String?
+    /// Attempts made, retries included; 0 for a job that never ran (refused, `duplicate`, cancelled
+    /// while it waited).
     public var attempts: Int
+    /// Milliseconds the attempts together waited for connectivity to the host, inside their
+    /// deadlines: a part of `durationMs`.
     public var waitedForNetworkMs: Int
     /// Of `durationMs`, the time spent waiting for a slot at the job's host (`--per-host`) and
     /// for its turn at a paced host (`--rate`): not the job's own time.
     public var waitedForHostMs = 0
+    /// Milliseconds from the job's start (its slot and key held) until its record was made, its
+    /// children's run included; 0 for a job that never ran.
     public var durationMs: Int
+    /// When the job had its slot, by the wall clock (for one cancelled while it waited for a slot,
+    /// when it was cancelled).
     public var startedAt: Date
+    /// When the job ended, children included, by the wall clock.
     public var finishedAt: Date
+    /// What the kind found (an image's format and size, a list's element count), in its order, and
+    /// a parent's `children` counts; bounded to 64 members, strings of 1 KiB and 8 levels.
     public var details: [(key: String, value: JSONValue)]
     /// True when the job failed and `output` points at an earlier good payload.
     public var stale: Bool = false
@@ -55,11 +75,15 @@ public struct JobResult: Sendable {
 
     /// Jobs below a parent, by status, and the elements that could not be made into jobs.
     public struct Descendants: Sendable, Equatable {
+        /// Jobs below the parent (its children and theirs), counted by status.
         public var byStatus: [JobStatus: Int] = [:]
+        /// Elements of the parents' payloads that could not be made into jobs.
         public var invalid = 0
 
+        /// No jobs below the parent.
         public init() {}
 
+        /// Every job below the parent; elements not made into jobs (`invalid`) are not counted.
         public var total: Int { byStatus.values.reduce(0, +) }
 
         /// Those that count as failures of the run: statuses other than success, `notFound`

@@ -11,6 +11,8 @@ public protocol TransferProgressObserving: Sendable {
 /// before, behind a few calls that keep the engine's promises (bounded bodies, conditional
 /// requests, no temporary file left behind).
 public final class JobContext: Sendable {
+    /// The job this attempt runs, its engine's `jobDefaults` applied: its URL, key, `output` and
+    /// limits.
     public let job: JobDescriptor
     /// The key's last good result whose payload is still on disk: the source of validators
     /// for a conditional request, and of the payload when the server says 304.
@@ -79,13 +81,17 @@ public final class JobContext: Sendable {
 
     /// A fetched response with a 2xx status, its body on its way to a temporary file.
     public struct Response: Sendable {
+        /// The final response's status, headers (names in lower case) and the URL that answered.
         public var head: FetchResponseHead
+        /// The body, counted against the job's `maxBytes` and hashed as it came; stored when the
+        /// kind returns it as `.body(response)`, else discarded when the attempt ends.
         public var payload: Payload
     }
 
     /// What fetching the job's own URL gives: a body, or the server's word that the earlier
     /// payload is current.
     public enum Fetch: Sendable {
+        /// A 2xx response to the request, its body received in full.
         case fetched(Response)
         /// A 304 to the conditional request: `previous` is current.
         case notModified(PreviousResult)

@@ -15,6 +15,7 @@ public struct JobDefaults: Sendable {
     /// (its children inherit them, still bound to it): none.
     public var headers: [HeaderTemplate] = []
 
+    /// Defaults as given; each left out is the runner's own (2 s, no retries, 64 MiB, no headers).
     public init(timeout: Duration = JobDescriptor.defaultTimeout, retries: Int = 0, maxBytes: Int = JobDescriptor.defaultMaxBytes, headers: [HeaderTemplate] = []) {
         self.timeout = timeout
         self.retries = retries

@@ -11,6 +11,8 @@ public struct JobDescriptor: Sendable {
     public var accept: String? { parameters.accept }
     /// Identity of the task: at most one task per key runs at a time.
     public var key: String
+    /// The URL fetched, a `{id}` template already filled: absolute http or https for a job file's
+    /// (a kind that does its own network operation may accept others).
     public var url: URL
     /// Deadline of one attempt, waiting for connectivity included.
     public var timeout: Duration { didSet { inherits.remove(.timeout) } }
@@ -44,15 +46,20 @@ public struct JobDescriptor: Sendable {
     /// (`timedOut`, "stalled"), and the next attempt may begin; a body that keeps moving is never
     /// cut by it. Only an attempt whose `timeout` is longer can stall.
     public var stall: Duration = defaultStall
+    /// The bytes a second below which a body counts as not moving, for `stall`; 0: an attempt never
+    /// stalls. Default 1.
     public var lowSpeed = defaultLowSpeed
     /// The fields the job left unset, which the engine that runs it fills from its
     /// `jobDefaults` (and empties); nothing once set by hand.
     var inherits: JobDefaults.Fields = []
 
+    /// The runner's `timeout`: 2 seconds, where `JobDefaults.timeout` starts.
     public static let defaultTimeout: Duration = .seconds(2)
     package static let defaultStall: Duration = .seconds(30)
     package static let defaultLowSpeed = 1
+    /// The runner's `noticeAfter`: half a second without connectivity before the notice.
     public static let defaultNoticeAfter: Duration = .milliseconds(500)
+    /// The runner's `maxBytes`: 64 MiB, where `JobDefaults.maxBytes` starts.
     public static let defaultMaxBytes = 64 * 1024 * 1024
 
     /// The fields every kind shares.

@@ -57,6 +57,8 @@ public struct JobFields: Sendable {
         return nil
     }
 
+    /// Whether the job or its defaults give the field a value other than null. Does not mark it
+    /// read.
     public func has(_ name: String) -> Bool {
         guard let i = index(name) else { return false }
         if case .null = fields[i].value { return false }
@@ -76,6 +78,9 @@ public struct JobFields: Sendable {
         return fields[i].value
     }
 
+    /// A string field (listed as `string` or `urlTemplate`), marking it read; nil when absent or
+    /// null.
+    /// - Throws: naming the field, when it holds another type.
     public mutating func string(_ name: String) throws(JobSpecError) -> String? {
         checkDeclared(name, [.string, .urlTemplate])
         guard let value = rawValue(name) else { return nil }
@@ -83,6 +88,8 @@ public struct JobFields: Sendable {
         return s
     }
 
+    /// A string field that must be there: throws "is missing" when it is absent or null, "must not
+    /// be empty" when it is empty, or as `string(_:)` does.
     public mutating func requiredString(_ name: String) throws(JobSpecError) -> String {
         guard let s = try string(name) else { throw JobSpecError(field: name, "is missing") }
         guard !s.isEmpty else { throw JobSpecError(field: name, "must not be empty") }
@@ -101,6 +108,8 @@ public struct JobFields: Sendable {
         throw mistyped(name, "a string or a whole number", value)
     }
 
+    /// A number field, marking it read; nil when absent or null.
+    /// - Throws: naming the field, when it holds another type.
     public mutating func number(_ name: String) throws(JobSpecError) -> Double? {
         checkDeclared(name, [.number])
         guard let value = rawValue(name) else { return nil }
@@ -108,6 +117,9 @@ public struct JobFields: Sendable {
         return d
     }
 
+    /// A whole-number field (`3` or `3.0`; not `3.5`, nor beyond 2^53), marking it read; nil when
+    /// absent or null.
+    /// - Throws: naming the field, when it holds anything else.
     public mutating func int(_ name: String) throws(JobSpecError) -> Int? {
         checkDeclared(name, [.int])
         guard let value = rawValue(name) else { return nil }
@@ -115,6 +127,8 @@ public struct JobFields: Sendable {
         return i
     }
 
+    /// A field of `true` or `false`, marking it read; nil when absent or null.
+    /// - Throws: naming the field, when it holds another type.
     public mutating func bool(_ name: String) throws(JobSpecError) -> Bool? {
         checkDeclared(name, [.bool])
         guard let value = rawValue(name) else { return nil }
@@ -195,6 +209,7 @@ public struct KindDeclarationError: Error, Sendable, Equatable, CustomStringConv
     /// What is wrong, after "kind 'name' ".
     public var problem: String
 
+    /// A mistake of `kind` about `field`; `problem` follows "kind 'name' " in `description`.
     public init(kind: String, field: String, _ problem: String) {
         self.kind = kind
         self.field = field

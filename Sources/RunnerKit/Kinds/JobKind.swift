@@ -81,7 +81,14 @@ extension JobKind {
 public struct KindParameter: Sendable, Equatable {
     /// The JSON types a parameter may have.
     public enum ValueType: String, Sendable, Equatable, CaseIterable {
-        case string, int, number, bool
+        /// A string, read with `JobFields.string(_:)`.
+        case string
+        /// A whole number (`3` or `3.0`, not `3.5`), read with `JobFields.int(_:)`.
+        case int
+        /// Any number, fractions included, read with `JobFields.number(_:)`.
+        case number
+        /// `true` or `false`, read with `JobFields.bool(_:)`.
+        case bool
         /// A string that is a URL template (`{id}` and such are filled in).
         case urlTemplate = "URL template"
         /// A string or a whole number (ids arrive both ways).
@@ -90,14 +97,19 @@ public struct KindParameter: Sendable, Equatable {
         case strings = "list of strings"
     }
 
+    /// The field's name in a job object, e.g. `minLength`.
     public var name: String
+    /// The JSON type a job's value must have; the kind's decoder must read the field as this type.
     public var type: ValueType
+    /// Whether a job must set it: a job that leaves it out is refused as missing before the kind
+    /// decodes, for every kind.
     public var required: Bool
     /// The value a job that leaves the parameter out gets, where the runner applies it (kinds
     /// read from files); a compiled kind applies its own defaults while decoding.
     public var defaultValue: JSONValue?
     /// The default as `runner kinds` shows it.
     public var defaultText: String?
+    /// One sentence saying what the parameter does, for `runner kinds`.
     public var summary: String
 
     /// A compiled kind's parameter; `defaultText` says what the kind does without it.
@@ -118,8 +130,11 @@ public struct KindParameter: Sendable, Equatable {
 
 /// Ends a job with a status other than success, and a sentence saying why.
 public struct JobFailure: Error, Sendable, CustomStringConvertible {
+    /// The status the job ends with: `failed`, `notFound`, `timedOut`….
     public var status: JobStatus
+    /// Why, in a sentence: the record's `error`.
     public var message: String
+    /// The server's status that caused the failure, if one did: the record's `httpStatus`.
     public var httpStatus: Int?
     /// Whether another attempt may succeed (a transient failure: offline, timed out, a connection error, 408, 429, 5xx).
     public var isTransient: Bool
@@ -129,6 +144,9 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
     /// (`FailureReason.inferred`): a kind's own `failed` without an HTTP status is `invalidPayload`.
     public var reason: FailureReason?
 
+    /// A failure that ends the job `status`, `message` its `error`. A transient one is retried
+    /// while the job has `retries` left, after the backoff or, when given, `retryAfter` (up to
+    /// `Backoff.retryAfterCap`).
     public init(
         _ status: JobStatus, _ message: String, httpStatus: Int? = nil, isTransient: Bool = false, retryAfter: Duration? = nil,
         reason: FailureReason? = nil
@@ -141,6 +159,7 @@ public struct JobFailure: Error, Sendable, CustomStringConvertible {
         self.reason = reason
     }
 
+    /// A `failed` that is not retried; without an `httpStatus`, its reason is `invalidPayload`.
     public static func failed(_ message: String, httpStatus: Int? = nil) -> JobFailure {
         JobFailure(.failed, message, httpStatus: httpStatus)
     }

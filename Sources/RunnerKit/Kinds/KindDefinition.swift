@@ -4,8 +4,11 @@
 /// Compiled kinds become definitions with `KindDefinition(SomeKind.self)`; kinds read from files
 /// are definitions made with `init(name:summary:parameters:source:accept:decode:)`.
 public struct KindDefinition: Sendable {
+    /// The name jobs give in their `kind` field; a registry refuses a second kind of the same name.
     public let name: String
+    /// One sentence for `runner kinds`.
     public let summary: String
+    /// The fields the kind accepts beyond the common ones; its decoder reads exactly these.
     public let parameters: [KindParameter]
     /// `built-in`, or the path of the file that defines the kind.
     public let source: String
@@ -18,6 +21,9 @@ public struct KindDefinition: Sendable {
     public var defaultMaxBytes: Int?
     private let decoder: @Sendable (inout JobFields) throws(JobSpecError) -> any DecodedJob
 
+    /// A kind made of its parts, as kinds read from files are: `decode` reads a job's own fields
+    /// and returns the job (`decode(_:)` checks the parameters around it). `defaultTimeout` and
+    /// `defaultMaxBytes` start nil.
     public init(
         name: String, summary: String, parameters: [KindParameter], source: String, accept: String? = nil,
         decode: @escaping @Sendable (inout JobFields) throws(JobSpecError) -> any DecodedJob

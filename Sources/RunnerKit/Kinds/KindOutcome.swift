@@ -17,15 +17,22 @@ public struct KindOutcome: Sendable {
         case notModified
     }
 
+    /// What the engine commits to the output directory.
     public var stored: Stored
     /// Where the payload goes unless the job sets `output`: `<folder>/<key without its kind>.<ext>`.
     public var folder: String
+    /// The payload file's extension, without the dot (`png`, `json`); unused when the job sets
+    /// `output`.
     public var fileExtension: String
+    /// What the kind found, for the record's `details` (an image's format and size), in order; the
+    /// engine bounds them (64 members, strings of 1 KiB, 8 levels).
     public var details: [(key: String, value: JSONValue)]
     /// Jobs to run after this one's attempt ends, outside its deadline, through the same
     /// scheduler and TaskManager; their statuses are counted into `details.children`.
     public var children: ChildJobs
 
+    /// An outcome storing `stored` under `folder` (unless the job sets `output`), with `details`
+    /// for the record and `children` to run after it, both empty unless given.
     public init(
         _ stored: Stored, folder: String, fileExtension: String,
         details: [(key: String, value: JSONValue)] = [], children: ChildJobs = ChildJobs()
@@ -55,6 +62,8 @@ public struct KindOutcome: Sendable {
 /// a job file, so no kind names another's type. Children inherit the parent's timing, retries
 /// and size limit.
 public struct ChildJob: Sendable {
+    /// The job object, in order: `kind`, `url` (a template the kind fills), an optional `key`, and
+    /// the kind's own fields.
     public var fields: [(key: String, value: JSONValue)]
 
     /// A job object: `kind`, `url` and the kind's own fields; `key` optional.
@@ -62,6 +71,8 @@ public struct ChildJob: Sendable {
         self.fields = fields
     }
 
+    /// A job of the kind named `kind` at `url`, with `key` (nil: the kind's default key) and the
+    /// kind's own fields in `more`.
     public init(kind: String, url: String, key: String? = nil, _ more: [(key: String, value: JSONValue)] = []) {
         var fields: [(key: String, value: JSONValue)] = [("kind", .string(kind)), ("url", .string(url))]
         if let key { fields.append(("key", .string(key))) }
@@ -74,15 +85,19 @@ public struct ChildJob: Sendable {
 /// a million elements never holds a million jobs. A child that cannot be made is counted
 /// `invalid`, with the first reason in the parent's record.
 public struct ChildJobs: Sendable {
+    /// How many elements there are: children to make, including those that will turn out invalid.
     public let count: Int
     private let make: @Sendable (Int) -> Result<ChildJob, ChildJobs.Invalid>
 
     /// Why an element cannot become a job.
     public struct Invalid: Error, Sendable, CustomStringConvertible {
         public var description: String
+        /// Why the element cannot become a job; the first such reason goes to the parent's record
+        /// (`details.invalidChild`).
         public init(_ description: String) { self.description = description }
     }
 
+    /// No children: the parent's record gets no `children` counts.
     public init() {
         count = 0
         make = { _ in .failure(Invalid("no such child")) }
@@ -94,12 +109,16 @@ public struct ChildJobs: Sendable {
         self.make = make
     }
 
+    /// Children already made, in the order they run in.
     public init(_ jobs: [ChildJob]) {
         self.init(count: jobs.count) { .success(jobs[$0]) }
     }
 
+    /// The `index`-th child (from 0), or why that element cannot be a job; called as the engine's
+    /// window takes the element.
     public func child(at index: Int) -> Result<ChildJob, ChildJobs.Invalid> { make(index) }
 
+    /// Whether there is no element: then the engine runs no children and records no counts.
     public var isEmpty: Bool { count == 0 }
 }
 

@@ -2,8 +2,11 @@
 public struct KindRegistry: Sendable {
     /// A name registered twice: refused, naming both sources.
     public struct DuplicateKind: Error, CustomStringConvertible {
+        /// The kind name registered twice.
         public var name: String
+        /// The `source` of the kind registered first: `built-in` or its file's path.
         public var existing: String
+        /// The `source` of the kind refused.
         public var added: String
         public var description: String {
             "A job kind named '\(name)' is already defined (\(existing)); \(added) defines it again."
@@ -13,6 +16,7 @@ public struct KindRegistry: Sendable {
     private var definitions: [String: KindDefinition] = [:]
     private var order: [String] = []
 
+    /// A registry of no kinds; `BuiltInKinds.registry()` in RunnerKinds holds the built-in ones.
     public init() {}
 
     /// A registry of `definitions`, each registered as `register(_:)` does.
@@ -39,10 +43,12 @@ public struct KindRegistry: Sendable {
         try register(KindDefinition(kind))
     }
 
+    /// The kind registered as `name`; nil when there is none, and a job naming it is refused.
     public func definition(named name: String) -> KindDefinition? { definitions[name] }
 
     /// The registered kinds, in registration order.
     public var all: [KindDefinition] { order.compactMap { definitions[$0] } }
 
+    /// The registered kinds' names, in registration order.
     public var names: [String] { order }
 }

@@ -6,10 +6,18 @@ import Glibc
 /// Read once per job (from the record writer's queue when the key's last record is not written
 /// yet, else from `results/`), and only ever handled typed.
 public struct PreviousResult: Sendable {
+    /// The payload's path, relative to the output directory; the file was there when the result was
+    /// read.
     public var output: String
+    /// The payload's size in bytes, as its record gives it; nil when the record has none.
     public var bytes: Int?
+    /// The payload's SHA-256 in lowercase hex, as its record gives it; nil when the record has
+    /// none.
     public var sha256: String?
+    /// The HTTP status its record gives: that of the response that brought the payload, 304 when
+    /// one carried it forward, or a failure's when the record is `stale`.
     public var httpStatus: Int?
+    /// The record's `details`, without the counts of its children: what a 304 carries forward.
     public var details: [(key: String, value: JSONValue)]
     /// Nil when the record had none, or when the payload on disk is not the size the record
     /// says (a crash between the payload and its record): then the next fetch is not conditional.

@@ -20,12 +20,16 @@ import Synchronization
 public final class OutputStore: Sendable {
     /// A write that failed, in words a user can act on.
     public struct WriteError: Error, CustomStringConvertible {
+        /// The path that could not be written: absolute as a rule, relative to the output directory
+        /// when a payload's own path was refused.
         public var path: String
+        /// Why, in words a user can act on; `description` puts it after the path.
         public var reason: String
         /// The system's `errno`, when a system call failed.
         public var code: Int32?
         public var description: String { "could not write \(path): \(reason)" }
 
+        /// A failure to write `path` for `reason`, with no `errno`.
         public init(path: String, reason: String) {
             self.path = path
             self.reason = reason
@@ -64,6 +68,9 @@ public final class OutputStore: Sendable {
     /// How many folders stay open at most; past that, a folder is opened for each write.
     static let openFolderLimit = 256
 
+    /// The store at `root` (relative to the working directory unless absolute), made with its
+    /// `results/` folder when missing.
+    /// - Throws: `WriteError` when the directory cannot be made or opened.
     public init(root: String) throws {
         let absolute = root.hasPrefix("/") ? root : FileManager.default.currentDirectoryPath + "/" + root
         self.root = (absolute as NSString).standardizingPath

@@ -15,6 +15,7 @@ import Synchronization
 public final class Payload: BodySink {
     /// The body grew past the job's `maxBytes`.
     public struct TooLarge: Error, CustomStringConvertible {
+        /// The job's `maxBytes`, in bytes.
         public var limit: Int
         public var description: String { "the payload is larger than maxBytes (\(limit) bytes); raise maxBytes in the job if so large a payload is expected" }
     }
@@ -25,6 +26,8 @@ public final class Payload: BodySink {
     /// A body up to this size is held in memory until it is committed.
     package static let memoryLimit = 64 * 1024
 
+    /// The most bytes the body may have (the job's `maxBytes`, counted after content decoding): a
+    /// write past it throws `TooLarge`.
     public let maxBytes: Int
     private let store: OutputStore
     private let folder: String

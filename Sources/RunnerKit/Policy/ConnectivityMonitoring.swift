@@ -14,6 +14,8 @@ public protocol ConnectivityMonitoring: Sendable {
 /// A monitor that says every host is always reachable: for embedding where connectivity
 /// is known, and for tests of other pieces.
 public struct AlwaysReachable: ConnectivityMonitoring {
+    /// A monitor that never waits (its wait only checks for cancellation); the default of
+    /// `JobEngine.Configuration(registry:store:http:)`.
     public init() {}
     public func isReachable(host: String) -> Bool { true }
     public func waitUntilReachable(host: String) async throws { try Task.checkCancellation() }

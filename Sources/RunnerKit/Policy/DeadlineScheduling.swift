@@ -8,8 +8,11 @@ public protocol DeadlineScheduling: Sendable {
 
 /// Deadlines as tasks sleeping on a clock: for any clock, a test clock included.
 public struct ClockDeadlines: DeadlineScheduling {
+    /// The clock the deadlines sleep on: with a `TestClock`, advancing it fires them.
     public let clock: any Clock<Duration>
 
+    /// Deadlines sleeping on `clock`: what an engine uses when its configuration's `deadlines` is
+    /// nil.
     public init(clock: any Clock<Duration>) { self.clock = clock }
 
     public func arm(after duration: Duration, _ action: @escaping @Sendable () -> Void) -> @Sendable () -> Void {

@@ -8,6 +8,7 @@ import Glibc
 /// that outlives the request: not the job, not a record, not an error message (errors name the
 /// variable or the file, never what it holds). Any other `{…}` is text.
 public struct HeaderTemplate: Sendable, Equatable {
+    /// The header's name, an HTTP token (checked when the template is made).
     public var name: String
     /// The value as written, references unexpanded.
     public var value: String
@@ -21,7 +22,9 @@ public struct HeaderTemplate: Sendable, Equatable {
 
     /// Why a header cannot be made or expanded, naming the header and the variable or file.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        /// The name of the header at fault; never its value.
         public var header: String
+        /// What is wrong, naming the variable or the file, never what it holds.
         public var reason: String
         public var description: String { "\(header): \(reason)" }
     }

@@ -1,11 +1,17 @@
 /// A JSON value that keeps the order of object members, so records and normalized payloads
 /// are written in a stable, readable order.
 public enum JSONValue: Sendable, Equatable {
+    /// `null`; also what `init(_:)` makes of a nil string.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number, held as a `Double`: a whole number is exact up to 2^53 (`intValue`).
     case number(Double)
+    /// A string, its escapes decoded.
     case string(String)
+    /// An array; its elements in order.
     case array([JSONValue])
+    /// An object's members in the order written; a parsed document never holds a name twice.
     case object([(key: String, value: JSONValue)])
 
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
@@ -27,16 +33,19 @@ public enum JSONValue: Sendable, Equatable {
         return members.first(where: { $0.key == key })?.value
     }
 
+    /// The string, when this is one; else nil.
     public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
     }
 
+    /// The elements, when this is an array; else nil.
     public var arrayValue: [JSONValue]? {
         if case .array(let a) = self { return a }
         return nil
     }
 
+    /// The members in order, when this is an object; else nil.
     public var objectValue: [(key: String, value: JSONValue)]? {
         if case .object(let o) = self { return o }
         return nil
@@ -60,7 +69,9 @@ public enum JSONValue: Sendable, Equatable {
         }
     }
 
+    /// The number `int` (exact up to 2^53).
     public init(_ int: Int) { self = .number(Double(int)) }
+    /// The string, or `null` when it is nil.
     public init(_ string: String?) { self = string.map { .string($0) } ?? .null }
 }
 
