@@ -43,9 +43,9 @@ func firstExampleOfTheLibraryPage() async throws {
     let engine = try JobEngine(configuration: configuration)
     let job = JobDescriptor(ImageKind(), key: "image:cat", url: URL(string: "https://cataas.com/cat")!)
     let result = await engine.run(job)          // a JobResult; the record is in out/results/
+    print(result.status)                        // succeeded, or why not: result.reason, result.error
     engine.cancel(key: "image:cat", reason: "no longer needed")  // from anywhere: ends it `cancelled`
     await engine.shutdown()                     // cancels what runs, writes every record, stops its threads
-    _ = result
 }
 
 // The test of a kind with RunnerTesting's doubles, from docs/library.md, verbatim.
