@@ -81,7 +81,7 @@ public struct JobResult: Sendable {
         public var invalid = 0
 
         /// No jobs below the parent.
-        public init() {}
+        package init() {}
 
         /// Every job below the parent; elements not made into jobs (`invalid`) are not counted.
         public var total: Int { byStatus.values.reduce(0, +) }

@@ -43,7 +43,7 @@ public struct JobFileError: Error, Sendable, Equatable, CustomStringConvertible 
     public var problem: JobSpecError
 
     /// A problem at `location` in `file`.
-    public init(file: String, location: Location, problem: JobSpecError) {
+    package init(file: String, location: Location, problem: JobSpecError) {
         self.file = file
         self.location = location
         self.problem = problem
@@ -51,7 +51,7 @@ public struct JobFileError: Error, Sendable, Equatable, CustomStringConvertible 
 
     /// A problem with the whole of `file` and no one field; `message` follows the path (`is
     /// empty`).
-    public init(file: String, _ message: String) {
+    package init(file: String, _ message: String) {
         self.init(file: file, location: .file, problem: JobSpecError(field: nil, message))
     }
 

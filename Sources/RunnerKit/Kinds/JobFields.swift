@@ -210,7 +210,7 @@ public struct KindDeclarationError: Error, Sendable, Equatable, CustomStringConv
     public var problem: String
 
     /// A mistake of `kind` about `field`; `problem` follows "kind 'name' " in `description`.
-    public init(kind: String, field: String, _ problem: String) {
+    package init(kind: String, field: String, _ problem: String) {
         self.kind = kind
         self.field = field
         self.problem = problem

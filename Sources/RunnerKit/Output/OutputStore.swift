@@ -30,19 +30,19 @@ public final class OutputStore: Sendable {
         public var description: String { "could not write \(path): \(reason)" }
 
         /// A failure to write `path` for `reason`, with no `errno`.
-        public init(path: String, reason: String) {
+        package init(path: String, reason: String) {
             self.path = path
             self.reason = reason
         }
 
         /// The failure of a system call, by its `errno`.
-        public init(path: String, errno code: Int32) {
+        package init(path: String, errno code: Int32) {
             self.init(path: path, reason: Self.reason(errno: code))
             self.code = code
         }
 
         /// What an `errno` means for a write, in words a user can act on.
-        public static func reason(errno code: Int32) -> String {
+        package static func reason(errno code: Int32) -> String {
             switch code {
             case ENOSPC: return "no space left on the device (free some space, or write to a larger disk)"
             case EDQUOT: return "the disk quota is exceeded (free some space, or write elsewhere)"

@@ -9,9 +9,9 @@ import Glibc
 /// variable or the file, never what it holds). Any other `{…}` is text.
 public struct HeaderTemplate: Sendable, Equatable {
     /// The header's name, an HTTP token (checked when the template is made).
-    public var name: String
+    public private(set) var name: String
     /// The value as written, references unexpanded.
-    public var value: String
+    public private(set) var value: String
     private var parts: [Part]
 
     enum Part: Sendable, Equatable {
