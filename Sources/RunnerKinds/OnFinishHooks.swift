@@ -197,7 +197,7 @@ package final class OnFinishHooks: RunObserver, Sendable {
     /// One syncfs covering every record finished so far, unless one already covered `generation`.
     private func makeDurable(upTo generation: UInt64) async -> String? {
         await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { [self] in
+            BlockingWork.shared.enqueue(on: .syncs) { [self] in
                 let problem: String? = syncing.withLock { _ in
                     let target = state.withLock { state -> UInt64? in state.synced >= generation ? nil : state.finished }
                     guard let target else { return nil }

@@ -27,7 +27,7 @@ final class QueueLiveSource: LiveSource {
         self.runner = runner
     }
 
-    /// Reads the queue's status into the snapshot (a blocking call: off the concurrency pool).
+    /// Reads the queue's status into the snapshot (a blocking call: run where blocking work runs).
     func refresh() {
         let read: Result<Snapshot, QueueError>
         do {
@@ -42,12 +42,7 @@ final class QueueLiveSource: LiveSource {
     /// Renews the snapshot every `interval` until cancelled.
     func refreshing(every interval: Duration, clock: any Clock<Duration>) async {
         repeat {
-            await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    self.refresh()
-                    continuation.resume()
-                }
-            }
+            _ = try? await BlockingWork.shared.run(on: .calls) { self.refresh() }
         } while (try? await clock.sleep(for: interval)) != nil
     }
 

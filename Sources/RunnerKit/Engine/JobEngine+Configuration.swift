@@ -81,6 +81,9 @@ extension JobEngine {
         /// Pacing shared with other runners (a queue's): `--rate`, a host's `rate` and
         /// `Retry-After` pauses then hold for all of them together.
         package var sharedPacing: (any SharedPacing)?
+        /// Where the calls that block run, off the concurrency pool (hashing, partial files,
+        /// syncs, name lookups): the process's threads unless a test hands in its own.
+        package var blocking = BlockingWork.shared
 
         /// An engine over `store` and `http` (or those made from `out` and `client`), every
         /// other field at its default: always reachable, the continuous clock.

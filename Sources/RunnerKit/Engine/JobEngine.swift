@@ -291,7 +291,7 @@ public final class JobEngine: Sendable {
         let previous = records.previous(file: recordFile, shared: lastRecord)
         let store = self.store
         let http = self.http
-        let requests = configuration.requests
+        let (requests, blocking) = (configuration.requests, configuration.blocking)
         let host = job.url.host ?? ""
         let bandwidth = bandwidth(forHost: host)
         let observer = self.observer
@@ -301,7 +301,7 @@ public final class JobEngine: Sendable {
             makeContext: {
                 JobContext(
                     job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests, bandwidth: bandwidth,
-                    progress: observer)
+                    progress: observer, blocking: blocking)
             },
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)
@@ -409,7 +409,7 @@ public struct RunSummary: Sendable {
     package var slowest: [(key: String, ownMs: Int)] = []
 
     /// A summary of no jobs.
-    public init() {}
+    package init() {}
 
     /// How many failures a run may have and still exit 0 (`--max-failed N` or `P%` of every job).
     package enum FailureAllowance: Sendable, Equatable {

@@ -643,7 +643,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
                 firstInvalid: parent.firstInvalid, total: parent.total, into: &finish)
             if configuration.durable {
                 let output = engine.store
-                if let problem = await Self.offThePool({ () -> String? in
+                if let problem = await configuration.engine.blocking.perform(on: .syncs, { () -> String? in
                     do { try output.synchronize() } catch { return "\(error)" }
                     return nil
                 }) {
@@ -679,12 +679,6 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         return line
     }
 
-    /// Runs `body` on a thread of its own (a blocking call kept off the concurrency pool).
-    static func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(returning: body()) }
-        }
-    }
 
     // MARK: - Hooks
 

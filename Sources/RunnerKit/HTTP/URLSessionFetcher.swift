@@ -128,7 +128,7 @@ extension URLSessionFetcher {
             try await withCheckedThrowingContinuation { continuation in
                 pending.set(continuation)
                 if Task.isCancelled { pending.finish(.failure(CancellationError())) }
-                DispatchQueue.global().async { pending.finish(.success(policy.refusal(url: url, resolver: resolver))) }
+                BlockingWork.shared.enqueue(on: .calls) { pending.finish(.success(policy.refusal(url: url, resolver: resolver))) }
             }
         } onCancel: {
             pending.finish(.failure(CancellationError()))
@@ -323,7 +323,7 @@ private final class SessionDelegate: NSObject, URLSessionDataDelegate, @unchecke
             return
         }
         // Resolving may block: not on the delegate queue. URLSession waits for the answer.
-        DispatchQueue.global().async { [self] in
+        BlockingWork.shared.enqueue(on: .calls) { [self] in
             var refusal = policy.refusal(redirectFrom: previous.url, to: target)
             if refusal == nil {
                 let (verdict, addresses) = policy.refusal(url: target, after: previous.addresses, resolver: resolver)

@@ -30,11 +30,15 @@ public final class JobContext: Sendable {
     private let bandwidth: BandwidthLimit?
     /// Told how the body comes along, for a job that may take long.
     private let progress: (any TransferProgressObserving)?
+    /// Where a large body is hashed as it is read back.
+    private let blocking: BlockingWork
 
     init(
         job: JobDescriptor, store: OutputStore, http: any HTTPFetching, previous: PreviousResult?, accept: String?,
-        requests: RequestConfig = RequestConfig(), bandwidth: BandwidthLimit? = nil, progress: (any TransferProgressObserving)? = nil
+        requests: RequestConfig = RequestConfig(), bandwidth: BandwidthLimit? = nil, progress: (any TransferProgressObserving)? = nil,
+        blocking: BlockingWork = .shared
     ) {
+        self.blocking = blocking
         self.job = job
         self.progress = progress
         self.bandwidth = bandwidth
@@ -201,7 +205,7 @@ public final class JobContext: Sendable {
             }
         }
         let payload = Payload(
-            store: store, folder: folder, maxBytes: job.maxBytes, inspector: inspect, partial: partial)
+            store: store, folder: folder, maxBytes: job.maxBytes, inspector: inspect, partial: partial, blocking: blocking)
         payloads.withLock { $0.append(payload) }
         let head: FetchResponseHead
         do {

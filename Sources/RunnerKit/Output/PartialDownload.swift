@@ -288,19 +288,19 @@ package struct PartialDownload: Sendable {
         }
     }
 
-    /// Sidecar writes and the syncs before them, in order, off the HTTP clients' threads.
-    static var writer: BlockingThread {
+    /// Where sidecar writes and the syncs before them run, in order, off the HTTP clients'
+    /// threads (`BlockingWork.Lane.partials`).
+    static var writer: BlockingWork.Queue {
         used.store(true, ordering: .relaxed)
-        return thread
+        return BlockingWork.shared.lane(.partials)
     }
-    private static let thread = BlockingThread(name: "runner.partials")
     private static let used = Atomic<Bool>(false)
 
     /// Returns once the sidecar writes and removals queued so far are done: a run calls it before
     /// it ends, so that none is lost with the process.
     package static func settle() async {
         guard used.load(ordering: .relaxed) else { return }
-        await thread.run {}
+        await BlockingWork.shared.after(.partials)
     }
 
     /// `.partial-` and 64 bits of FNV-1a of the key in hex: a file name for the key (the sidecar

@@ -97,8 +97,9 @@ public final class Payload: BodySink {
     /// `Range` by the caller).
     package init(
         store: OutputStore, folder: String, maxBytes: Int, inspector: Inspector? = nil,
-        partial: PartialDownload.Plan? = nil
+        partial: PartialDownload.Plan? = nil, blocking: BlockingWork = .shared
     ) {
+        self.blocking = blocking
         self.partial = partial
         self.store = store
         self.folder = folder
@@ -217,7 +218,7 @@ public final class Payload: BodySink {
                 // A large body: the hash thread reads it back from the page cache and hashes it
                 // there, beside the transfer, rather than on the HTTP client's thread.
                 state.hashing = true
-                Self.hashThread.enqueue { [self] in catchUpHashing() }
+                blocking.enqueue(on: .hashing) { [self] in catchUpHashing() }
             }
             if state.prefix.count < Self.prefixLimit {
                 state.prefix.append(contentsOf: bytes.prefix(Self.prefixLimit - state.prefix.count))
@@ -385,7 +386,8 @@ public final class Payload: BodySink {
     /// Past it, the hash thread is handed at least this many new bytes at a time.
     static let hashStep = 1 << 20
     /// Where large bodies are hashed, one after the other, beside their transfers.
-    private static let hashThread = BlockingThread(name: "runner.hash")
+    /// Where a large body is hashed as it is read back (`BlockingWork.Lane.hashing`).
+    private let blocking: BlockingWork
 
     /// On the hash thread: hashes the file's bytes past `hashed` until it has come to `count`.
     private func catchUpHashing() {
