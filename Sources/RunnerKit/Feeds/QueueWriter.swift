@@ -5,7 +5,7 @@ import Synchronization
 /// taken. One lane: a key let go of is gone before this runner asks for it again.
 final class QueueWriter: Sendable {
     private enum Operation: Sendable {
-        case finish(JobQueue.Finish, CheckedContinuation<String?, Never>)
+        case finish(QueueFinish, CheckedContinuation<String?, Never>)
         case unlock(String)
         case lock(String, CheckedContinuation<Result<Bool, QueueError>, Never>)
         case credit(Int64)
@@ -49,7 +49,7 @@ final class QueueWriter: Sendable {
 
     /// Makes a finished job's record durable and stores it, with the others waiting; nil once
     /// stored, else why not.
-    func finish(_ job: JobQueue.Finish) async -> String? {
+    func finish(_ job: QueueFinish) async -> String? {
         await withCheckedContinuation { continuation in submit(.finish(job, continuation)) }
     }
 
@@ -115,7 +115,7 @@ final class QueueWriter: Sendable {
                 return (lane.operations, lane.stuckUnlocks)
             }
             guard let next else { break }
-            var jobs: [(JobQueue.Finish, CheckedContinuation<String?, Never>)] = []
+            var jobs: [(QueueFinish, CheckedContinuation<String?, Never>)] = []
             var unlocks = next.stuck
             var credits: [Int64] = []
             for operation in next.operations {
@@ -149,7 +149,7 @@ final class QueueWriter: Sendable {
 
     /// One statement for these records and keys (the records made durable first); when it
     /// fails, each record alone, so that one the store refuses holds no other.
-    private func write(_ jobs: [(JobQueue.Finish, CheckedContinuation<String?, Never>)], unlocking keys: [String]) async {
+    private func write(_ jobs: [(QueueFinish, CheckedContinuation<String?, Never>)], unlocking keys: [String]) async {
         guard !jobs.isEmpty || !keys.isEmpty else { return }
         var failures: [String?] = Array(repeating: nil, count: jobs.count)
         do {

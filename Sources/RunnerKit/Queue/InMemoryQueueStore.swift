@@ -44,7 +44,7 @@ package final class InMemoryQueueStore: QueueStore {
         var nextID: Int64 = 1
         var keys: [String: (runner: String, until: Duration)] = [:]
         var hosts: [String: (nextAt: Duration, pausedUntil: Duration)] = [:]
-        var watchers: [String: JobQueue.Watcher] = [:]
+        var watchers: [String: QueueWatcher] = [:]
         /// Each fleet-wide bandwidth's bucket: when its bytes are paid for.
         var bandwidth: [String: Duration] = [:]
         /// When each watcher last said it was alive.
@@ -118,7 +118,7 @@ package final class InMemoryQueueStore: QueueStore {
     package func refuseRecords(of key: String) { root.state.withLock { _ = $0.refusedRecords.insert(key) } }
 
     /// Queues jobs (`submit --queue`) and tells the watchers.
-    package func submit(_ jobs: [JobQueue.Submission]) {
+    package func submit(_ jobs: [QueueSubmission]) {
         root.state.withLock { state in
             for job in jobs {
                 state.rows[state.nextID] = Row(id: state.nextID, key: job.key, kind: job.kind, job: job.job, file: job.file)
@@ -177,15 +177,15 @@ package final class InMemoryQueueStore: QueueStore {
 
     // MARK: - The contract
 
-    package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim] {
+    package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [QueueClaim] {
         let lease = lease
-        return try withState { state, now throws(QueueError) -> [JobQueue.Claim] in
+        return try withState { state, now throws(QueueError) -> [QueueClaim] in
             let picked = state.rows.values.filter { row in
                 (row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.isClaimable))
                     && (kinds?.contains(row.kind) ?? true)
                     && (row.status != nil || !((state.keys[row.key]?.until).map { $0 >= now } ?? false))
             }.sorted { $0.id < $1.id }.prefix(max(0, Self.share(of: runner, limit: limit, in: state, now: now)))
-            var claims: [JobQueue.Claim] = []
+            var claims: [QueueClaim] = []
             let pauses = state.hosts.filter { $0.value.pausedUntil > now }.map { (host: $0.key, left: $0.value.pausedUntil - now) }
             for row in picked {
                 state.rows[row.id]?.state = "running"
@@ -201,7 +201,7 @@ package final class InMemoryQueueStore: QueueStore {
                     state.keys[row.key] = (runner, now + lease)
                     locked = true
                 }
-                var claim = JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file, pauses: pauses)
+                var claim = QueueClaim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file, pauses: pauses)
                 claim.previous = state.results[row.key]
                 claim.outcome = row.status == nil ? nil : row.record
                 claim.completesParent = row.phase == "complete"
@@ -236,7 +236,7 @@ package final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    package func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [QueueFinish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
         let lease = lease
         do throws(Durability.Failure) {
             try durable?.synchronize()
@@ -310,19 +310,19 @@ package final class InMemoryQueueStore: QueueStore {
         return [parentID]
     }
 
-    package func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete? {
-        try withState { state, _ throws(QueueError) -> JobQueue.ParentToComplete? in
+    package func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> QueueParentToComplete? {
+        try withState { state, _ throws(QueueError) -> QueueParentToComplete? in
             guard let row = state.rows[id], row.runner == runner, row.state == "running", row.phase == "complete", let record = row.record
             else { return nil }
             var counts: [String: Int] = [:]
             for child in state.rows.values where child.parentID == id { counts[child.status ?? "failed", default: 0] += 1 }
-            return JobQueue.ParentToComplete(
+            return QueueParentToComplete(
                 id: id, key: row.key, record: record, counts: counts, invalid: row.childrenInvalid, firstInvalid: row.firstInvalid,
                 total: row.childrenTotal)
         }
     }
 
-    package func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
+    package func completeParent(_ finish: QueueFinish, runner: String) async throws(QueueError) -> [Int64] {
         let lease = lease
         defer { tellTheFleet([finish.id], runner: runner) }
         return try withState { state, now throws(QueueError) -> [Int64] in
@@ -363,7 +363,7 @@ package final class InMemoryQueueStore: QueueStore {
         notify(.jobs)
     }
 
-    package func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
+    package func register(_ watcher: QueueWatcher) async throws(QueueError) {
         let wake = try withState { state, now throws(QueueError) -> Bool in
             var taken = false
             if let previous = state.watchers[watcher.name], previous.instance != watcher.instance {
@@ -392,7 +392,7 @@ package final class InMemoryQueueStore: QueueStore {
     }
 
     /// The watchers listed now, by name.
-    package var watchers: [String: JobQueue.Watcher] { root.state.withLock { $0.watchers } }
+    package var watchers: [String: QueueWatcher] { root.state.withLock { $0.watchers } }
 
     package func heartbeat(runner: String) async throws(QueueError) {
         let lease = lease
@@ -403,9 +403,9 @@ package final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    package func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned {
-        try withState { state, now throws(QueueError) -> JobQueue.Abandoned in
-            var abandoned = JobQueue.Abandoned()
+    package func failAbandoned() async throws(QueueError) -> QueueAbandoned {
+        try withState { state, now throws(QueueError) -> QueueAbandoned in
+            var abandoned = QueueAbandoned()
             for (id, row) in state.rows.sorted(by: { $0.key < $1.key })
             where row.state == "running" && (row.leaseUntil ?? now) < now && !row.isClaimable {
                 state.rows[id]?.state = "done"

@@ -1,26 +1,11 @@
 import Foundation
 
-/// A parent's children in the queue: queued with the parent's own record (`Finish.children`),
+/// A parent's children in the queue: queued with the parent's own record (`QueueFinish.children`),
 /// run by any runner, counted off as they end; the runner that ends the last one (or, if it
 /// dies, the next to claim the parent) completes the parent's record with their counts.
 extension JobQueue {
-    /// A parent whose children all ended, as its record is completed.
-    package struct ParentToComplete: Sendable {
-        package var id: Int64
-        package var key: String
-        /// Its record as its own fetch left it.
-        package var record: String
-        /// Its children by how they ended.
-        package var counts: [String: Int]
-        /// Elements that could not be made into jobs, and the first reason.
-        package var invalid: Int
-        package var firstInvalid: String?
-        /// Every element: children queued and invalid ones.
-        package var total: Int
-    }
-
     /// The parent `id` that `runner` is to complete (nil: not, or no longer, its to complete).
-    package func parentToComplete(id: Int64, runner: String) throws(QueueError) -> ParentToComplete? {
+    package func parentToComplete(id: Int64, runner: String) throws(QueueError) -> QueueParentToComplete? {
         let rows = try connection.query(
             """
             SELECT p.key, p.record, coalesce(p.children_total, 0), coalesce(p.children_invalid, 0), p.first_invalid,
@@ -32,7 +17,7 @@ extension JobQueue {
         var counts: [String: Int] = [:]
         let words = (row[5] ?? "").split(separator: " ")
         for index in stride(from: 0, to: words.count - 1, by: 2) { counts[String(words[index])] = Int(words[index + 1]) }
-        return ParentToComplete(
+        return QueueParentToComplete(
             id: id, key: key, record: record, counts: counts, invalid: Int(row[3] ?? "0") ?? 0, firstInvalid: row[4],
             total: Int(row[2] ?? "0") ?? 0)
     }
@@ -40,7 +25,7 @@ extension JobQueue {
     /// Stores a parent's completed record (its claim ended, or held for its hooks) and counts it
     /// off its own parent; returns the parents whose last child that was (now `runner`'s to
     /// complete).
-    package func completeParent(_ finish: Finish, runner: String) throws(QueueError) -> [Int64] {
+    package func completeParent(_ finish: QueueFinish, runner: String) throws(QueueError) -> [Int64] {
         let rows = try connection.query(
             """
             WITH done AS (

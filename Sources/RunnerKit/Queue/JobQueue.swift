@@ -208,24 +208,6 @@ package final class JobQueue: Sendable {
 
     // MARK: - Submitting
 
-    /// One job as submitted: its key and kind, and the job itself as JSON (`{"job", "defaults"}`).
-    package struct Submission: Sendable {
-        package var key: String
-        package var kind: String
-        package var job: String
-        package var file: String
-        /// Not inserted while a job of its key is queued or running (`"unique": true`, `submit --unique`).
-        package var unique = false
-
-        package init(key: String, kind: String, job: String, file: String, unique: Bool = false) {
-            self.key = key
-            self.kind = kind
-            self.job = job
-            self.file = file
-            self.unique = unique
-        }
-    }
-
     /// A new batch's id: when it was made and a random part, `20261126-041503-8f3a`.
     package static func newBatchID(now: Date = Date()) -> String {
         var time = time_t(now.timeIntervalSince1970)
@@ -237,26 +219,14 @@ package final class JobQueue: Sendable {
         return stamp + "-" + String(format: "%04x", UInt16.random(in: 0...UInt16.max))
     }
 
-    /// What a submit inserted and what it left out.
-    package struct Submitted: Sendable {
-        /// The jobs inserted.
-        package var inserted = 0
-        /// The unique jobs not inserted because a job of their key was queued or running (or came
-        /// earlier in the same submit).
-        package var leftOut: [Submission] = []
-        /// The ids of the queued or running jobs of other batches that hold the left-out keys:
-        /// what a submitter that waits for its work waits for too.
-        package var holding: [String] = []
-    }
-
     /// Inserts every job in one transaction, or none, as one batch, and wakes the idle runners.
     /// A unique job whose key is queued or running (or came earlier in the same submit) is not
     /// inserted; the answer names them, and the jobs that hold their keys.
     @discardableResult
-    package func submit(_ jobs: [Submission], batch: String? = nil) throws(QueueError) -> Submitted {
+    package func submit(_ jobs: [QueueSubmission], batch: String? = nil) throws(QueueError) -> QueueSubmitted {
         var seen = Set<String>()
-        var inserted: [Submission] = []
-        var outcome = Submitted()
+        var inserted: [QueueSubmission] = []
+        var outcome = QueueSubmitted()
         for job in jobs {
             if job.unique && seen.contains(job.key) {
                 outcome.leftOut.append(job)
@@ -265,7 +235,7 @@ package final class JobQueue: Sendable {
             seen.insert(job.key)
             inserted.append(job)
         }
-        return try connection.transaction { db throws(QueueError) -> Submitted in
+        return try connection.transaction { db throws(QueueError) -> QueueSubmitted in
             // Two submits of one unique key at once: one inserts it, the other sees it.
             if inserted.contains(where: \.unique) { try db.query("SELECT pg_advisory_xact_lock(74170002)") }
             var start = 0
@@ -317,41 +287,9 @@ package final class JobQueue: Sendable {
     /// A submit of this many jobs or more brings the queue's statistics up to date.
     static let analyzeAfter = 1000
 
-    /// How the jobs of a batch stand: how many are queued, running, and ended by status.
-    package struct BatchStatus: Sendable {
-        package var queued = 0
-        package var running = 0
-        /// Every ended job of the batch by status, children included.
-        package var ended: [String: Int] = [:]
-        /// The ended jobs of the batch's files (not children) by status.
-        package var topLevel: [String: Int] = [:]
-        /// Elements of the batch's parents' payloads that could not be made into jobs.
-        package var invalidChildren = 0
-        package var total: Int { queued + running + ended.values.reduce(0, +) }
-        package var isOver: Bool { queued == 0 && running == 0 }
-
-        package init() {}
-
-        /// The batch's counts as `run` counts its own: one top-level job a job of the files, the
-        /// children each counted once, judged as children (a child's `notFound` is an answer).
-        package var summary: RunSummary {
-            var summary = RunSummary()
-            var children = JobResult.Descendants()
-            for (name, count) in ended {
-                let status = JobStatus(rawValue: name) ?? .failed
-                let top = topLevel[name] ?? 0
-                summary.add(status, count: top)
-                if count > top { children.byStatus[status, default: 0] += count - top }
-            }
-            children.invalid = invalidChildren
-            summary.add(descendants: children)
-            return summary
-        }
-    }
-
     /// The jobs of `batch` (none: no such batch).
-    package func batchStatus(_ batch: String) throws(QueueError) -> BatchStatus {
-        var status = BatchStatus()
+    package func batchStatus(_ batch: String) throws(QueueError) -> QueueBatchStatus {
+        var status = QueueBatchStatus()
         for row in try connection.query(
             """
             SELECT state, coalesce(status, ''), parent_id IS NULL, count(*), coalesce(sum(children_invalid), 0)
@@ -429,29 +367,6 @@ package final class JobQueue: Sendable {
 
     // MARK: - Claiming
 
-    package struct Claim: Sendable {
-        package var id: Int64
-        package var key: String
-        package var kind: String
-        package var job: String
-        /// Whether the claim took the key's lock for this runner too (no runner held it).
-        package var keyLocked = false
-        /// The name of the file it was submitted in.
-        package var file = ""
-        /// Hosts the fleet holds back as the claim was made, and for how long from then: the
-        /// claim's jobs wait for them even if the notice of the pause has not come yet.
-        package var pauses: [(host: String, left: Duration)] = []
-        /// The key's last record, whichever runner wrote it (`results`): its validators and
-        /// payload path, for a conditional request and the stale fallback.
-        package var previous: String?
-        /// The job's own record, when it ran and only its `--on-finish` hooks are left (its
-        /// runner stopped before they ended): the claim is for the hooks alone.
-        package var outcome: String?
-        /// With `outcome`: the job is a parent whose children all ended, and its record is to be
-        /// completed with their counts (then its hooks run).
-        package var completesParent = false
-    }
-
     /// `host ms host ms …` as the claim statement sums up the pauses.
     static func pauses(_ text: String?) -> [(host: String, left: Duration)] {
         guard let words = text?.split(separator: " "), words.count >= 2 else { return [] }
@@ -465,10 +380,10 @@ package final class JobQueue: Sendable {
     /// whose key no runner holds (a job of a running key waits for it, instead of ending
     /// `duplicate`; several jobs of one free key may come in one claim, the oldest to run).
     /// The keys of the jobs taken that no runner holds are locked for `runner` in the same
-    /// statement (`Claim.keyLocked`), so starting them costs no statement more; so do the hosts
-    /// the fleet holds back now (`Claim.pauses`).
+    /// statement (`QueueClaim.keyLocked`), so starting them costs no statement more; so do the hosts
+    /// the fleet holds back now (`QueueClaim.pauses`).
     /// A running job whose record is stored and whose hooks were left pending by a runner that
-    /// died is claimed as the others are, with its record (`Claim.outcome`): its key is neither
+    /// died is claimed as the others are, with its record (`QueueClaim.outcome`): its key is neither
     /// waited for nor locked, since only its hooks run.
     /// With `kinds`, only jobs of those kinds are taken (the kinds the runner has loaded). The
     /// test is written `array_position(…) IS NOT NULL`, not `kind = ANY(…)`: on a table whose
@@ -481,7 +396,7 @@ package final class JobQueue: Sendable {
     /// slots than there are jobs to run (queued, or running and not yet ended), a claim takes no
     /// more than its share, the jobs to run divided among those watchers (rounded up), less the
     /// jobs `runner` runs already. So two idle watchers given four long jobs run two each.
-    package func claim(runner: String, limit: Int = 1, kinds: [String]? = nil) throws(QueueError) -> [Claim] {
+    package func claim(runner: String, limit: Int = 1, kinds: [String]? = nil) throws(QueueError) -> [QueueClaim] {
         let rows = try connection.query(
             """
             WITH \(Self.fairShare),
@@ -513,7 +428,7 @@ package final class JobQueue: Sendable {
         let pauses = Self.pauses(rows.first.flatMap { $0.count > 6 ? $0[6] : nil })
         return rows.compactMap { row in
             guard let id = row[0].flatMap({ Int64($0) }), let key = row[1], let kind = row[2], let job = row[3] else { return nil }
-            var claim = Claim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t", file: row[5] ?? "", pauses: pauses)
+            var claim = QueueClaim(id: id, key: key, kind: kind, job: job, keyLocked: row[4] == "t", file: row[5] ?? "", pauses: pauses)
             claim.previous = row.count > 7 ? row[7] : nil
             claim.outcome = row.count > 8 ? row[8] : nil
             claim.completesParent = row.count > 9 && row[9] == "complete"
@@ -546,24 +461,13 @@ package final class JobQueue: Sendable {
     /// one whose hooks were left fewer times than that.
     static let claimable = "CASE WHEN status IS NULL THEN claims - credits < $4 ELSE hook_claims < $4 END"
 
-    /// What `failAbandoned` ended.
-    package struct Abandoned: Sendable {
-        /// Jobs ended `failed` ("abandoned by 3 runners").
-        package var failed = 0
-        /// Jobs that had ended, whose hooks runners left `maxClaims` times: each ends with its own
-        /// status and a `hooks` failure (`hooks_failed`); their records, for the hooks' reports.
-        package var hooksFailed: [(key: String, record: String, reason: String)] = []
-
-        package init() {}
-    }
-
     /// Ends the jobs abandoned `maxClaims` times whose last runner died too (their lease ran
     /// out), so that a job that crashes runners does not loop for ever: a job that had not
     /// ended ends `failed` ("abandoned by 3 runners"; claims during which it made durable
     /// progress do not count); a job that had ended, and whose hooks its runners left as many
     /// times, keeps its own status and ends with its hooks failed, said in `hooks_failed`.
     @discardableResult
-    package func failAbandoned() throws(QueueError) -> Abandoned {
+    package func failAbandoned() throws(QueueError) -> QueueAbandoned {
         let rows = try connection.query(
             """
             WITH gone AS (
@@ -578,7 +482,7 @@ package final class JobQueue: Sendable {
                 RETURNING key, record, hooks_failed)
             SELECT * FROM gone
             """, [String(Self.maxClaims)])
-        var abandoned = Abandoned()
+        var abandoned = QueueAbandoned()
         for row in rows {
             if let hooks = row[2] {
                 abandoned.hooksFailed.append((row[0] ?? "", row[1] ?? "", hooks))
@@ -611,42 +515,6 @@ package final class JobQueue: Sendable {
         return Self.value(rows).flatMap(Double.init).map { .seconds(max(0, $0)) }
     }
 
-    /// One finished job, as `finish(_:runner:)` stores it.
-    package struct Finish: Sendable {
-        package var id: Int64
-        package var status: String
-        package var error: String?
-        package var record: String
-        /// Whether the record is the key's last (`results`), as its `results/` file is: false
-        /// for a job that never ran as the key (one this runner could not read).
-        package var isKeyRecord = true
-        /// Its `--on-finish` hooks are still to run: the job stays `running` under the lease,
-        /// its record stored, until `hooksEnded` (or, if this runner dies, another runner claims
-        /// it for its hooks alone).
-        package var hooksPending = false
-        /// The job's children, queued with its record: it waits for them (its record is its own
-        /// fetch's until the last of them ended; then it is completed with their counts).
-        package var children = Children()
-
-        package init(id: Int64, status: String, error: String?, record: String, isKeyRecord: Bool = true, hooksPending: Bool = false) {
-            self.id = id
-            self.status = status
-            self.error = error
-            self.record = record
-            self.isKeyRecord = isKeyRecord
-            self.hooksPending = hooksPending
-        }
-    }
-
-    /// A parent's children as the queue takes them: those that could be made into jobs, and
-    /// how many elements could not (with the first reason).
-    package struct Children: Sendable {
-        package var jobs: [(key: String, kind: String, job: String)] = []
-        package var invalid = 0
-        package var firstInvalid: String?
-        package init() {}
-    }
-
     /// Stores the records of finished jobs and ends their claims (those `runner` still holds),
     /// and lets go of `keys` of `runner`, in one statement; when a queued job waits for one of
     /// those keys, the runners are told as of new jobs.
@@ -654,7 +522,7 @@ package final class JobQueue: Sendable {
     /// complete (`completeParent`). A job with children waits for them; its children are
     /// queued in the same statement (and the runners told).
     @discardableResult
-    package func finish(_ jobs: [Finish], runner: String, unlocking keys: [String] = []) throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [QueueFinish], runner: String, unlocking keys: [String] = []) throws(QueueError) -> [Int64] {
         guard !jobs.isEmpty else {
             try unlockKeys(keys, runner: runner)
             return []
@@ -811,39 +679,6 @@ package final class JobQueue: Sendable {
 
     // MARK: - Watchers
 
-    /// A watcher as the fleet lists it.
-    package struct Watcher: Sendable {
-        package var name: String
-        package var host: String
-        package var version: String
-        /// The kinds it has loaded: the only ones it claims.
-        package var kinds: [String]
-        package var lease: Duration
-        package var startedAt = Date()
-        /// How long ago it last said it was alive (renewing its leases every third of one).
-        package var silentFor: Duration = .zero
-        /// Jobs it runs now.
-        package var running = 0
-        /// It serves a live page: the fleet tells it every job that ends.
-        package var followsEvents = false
-        /// How many jobs it runs at once (nil: not said), for the fair share of a claim.
-        package var slots: Int?
-        /// The process that holds the name: its id on `host`, and a value of its own.
-        package var pid = getpid()
-        package var instance = UUID().uuidString
-
-        package init(name: String, host: String, version: String, kinds: [String], lease: Duration) {
-            self.name = name
-            self.host = host
-            self.version = version
-            self.kinds = kinds
-            self.lease = lease
-        }
-
-        /// Alive as far as the fleet can tell: its leases still hold.
-        package var isLive: Bool { silentFor < lease }
-    }
-
     /// Lists `watcher` in the fleet under its name; rows of watchers silent for a day go.
     /// A name is one live watcher's: when another process holds it and is alive (its heartbeat
     /// within its lease), the watcher is refused (a usage error). When the process that held it
@@ -851,7 +686,7 @@ package final class JobQueue: Sendable {
     /// jobs that process still held under a lease are made claimable at once (their keys let
     /// go of), so a watcher restarted under its name takes its own abandoned claims back without
     /// waiting out their leases. Registering again from the same process only updates the row.
-    package func register(_ watcher: Watcher) throws(QueueError) {
+    package func register(_ watcher: QueueWatcher) throws(QueueError) {
         try connection.transaction { db throws(QueueError) in
             try db.query("SELECT pg_advisory_xact_lock(74170003, hashtext($1))", [watcher.name])
             try db.query("DELETE FROM runner.watchers WHERE heartbeat_at < now() - interval '1 day'")
@@ -897,7 +732,7 @@ package final class JobQueue: Sendable {
     /// Whether the process `pid` on `host`, which held a watcher's name, is known to be gone as
     /// seen from `watcher`: on the same host, it is this very process id (a container restarted)
     /// or no process has that id.
-    static func isGone(host: String, pid: Int32, seenFrom watcher: Watcher) -> Bool {
+    static func isGone(host: String, pid: Int32, seenFrom watcher: QueueWatcher) -> Bool {
         guard host == watcher.host, pid > 0 else { return false }
         if pid == watcher.pid { return true }
         return kill(pid, 0) != 0 && errno == ESRCH
@@ -1042,56 +877,12 @@ package final class JobQueue: Sendable {
 
     // MARK: - Status
 
-    package struct Status: Sendable {
-        package struct Running: Sendable {
-            package var key: String
-            package var runner: String
-            package var startedAt: Date
-            /// Past its own run: `hooks` (its `--on-finish` hooks run), `completing` (a parent
-            /// whose children ended, its record being completed); nil while it runs.
-            package var phase: String?
-        }
-        package struct Failed: Sendable {
-            package var key: String
-            package var status: String
-            package var reason: String?
-            package var at: Date
-        }
-        package var queued: Int
-        package var running: [Running]
-        /// Jobs that ended in the last `JobQueue.recent` (24 h) by outcome: succeeded or not
-        /// modified (`done`), failed (any other status but `notFound` and `cancelled`), and
-        /// `notFound` apart, an answer rather than a failure (a list's gone children).
-        package var done: Int
-        package var failed: Int
-        package var cancelled: Int
-        package var notFound = 0
-        /// The last failures (not `notFound`), newest first.
-        package var latestFailed: [Failed]
-        /// The watchers heard from in the last hour, by name.
-        package var watchers: [Watcher] = []
-        /// Queued jobs of kinds no live watcher has loaded, by kind: they wait for one.
-        package var unclaimable: [(kind: String, count: Int)] = []
-        /// Parents waiting for their children (how many of them ended, of how many), the
-        /// oldest 20, and how many wait in all.
-        package var parents: [(key: String, ended: Int, total: Int)] = []
-        package var waiting = 0
-        /// The last 10 batches submitted, newest first.
-        package var batches: [(id: String, submittedAt: Date, counts: BatchStatus)] = []
-        /// Running jobs whose watcher stopped renewing their lease (claimable again), and jobs
-        /// running or waiting again after one did (claimed more than once).
-        package var abandoned = 0
-        package var reclaimed = 0
-        /// Hosts the fleet holds back after a `Retry-After`, and for how long still.
-        package var pausedHosts: [(host: String, left: Duration)] = []
-    }
-
     /// How far back `status` counts the jobs that ended: a day, not every row `--keep` keeps.
     package static let recent = Duration.seconds(86_400)
 
     /// Counts fleet-wide (the ended jobs of the last `recent`); up to 100 running jobs and 10
     /// recent failures.
-    package func status() throws(QueueError) -> Status {
+    package func status() throws(QueueError) -> QueueStatus {
         let counts = try connection.query(
             """
             SELECT count(*) FILTER (WHERE state = 'queued' OR (state = 'running' AND lease_until < now())),
@@ -1110,7 +901,7 @@ package final class JobQueue: Sendable {
             FROM runner.jobs
             WHERE state = 'running' AND lease_until >= now() ORDER BY started_at LIMIT 100
             """).map { row in
-                Status.Running(
+                QueueStatus.Running(
                     key: row[0] ?? "", runner: row[1] ?? "", startedAt: Date(timeIntervalSince1970: Double(row[2] ?? "0") ?? 0),
                     phase: row.count > 3 ? row[3] : nil)
             }
@@ -1121,9 +912,9 @@ package final class JobQueue: Sendable {
             WHERE state = 'done' AND (status NOT IN ('succeeded', 'notModified', 'cancelled', 'notFound') OR hooks_failed IS NOT NULL)
             ORDER BY finished_at DESC LIMIT 10
             """).map { row in
-                Status.Failed(key: row[0] ?? "", status: row[1] ?? "", reason: row[2], at: Date(timeIntervalSince1970: Double(row[3] ?? "0") ?? 0))
+                QueueStatus.Failed(key: row[0] ?? "", status: row[1] ?? "", reason: row[2], at: Date(timeIntervalSince1970: Double(row[3] ?? "0") ?? 0))
             }
-        var status = Status(queued: number(0), running: running, done: number(1), failed: number(3), cancelled: number(2), latestFailed: failed)
+        var status = QueueStatus(queued: number(0), running: running, done: number(1), failed: number(3), cancelled: number(2), latestFailed: failed)
         status.notFound = number(4)
         status.watchers = try connection.query(
             """
@@ -1132,7 +923,7 @@ package final class JobQueue: Sendable {
                 (SELECT count(*) FROM runner.jobs j WHERE j.runner = w.name AND j.state = 'running')
             FROM runner.watchers w WHERE w.heartbeat_at > now() - interval '1 hour' ORDER BY w.started_at
             """).map { row in
-                var watcher = Watcher(
+                var watcher = QueueWatcher(
                     name: row[0] ?? "", host: row[1] ?? "", version: row[2] ?? "", kinds: (row[3] ?? "").split(separator: " ").map(String.init),
                     lease: .milliseconds(Int(row[4] ?? "0") ?? 0))
                 watcher.startedAt = Date(timeIntervalSince1970: Double(row[5] ?? "0") ?? 0)
@@ -1160,9 +951,9 @@ package final class JobQueue: Sendable {
             SELECT batch, extract(epoch FROM min(submitted_at))::float8
             FROM runner.jobs WHERE batch IS NOT NULL GROUP BY batch ORDER BY min(submitted_at) DESC LIMIT 10
             """
-        ).compactMap { row -> (String, Date, BatchStatus)? in
+        ).compactMap { row -> (String, Date, QueueBatchStatus)? in
             guard let id = row[0] else { return nil }
-            return (id, Date(timeIntervalSince1970: Double(row[1] ?? "0") ?? 0), BatchStatus())
+            return (id, Date(timeIntervalSince1970: Double(row[1] ?? "0") ?? 0), QueueBatchStatus())
         }
         for index in status.batches.indices { status.batches[index].counts = try batchStatus(status.batches[index].id) }
         status.waiting = Self.value(try connection.query("SELECT count(*) FROM runner.jobs WHERE state = 'waiting'")).flatMap { Int($0) } ?? 0

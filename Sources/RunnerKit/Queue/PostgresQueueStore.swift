@@ -40,12 +40,12 @@ package final class PostgresQueueStore: QueueStore {
         listenerThread.stop()
     }
 
-    package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim] {
+    package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [QueueClaim] {
         let main = main
-        return try await mainThread.run { () throws(QueueError) -> [JobQueue.Claim] in try main.claim(runner: runner, limit: limit, kinds: kinds) }
+        return try await mainThread.run { () throws(QueueError) -> [QueueClaim] in try main.claim(runner: runner, limit: limit, kinds: kinds) }
     }
 
-    package func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
+    package func register(_ watcher: QueueWatcher) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.register(watcher) }
     }
@@ -60,7 +60,7 @@ package final class PostgresQueueStore: QueueStore {
         return try await mainThread.run { () throws(QueueError) -> Duration? in try main.nextLeaseEnd() }
     }
 
-    package func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [QueueFinish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
         let writer = writer
         return try await writerThread.run { () throws(QueueError) -> [Int64] in
             do throws(Durability.Failure) {
@@ -72,12 +72,12 @@ package final class PostgresQueueStore: QueueStore {
         }
     }
 
-    package func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete? {
+    package func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> QueueParentToComplete? {
         let writer = writer
-        return try await writerThread.run { () throws(QueueError) -> JobQueue.ParentToComplete? in try writer.parentToComplete(id: id, runner: runner) }
+        return try await writerThread.run { () throws(QueueError) -> QueueParentToComplete? in try writer.parentToComplete(id: id, runner: runner) }
     }
 
-    package func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
+    package func completeParent(_ finish: QueueFinish, runner: String) async throws(QueueError) -> [Int64] {
         let writer = writer
         return try await writerThread.run { () throws(QueueError) -> [Int64] in try writer.completeParent(finish, runner: runner) }
     }
@@ -97,9 +97,9 @@ package final class PostgresQueueStore: QueueStore {
         try await mainThread.run { () throws(QueueError) in try main.renew(runner: runner) }
     }
 
-    package func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned {
+    package func failAbandoned() async throws(QueueError) -> QueueAbandoned {
         let main = main
-        return try await mainThread.run { () throws(QueueError) -> JobQueue.Abandoned in try main.failAbandoned() }
+        return try await mainThread.run { () throws(QueueError) -> QueueAbandoned in try main.failAbandoned() }
     }
 
     package func credit(ids: [Int64], runner: String) async throws(QueueError) {

@@ -13,9 +13,9 @@ package protocol QueueStore: Sendable {
     /// under a live lease, oldest first, each under a new
     /// lease, of `kinds` only (nil: any). The keys of those no runner holds are locked for
     /// `runner` too (`keyLocked`); each claim carries the hosts the fleet holds back (`pauses`).
-    func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim]
+    func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [QueueClaim]
     /// Lists `watcher` in the fleet, as `status` shows it; `heartbeat` keeps it alive.
-    func register(_ watcher: JobQueue.Watcher) async throws(QueueError)
+    func register(_ watcher: QueueWatcher) async throws(QueueError)
     /// Takes `runner` off the fleet's list (it stopped).
     func unregister(runner: String) async throws(QueueError)
     /// How long until the first lease of a running job that may be claimed again ends (nil: none).
@@ -26,13 +26,13 @@ package protocol QueueStore: Sendable {
     /// with children waits for them, its children queued with it. Returns the parents whose
     /// last child ended with these: `runner`'s now, to complete.
     @discardableResult
-    func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64]
+    func finish(_ jobs: [QueueFinish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64]
     /// The parent `id` whose children all ended, if `runner` is to complete it.
-    func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete?
+    func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> QueueParentToComplete?
     /// Stores a parent's completed record (`finish.id` the parent's); returns the parents whose
     /// last child that was.
-    func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64]
-    /// Ends the jobs whose records were stored with their hooks pending (`Finish.hooksPending`),
+    func completeParent(_ finish: QueueFinish, runner: String) async throws(QueueError) -> [Int64]
+    /// Ends the jobs whose records were stored with their hooks pending (`QueueFinish.hooksPending`),
     /// once their hooks ran.
     func hooksEnded(ids: [Int64], runner: String) async throws(QueueError)
     /// Gives claims back at once (not started), for other runners.
@@ -40,7 +40,7 @@ package protocol QueueStore: Sendable {
     /// Renews the leases of `runner`'s claims and keys, and says it is alive.
     func heartbeat(runner: String) async throws(QueueError)
     /// Ends `failed` the jobs abandoned `JobQueue.maxClaims` times; returns how many.
-    func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned
+    func failAbandoned() async throws(QueueError) -> QueueAbandoned
     /// Credits the running jobs `ids` of `runner`: their claim made durable progress, so it is
     /// not counted as an abandon (once per claim).
     func credit(ids: [Int64], runner: String) async throws(QueueError)
@@ -76,12 +76,12 @@ package protocol QueueStore: Sendable {
 }
 
 extension QueueStore {
-    package func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim] {
+    package func claim(runner: String, limit: Int) async throws(QueueError) -> [QueueClaim] {
         try await claim(runner: runner, limit: limit, kinds: nil)
     }
 
     @discardableResult
-    package func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [QueueFinish], runner: String, unlocking keys: [String]) async throws(QueueError) -> [Int64] {
         try await finish(jobs, runner: runner, unlocking: keys, durable: nil)
     }
 }
@@ -96,59 +96,4 @@ extension QueueError {
 
     /// Whether the statement was never made because the output was not durable.
     var isNotDurable: Bool { sqlState == Self.notDurableState }
-}
-
-/// Which queue this is, and which output folder is its: every watcher of a queue writes into
-/// that one folder (a shared file system), so that a key's payload and record are the same
-/// whichever watcher ran it.
-package struct QueueIdentity: Sendable, Equatable {
-    /// Made with the queue's tables, never changed.
-    package var id: String
-    /// The id in the stamp of the queue's output folder (nil: no watcher stamped one yet).
-    package var folder: String?
-    /// The folder's path as the watcher that stamped it saw it, and that watcher's name.
-    package var output: String?
-    package var stampedBy: String?
-
-    package init(id: String, folder: String? = nil, output: String? = nil, stampedBy: String? = nil) {
-        self.id = id
-        self.folder = folder
-        self.output = output
-        self.stampedBy = stampedBy
-    }
-}
-
-/// What the fleet tells every watcher of a queue.
-package enum QueueNotice: Sendable, Equatable {
-    /// Jobs were queued or given back.
-    case jobs
-    /// `runner cancel KEY --queue`.
-    case cancel(key: String)
-    /// A host asked `runner` to leave it alone for `milliseconds`.
-    case pause(host: String, milliseconds: Int, runner: String)
-    /// A job ended on `runner` (told while a watcher that serves a live page is alive).
-    case finished(key: String, kind: String, status: String, runner: String)
-
-    /// From a channel and a payload (nil: not one of the queue's).
-    init?(channel: String, payload: String) {
-        switch channel {
-        case "runner_jobs":
-            self = .jobs
-        case "runner_cancel":
-            self = .cancel(key: payload)
-        case "runner_pause":
-            // "milliseconds runner host"
-            let words = payload.split(separator: " ", maxSplits: 2).map(String.init)
-            guard words.count == 3, let milliseconds = Int(words[0]) else { return nil }
-            self = .pause(host: words[2], milliseconds: milliseconds, runner: words[1])
-        case "runner_events":
-            guard let event = try? JSONParser.parse(Array(payload.utf8)), let key = event["key"]?.stringValue,
-                let runner = event["runner"]?.stringValue
-            else { return nil }
-            self = .finished(
-                key: key, kind: event["kind"]?.stringValue ?? "", status: event["status"]?.stringValue ?? "", runner: runner)
-        default:
-            return nil
-        }
-    }
 }
