@@ -44,12 +44,9 @@ extension JobQueue {
             SELECT (SELECT count(*) FROM woken) + (SELECT count(*) FROM told),
                 (SELECT string_agg(id::text, ' ') FROM completing)
             """,
-            [String(finish.id), finish.status, finish.error, finish.record, runner, finish.hooksPending ? "t" : "f", leaseLiteral])
+            [String(finish.id), finish.status, finish.error, finish.record, runner, finish.hooksPending ? "t" : "f", leaseText])
         return Self.ids(rows.first.flatMap { $0.count > 1 ? $0[1] : nil })
     }
-
-    /// The lease as an interval literal.
-    var leaseLiteral: String { "\(max(1, lease.inMilliseconds)) milliseconds" }
 
     /// Parents waiting for their children: key, children ended, children in all (elements that
     /// could not be made into jobs counted as ended), oldest first.
@@ -64,5 +61,27 @@ extension JobQueue {
             guard let key = row[0], let ended = row[1].flatMap({ Int($0) }), let total = row[2].flatMap({ Int($0) }) else { return nil }
             return (key, ended, total)
         }
+    }
+
+    /// The end of a statement whose `done` ended jobs (`parent_id` among what it returns) and
+    /// whose `unlocked` let go of keys: each parent counts its children that ended (`runner.parents`); one whose
+    /// last child ended is claimed by `runner` under the lease (parameters) to complete its record
+    /// (`phase` `complete`); `woken` tells the runners when a queued job waits for a key let go of.
+    static func parentsOfDone(runner: String, lease: String) -> String {
+        """
+        counted AS (
+            UPDATE runner.parents p SET children_left = p.children_left - d.n
+            FROM (SELECT parent_id, count(*) AS n FROM done WHERE parent_id IS NOT NULL AND waits = 0 GROUP BY parent_id) d
+            WHERE p.id = d.parent_id
+            RETURNING p.id, p.children_left),
+        completing AS (
+            UPDATE runner.jobs j SET state = 'running', phase = 'complete', runner = \(runner), lease_until = now() + \(lease)::interval
+            FROM counted c WHERE j.id = c.id AND c.children_left = 0 AND j.state = 'waiting'
+            RETURNING j.id),
+        woken AS (
+            SELECT pg_notify('runner_jobs', '')
+            WHERE EXISTS (SELECT 1 FROM runner.jobs q WHERE q.key IN (SELECT key FROM unlocked) AND q.state = 'queued')
+                OR EXISTS (SELECT 1 FROM done WHERE waits > 0))
+        """
     }
 }
