@@ -1,21 +1,22 @@
 import RunnerKit
 import Testing
 
-/// What every `QueueStore` must do, checked the same way on the in-memory store (on a test
+/// What every queue store must do (`QueueFeed.Store`: the core and the capabilities the feed
+/// runs jobs with), checked the same way on the in-memory store (on a test
 /// clock) and on the PostgreSQL one (on the real clock, with a short lease): claims oldest first
 /// and never twice, key locks, release, records, leases that end and are renewed, abandoned jobs
 /// failed, the fleet's pace and pauses, claims by kind, notices, pruning.
 package struct QueueStoreContract {
     /// Two watchers' views of one empty queue.
-    package let first: any QueueStore
-    package let second: any QueueStore
+    package let first: any QueueFeed.Store
+    package let second: any QueueFeed.Store
     /// Queues jobs as `submit --queue` does.
     package let submit: @Sendable ([QueueSubmission]) async throws -> Void
     /// Lets `duration` pass on the stores' clock.
     package let pass: @Sendable (Duration) async -> Void
 
     package init(
-        first: any QueueStore, second: any QueueStore, submit: @escaping @Sendable ([QueueSubmission]) async throws -> Void,
+        first: any QueueFeed.Store, second: any QueueFeed.Store, submit: @escaping @Sendable ([QueueSubmission]) async throws -> Void,
         pass: @escaping @Sendable (Duration) async -> Void
     ) {
         self.first = first

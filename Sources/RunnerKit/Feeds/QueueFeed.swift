@@ -35,7 +35,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         /// also makes the engine's output (its `store`, when given) the queue's one output
         /// folder, or refuses it (`QueueOutput`).
         package var url: String?
-        package var store: (any QueueStore)?
+        package var store: (any Store)?
         /// How long a claim holds unless renewed (`RUNNER_QUEUE_LEASE` in seconds overrides it).
         package var lease: Duration = .seconds(30)
         /// This runner's name in the queue: claims and keys are held under it.
@@ -66,7 +66,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         /// once, with the job's own status). Nil: no hooks.
         package var hooks: (@Sendable ([UInt8]) async -> Void)?
 
-        package init(engine: JobEngine.Configuration, url: String? = nil, store: (any QueueStore)? = nil) {
+        package init(engine: JobEngine.Configuration, url: String? = nil, store: (any Store)? = nil) {
             self.engine = engine
             self.url = url
             self.store = store
@@ -125,7 +125,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
     }
 
     package let configuration: Configuration
-    package let store: any QueueStore
+    package let store: any Store
     package let engine: JobEngine
     package var runner: String { configuration.runner }
     private let writer: QueueWriter
@@ -188,7 +188,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
             renewed.withLock { last in last.map { leaseClock.now - $0 < lease } ?? true }
         }
         self.renewed = renewed
-        engineConfiguration.sharedPacing = QueuePacing(store: store, runner: configuration.runner)
+        engineConfiguration.sharedPacing = QueuePacer(store: store, runner: configuration.runner)
         let engine = try JobEngine(configuration: engineConfiguration, taskManager: taskManager, observer: observer)
         if configuration.durable { writer.synchronizing(engine.store) }
         self.configuration = configuration

@@ -20,7 +20,7 @@ final class QueueWriter: Sendable {
         var flushed: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let store: any QueueStore
+    private let store: any QueueStore & QueueKeyLocks & QueueClaimProgress
     private let runner: String
     private let lane = Mutex(Lane())
     /// Made durable (one `syncfs`) before each batch of records is stored: a record is in the
@@ -32,7 +32,7 @@ final class QueueWriter: Sendable {
     /// runner's now, to complete).
     private let parentsReady = Mutex<(@Sendable ([Int64]) -> Void)?>(nil)
 
-    init(store: any QueueStore, runner: String) {
+    init(store: any QueueStore & QueueKeyLocks & QueueClaimProgress, runner: String) {
         self.store = store
         self.runner = runner
     }
@@ -65,7 +65,7 @@ final class QueueWriter: Sendable {
     /// else is asked).
     func unlockKey(_ key: String, withNextRecord: Bool = false) { submit(.unlock(key), starting: !withNextRecord) }
 
-    /// Credits a running job's claim with durable progress (`QueueStore.credit`), without waiting.
+    /// Credits a running job's claim with durable progress (`QueueClaimProgress.credit`), without waiting.
     func credit(_ id: Int64) { submit(.credit(id)) }
 
     /// Retries keys that could not be let go of (with each lease renewal).
@@ -230,8 +230,8 @@ struct QueueKeyLock: KeyLocking {
 /// shared by every runner of a queue: each paced request takes the host's next slot in the
 /// queue, and transfers reserve their bytes there in chunks. While the queue cannot be reached,
 /// each runner paces alone.
-struct QueuePacing: SharedPacing {
-    let store: any QueueStore
+struct QueuePacer: SharedPacing {
+    let store: any QueuePacing
     let runner: String
 
     func reserve(host: String, interval: Duration) async -> Duration {
