@@ -206,13 +206,6 @@ final class QueueWriter: Sendable {
 struct QueueKeyLock: KeyLocking {
     let writer: QueueWriter
 
-    func tryLock(key: String) -> (@Sendable () -> Void)? {
-        // Only a lock a claim took can be had without asking the queue.
-        guard writer.takePreLocked(key) else { return nil }
-        let writer = writer
-        return { writer.unlockKey(key, withNextRecord: true) }
-    }
-
     func lock(key: String) async -> KeyLockOutcome {
         let writer = writer
         // Released once the job ran, just before its record is handed in: they go together.
