@@ -43,8 +43,6 @@ struct CommandSpec: Sendable {
     var positionals: (min: Int, max: Int?) = (0, 0)
     /// Listed in `runner --help` unless hidden (diagnostics for tests).
     var hidden = false
-    /// Passes the raw arguments through untouched (a command that parses its own).
-    var rawArguments = false
     /// What a shell offers for the positional arguments; nil: judged from the first argument's name.
     var positionalCompletion: ValueCompletion? = nil
     var run: @Sendable (ParsedArguments) async -> Int32
@@ -86,8 +84,6 @@ struct ParsedArguments: Sendable {
     /// Every value of an option given more than once, in order (`values` keeps the last).
     var repeated: [String: [String]] = [:]
     var flags: Set<String> = []
-    /// The arguments as given, for commands that parse their own.
-    var raw: [String] = []
 
     func value(_ name: String) -> String? { values[name] }
     func allValues(_ name: String) -> [String] { repeated[name] ?? [] }
@@ -111,8 +107,7 @@ struct UsageError: Error, CustomStringConvertible {
 
 extension CommandSpec {
     func parse(_ arguments: [String]) throws(UsageError) -> ParsedArguments {
-        var parsed = ParsedArguments(raw: arguments)
-        if rawArguments { return parsed }
+        var parsed = ParsedArguments()
         var index = 0
         var onlyPositionals = false
         while index < arguments.count {

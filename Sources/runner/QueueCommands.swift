@@ -33,7 +33,7 @@ enum QueueCommands {
     /// Every job of every file in one transaction, or none, as one batch. The files are valid
     /// (checked first).
     static func submit(_ inputs: JobFileArguments, registry: KindRegistry, url: String, batch options: BatchOptions) async -> Int32 {
-        var submissions: [JobQueue.Submission] = []
+        var submissions: [QueueSubmission] = []
         var counts: [Int] = []
         for file in inputs.files {
             guard var jobs = Self.submissions(of: file, name: (inputs.display(file) as NSString).lastPathComponent, registry: registry) else {
@@ -46,7 +46,7 @@ enum QueueCommands {
         }
         let queue: JobQueue
         let batch = JobQueue.newBatchID()
-        let submitted: JobQueue.Submitted
+        let submitted: QueueSubmitted
         do {
             queue = try JobQueue(url: url)
             submitted = try queue.submit(submissions, batch: batch)
@@ -81,7 +81,7 @@ enum QueueCommands {
         var said = ContinuousClock.now
         var unreachable = false
         while true {
-            let status: JobQueue.BatchStatus
+            let status: QueueBatchStatus
             let held: (pending: Int, ended: [String: Int])
             do {
                 status = try queue.batchStatus(batch)
@@ -127,7 +127,7 @@ enum QueueCommands {
     }
 
     /// `84/200 ended (80 succeeded, 4 failed), 6 running, 110 queued`.
-    static func batchLine(_ status: JobQueue.BatchStatus) -> String {
+    static func batchLine(_ status: QueueBatchStatus) -> String {
         let ended = status.ended.sorted { $0.key < $1.key }
         let endedCount = ended.reduce(0) { $0 + $1.value }
         var line = "\(endedCount)/\(status.total) ended"
@@ -138,13 +138,13 @@ enum QueueCommands {
     }
 
     /// The jobs of a valid job file as rows of the queue (nil: it is not valid any more).
-    static func submissions(of file: String, name: String, registry: KindRegistry) -> [JobQueue.Submission]? {
+    static func submissions(of file: String, name: String, registry: KindRegistry) -> [QueueSubmission]? {
         let reader = JobFileReader(path: file, registry: registry, limits: .producer, checkingSecrets: false)
-        var submissions: [JobQueue.Submission] = []
+        var submissions: [QueueSubmission] = []
         while let element = reader.next() {
             guard case .success(let job) = element, let stored = reader.lastJob else { return nil }
             let value: JSONValue = .object([("job", .object(stored.object)), ("defaults", .object(stored.defaults))])
-            submissions.append(JobQueue.Submission(key: job.key, kind: job.kindName, job: JSONWriter.string(value), file: name, unique: job.unique))
+            submissions.append(QueueSubmission(key: job.key, kind: job.kindName, job: JSONWriter.string(value), file: name, unique: job.unique))
         }
         return submissions
     }
@@ -156,7 +156,7 @@ enum QueueCommands {
 
     /// `status --queue URL --batch ID`; exit 1 when the queue holds no job of that batch.
     static func status(url: String, batch: String, json: Bool) -> Int32 {
-        let status: JobQueue.BatchStatus
+        let status: QueueBatchStatus
         let display: String
         var failures: [(key: String, status: String, error: String)] = []
         var schedule: String?
@@ -195,7 +195,7 @@ enum QueueCommands {
     }
 
     static func status(url: String, json: Bool) -> Int32 {
-        let status: JobQueue.Status
+        let status: QueueStatus
         let display: String
         var scheduled: [String: String] = [:]
         do {
@@ -257,7 +257,7 @@ enum QueueCommands {
 
     /// `NAME on HOST (VERSION), up 2 h, running 3, heartbeat 4 s ago, kinds: a, b`; one that
     /// missed a heartbeat says how long it is silent and when its leases end.
-    static func watcherLine(_ watcher: JobQueue.Watcher) -> String {
+    static func watcherLine(_ watcher: QueueWatcher) -> String {
         let seconds = Int(watcher.silentFor / .seconds(1))
         let heard: String
         if watcher.silentFor <= watcher.lease * 2 / 3 {
@@ -275,7 +275,7 @@ enum QueueCommands {
 
     /// `status --queue --json`'s members.
     static func statusJSON(
-        _ status: JobQueue.Status, display: String, now: Date, scheduled: [String: String] = [:]
+        _ status: QueueStatus, display: String, now: Date, scheduled: [String: String] = [:]
     ) -> [(key: String, value: JSONValue)] {
         let latest: JSONValue = status.latestFailed.first.map { failed in
             var fields: [(key: String, value: JSONValue)] = [

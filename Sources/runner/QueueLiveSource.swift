@@ -15,7 +15,7 @@ final class QueueLiveSource: LiveSource {
     let runner: String
 
     private struct Snapshot {
-        var status: JobQueue.Status
+        var status: QueueStatus
         var scheduled: [String: String]
     }
     /// The last snapshot, or why the queue could not be read (nil: not read yet).

@@ -20,10 +20,7 @@ enum Runner {
         HelpCommand.spec,
         VersionCommand.spec,
         CompletionsCommand.spec,
-        CommandSpec(
-            name: "connectivity", summary: "Print whether HOST is reachable, and with --watch each change (diagnostic).",
-            synopsis: "HOST [--watch SECONDS] [--polling]", hidden: true, rawArguments: true,
-            run: { await runConnectivityCommand($0.raw) }),
+        ConnectivityCommand.spec,
     ]
 
     static let overview = """
@@ -50,7 +47,7 @@ enum Runner {
         default:
             guard let spec = command(first) else { return unknown(first) }
             let rest = Array(arguments.dropFirst())
-            if !spec.rawArguments, rest.contains(where: { $0 == "-h" || $0 == "--help" }) {
+            if rest.contains(where: { $0 == "-h" || $0 == "--help" }) {
                 Console.out(spec.helpText)
                 return 0
             }

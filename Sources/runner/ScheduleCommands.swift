@@ -145,7 +145,7 @@ enum ScheduleCommands {
             Console.err("No schedule was added. See 'runner validate --help'.")
             return 2
         }
-        var jobs: [JobQueue.Submission] = []
+        var jobs: [QueueSubmission] = []
         var names: [String] = []
         for file in inputs.files {
             let shown = (inputs.display(file) as NSString).lastPathComponent

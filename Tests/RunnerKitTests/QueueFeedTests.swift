@@ -50,7 +50,7 @@ private final class QueueWorld: Sendable {
     func submit(_ keys: [String], kind: String = "fetch") {
         store.submit(keys.map { key in
             let job = #"{"job": {"kind": "\#(kind)", "key": "\#(key)", "url": "http://queue.test/\#(key)", "timeout": 60}, "defaults": {}}"#
-            return JobQueue.Submission(key: key, kind: kind, job: job, file: "test.jsonl")
+            return QueueSubmission(key: key, kind: kind, job: job, file: "test.jsonl")
         })
     }
 
@@ -244,7 +244,7 @@ struct QueueFeedTests {
         let claim = try #require(try await w.store.claim(runner: "dead", limit: 1).first)
         let record = #"{"key":"left","kind":"fetch","status":"notFound","error":"the server said 404"}"#
         try await w.store.finish(
-            [JobQueue.Finish(id: claim.id, status: "notFound", error: "the server said 404", record: record, hooksPending: true)],
+            [QueueFinish(id: claim.id, status: "notFound", error: "the server said 404", record: record, hooksPending: true)],
             runner: "dead", unlocking: ["left"])
         let heard = Watched<[String]>([])
         let feed = try w.feed("b") { $0.hooks = { line in heard.update { $0.append(String(decoding: line, as: UTF8.self)) } } }
@@ -268,7 +268,7 @@ struct QueueFeedTests {
         let claim = try #require(try await w.store.claim(runner: "dead", limit: 1).first)
         let record = #"{"key":"left","kind":"fetch","status":"succeeded"}"#
         try await w.store.finish(
-            [JobQueue.Finish(id: claim.id, status: "succeeded", error: nil, record: record, hooksPending: true)], runner: "dead", unlocking: ["left"])
+            [QueueFinish(id: claim.id, status: "succeeded", error: nil, record: record, hooksPending: true)], runner: "dead", unlocking: ["left"])
         for runner in ["dead-hooks-1", "dead-hooks-2"] {
             w.clock.advance(by: .seconds(31))
             #expect(try await w.store.claim(runner: runner, limit: 1).count == 1, "\(runner) claims it for its hooks")
@@ -292,7 +292,7 @@ struct QueueFeedTests {
         let claim = try #require(try await w.store.claim(runner: "dead", limit: 1).first)
         let record = #"{"key":"left","kind":"fetch","status":"succeeded","startedAt":"2026-11-27T10:00:00.000Z","finishedAt":"2026-11-27T10:00:01.000Z"}"#
         try await w.store.finish(
-            [JobQueue.Finish(id: claim.id, status: "succeeded", error: nil, record: record, hooksPending: true)], runner: "dead", unlocking: ["left"])
+            [QueueFinish(id: claim.id, status: "succeeded", error: nil, record: record, hooksPending: true)], runner: "dead", unlocking: ["left"])
         for runner in ["h1", "h2", "h3"] {
             w.clock.advance(by: .seconds(31))
             #expect(try await w.store.claim(runner: runner, limit: 1).count == 1)
@@ -325,7 +325,7 @@ struct QueueFeedTests {
         let a = try w.feed("a", setUp)
         let b = try w.feed("b", setUp)
         let (runA, runB) = (w.start(a), w.start(b))
-        w.store.submit([JobQueue.Submission(
+        w.store.submit([QueueSubmission(
             key: "parent", kind: "list", job: #"{"job": {"kind": "list", "key": "parent", "url": "http://queue.test/parent", "timeout": 60}, "defaults": {}}"#,
             file: "lists.jsonl")])
         #expect(await w.gate.waitForStarted(1))
@@ -363,7 +363,7 @@ struct QueueFeedTests {
         for index in 1...4 { w.http.script("http://queue.test/d\(index)", .ok("d\(index)")) }
         let first = try w.feed("a") { $0.engine.concurrency = 1 }
         let run = w.start(first)
-        w.store.submit([JobQueue.Submission(
+        w.store.submit([QueueSubmission(
             key: "list", kind: "list", job: #"{"job": {"kind": "list", "key": "list", "url": "http://queue.test/list", "timeout": 60}, "defaults": {}}"#,
             file: "lists.jsonl")])
         await eventually("the children queued") { w.store.rows.filter { $0.parentID != nil }.count == 4 }
@@ -391,9 +391,9 @@ struct QueueFeedTests {
     @Test func cancellingAParentCancelsItsQueuedChildren() async throws {
         // A parent whose own fetch ended on another runner, its three children queued.
         let parentJob = #"{"job": {"kind": "list", "key": "big", "url": "http://queue.test/big", "timeout": 60}, "defaults": {}}"#
-        w.store.submit([JobQueue.Submission(key: "big", kind: "list", job: parentJob, file: "lists.jsonl")])
+        w.store.submit([QueueSubmission(key: "big", kind: "list", job: parentJob, file: "lists.jsonl")])
         let parent = try #require(try await w.store.claim(runner: "other", limit: 1).first)
-        var finish = JobQueue.Finish(id: parent.id, status: "succeeded", error: nil, record: #"{"key":"big","kind":"list","status":"succeeded","details":{}}"#)
+        var finish = QueueFinish(id: parent.id, status: "succeeded", error: nil, record: #"{"key":"big","kind":"list","status":"succeeded","details":{}}"#)
         finish.children.jobs = (1...3).map { index in
             ("child:e\(index)", "fetch", #"{"child": {"kind": "fetch", "url": "http://queue.test/e\#(index)", "key": "child:e\#(index)"}, "of": \#(parentJob)}"#)
         }
@@ -673,7 +673,7 @@ struct QueueFeedTests {
         w.http.script("http://queue.test/limited", .status(429, headers: ["Retry-After": "30"]))
         w.http.script("http://queue.test/other", .ok("other"))
         let limited = #"{"job": {"kind": "fetch", "key": "limited", "url": "http://queue.test/limited", "timeout": 60, "retries": 0}, "defaults": {}}"#
-        w.store.submit([JobQueue.Submission(key: "limited", kind: "fetch", job: limited, file: "test.jsonl")])
+        w.store.submit([QueueSubmission(key: "limited", kind: "fetch", job: limited, file: "test.jsonl")])
         let first = try w.feed("a")
         let firstRun = w.start(first)
         await w.waitDone(["limited"])

@@ -14,15 +14,15 @@ struct ScheduleTests {
 
     init() { store = InMemoryQueueStore(lease: .seconds(30), clock: clock) }
 
-    static func jobs(_ keys: [String], unique: Bool = false) -> [JobQueue.Submission] {
+    static func jobs(_ keys: [String], unique: Bool = false) -> [QueueSubmission] {
         keys.map { key in
-            JobQueue.Submission(
+            QueueSubmission(
                 key: key, kind: "fetch", job: #"{"job": {"kind": "fetch", "key": "\#(key)", "url": "http://queue.test/\#(key)"}, "defaults": {}}"#,
                 file: "night.jsonl", unique: unique)
         }
     }
 
-    func add(_ name: String = "night", every seconds: Int64 = 2, catchUp: Schedule.CatchUp = .one, jobs: [JobQueue.Submission] = jobs(["a", "b"])) throws {
+    func add(_ name: String = "night", every seconds: Int64 = 2, catchUp: Schedule.CatchUp = .one, jobs: [QueueSubmission] = jobs(["a", "b"])) throws {
         try store.addSchedule(Schedule(name: name, timing: .every(seconds: seconds), catchUp: catchUp, jobs: jobs, files: ["night.jsonl"]))
     }
 

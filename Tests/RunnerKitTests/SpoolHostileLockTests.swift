@@ -21,7 +21,7 @@ struct SpoolHostileLockTests {
             return
         }
         #expect(reason.contains("Too many open files"), "\(reason)")
-        #expect(exhausted.tryLock(key: "probe:k") == nil)
+        #expect(exhausted.lock(key: "probe:k").release == nil)
 
         let store = try OutputStore(root: folder.path + "/out")
         let ran = RunCounter()
@@ -46,7 +46,7 @@ struct SpoolHostileLockTests {
         default: symlink(victim, path)
         }
         let lock = SpoolKeyLock(spool: spool)
-        let release = try #require(lock.tryLock(key: "k"))
+        let release = try #require(lock.lock(key: "k").release)
         #expect(FileSystem.entry(path)?.type == .regular)
         #expect(lock.held().map(\.key) == ["k"])
         release()

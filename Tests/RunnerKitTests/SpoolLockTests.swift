@@ -12,9 +12,9 @@ struct SpoolLockTests {
         try spool.makeFolders()
         let lock = SpoolKeyLock(spool: spool)
 
-        let release = try #require(lock.tryLock(key: "image:a b"))
-        #expect(lock.tryLock(key: "image:a b") == nil, "a second open file description cannot take it")
-        let other = try #require(lock.tryLock(key: "image:other"), "other keys are free")
+        let release = try #require(lock.lock(key: "image:a b").release)
+        #expect(lock.lock(key: "image:a b").release == nil, "a second open file description cannot take it")
+        let other = try #require(lock.lock(key: "image:other").release, "other keys are free")
         let held = lock.held()
         #expect(Set(held.map(\.key)) == ["image:a b", "image:other"])
         #expect(held.allSatisfy { $0.pid == Int(getpid()) })
@@ -22,15 +22,14 @@ struct SpoolLockTests {
         release()
         other()
         #expect(FileSystem.names(in: spool.locks).isEmpty, "a released lock removes its file")
-        let again = try #require(lock.tryLock(key: "image:a b"))
+        let again = try #require(lock.lock(key: "image:a b").release)
         again()
     }
 
     @Test func theEngineEndsAJobDuplicateWhenAnotherProcessHoldsItsKey() async throws {
         struct HeldElsewhere: KeyLocking {
-            func tryLock(key: String) -> (@Sendable () -> Void)? {
-                if key == "probe:busy" { return nil }
-                return {}
+            func lock(key: String) -> KeyLockOutcome {
+                key == "probe:busy" ? .heldElsewhere : .acquired(release: {})
             }
         }
         let folder = TemporaryFolder()
@@ -90,4 +89,12 @@ struct SpoolLockTests {
 private struct NoFetching: HTTPFetching {
     struct Unused: Error {}
     func fetch(_ request: FetchRequest, into body: any BodySink) async throws -> FetchResponseHead { throw Unused() }
+}
+
+extension KeyLockOutcome {
+    /// What releases the lock, when it was taken (nil: held elsewhere, or unavailable).
+    var release: (@Sendable () -> Void)? {
+        if case .acquired(let release) = self { return release }
+        return nil
+    }
 }

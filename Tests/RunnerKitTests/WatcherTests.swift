@@ -208,7 +208,7 @@ struct WatcherTests {
 
     @Test func aQueueWatcherGivesItsRunningJobBackAfterTheGraceOnSIGTERM() async throws {
         let store = InMemoryQueueStore(lease: .seconds(30), clock: w.clock)
-        store.submit([JobQueue.Submission(
+        store.submit([QueueSubmission(
             key: "q", kind: "fetch", job: #"{"job": \#(job("q")), "defaults": {}}"#, file: "q.jsonl")])
         w.http.script("http://watch.test/q", .hang)
         var feed = QueueFeed.Configuration(engine: try w.engine(), store: store.connection())

@@ -1,21 +1,22 @@
 import RunnerKit
 import Testing
 
-/// What every `QueueStore` must do, checked the same way on the in-memory store (on a test
+/// What every queue store must do (`QueueFeed.Store`: the core and the capabilities the feed
+/// runs jobs with), checked the same way on the in-memory store (on a test
 /// clock) and on the PostgreSQL one (on the real clock, with a short lease): claims oldest first
 /// and never twice, key locks, release, records, leases that end and are renewed, abandoned jobs
 /// failed, the fleet's pace and pauses, claims by kind, notices, pruning.
 package struct QueueStoreContract {
     /// Two watchers' views of one empty queue.
-    package let first: any QueueStore
-    package let second: any QueueStore
+    package let first: any QueueFeed.Store
+    package let second: any QueueFeed.Store
     /// Queues jobs as `submit --queue` does.
-    package let submit: @Sendable ([JobQueue.Submission]) async throws -> Void
+    package let submit: @Sendable ([QueueSubmission]) async throws -> Void
     /// Lets `duration` pass on the stores' clock.
     package let pass: @Sendable (Duration) async -> Void
 
     package init(
-        first: any QueueStore, second: any QueueStore, submit: @escaping @Sendable ([JobQueue.Submission]) async throws -> Void,
+        first: any QueueFeed.Store, second: any QueueFeed.Store, submit: @escaping @Sendable ([QueueSubmission]) async throws -> Void,
         pass: @escaping @Sendable (Duration) async -> Void
     ) {
         self.first = first
@@ -24,8 +25,8 @@ package struct QueueStoreContract {
         self.pass = pass
     }
 
-    static func jobs(_ keys: [String]) -> [JobQueue.Submission] {
-        keys.map { JobQueue.Submission(key: $0, kind: "fetch", job: #"{"job": {"kind": "fetch", "key": "\#($0)"}}"#, file: "contract") }
+    static func jobs(_ keys: [String]) -> [QueueSubmission] {
+        keys.map { QueueSubmission(key: $0, kind: "fetch", job: #"{"job": {"kind": "fetch", "key": "\#($0)"}}"#, file: "contract") }
     }
 
     package func check(sourceLocation: SourceLocation = #_sourceLocation) async throws {
@@ -56,10 +57,10 @@ package struct QueueStoreContract {
         let again = try await first.claim(runner: "one", limit: 5)
         #expect(again.map(\.id) == [theirs[0].id], sourceLocation: sourceLocation)
         let record = #"{"key":"k2","status":"succeeded"}"#
-        try await first.finish([JobQueue.Finish(id: mine[1].id, status: "succeeded", error: nil, record: record)], runner: "one", unlocking: ["k2"])
+        try await first.finish([QueueFinish(id: mine[1].id, status: "succeeded", error: nil, record: record)], runner: "one", unlocking: ["k2"])
         #expect(try await second.lockKey("k2", runner: "two") == true, "k2 let go of with its record", sourceLocation: sourceLocation)
         // A runner cannot end another's claim.
-        try await second.finish([JobQueue.Finish(id: mine[0].id, status: "failed", error: "x", record: "{}")], runner: "two", unlocking: [])
+        try await second.finish([QueueFinish(id: mine[0].id, status: "failed", error: "x", record: "{}")], runner: "two", unlocking: [])
 
         // A key's last record is the fleet's (validators and payload path for whoever runs it
         // next), handed out with the key's next claim; a record that is not the key's is not.
@@ -70,18 +71,18 @@ package struct QueueStoreContract {
         let k2 = try await second.claim(runner: "two", limit: 5)
         #expect(k2.map(\.key) == ["k2"] && k2.first?.previous == record, "\(k2.map(\.previous))", sourceLocation: sourceLocation)
         try await second.finish(
-            [JobQueue.Finish(id: k2[0].id, status: "failed", error: "unreadable", record: #"{"key":"k2","status":"failed"}"#, isKeyRecord: false)],
+            [QueueFinish(id: k2[0].id, status: "failed", error: "unreadable", record: #"{"key":"k2","status":"failed"}"#, isKeyRecord: false)],
             runner: "two", unlocking: ["k2"])
         #expect(try await first.keyRecord("k2") == record, "a job this runner could not read leaves the key's record", sourceLocation: sourceLocation)
 
         // A record stored with its hooks pending keeps the claim (the job is not done) and ends
         // it when they ended; its key is let go of at once.
-        try await submit([JobQueue.Submission(key: "h1", kind: "hooked", job: #"{"job": {"kind": "hooked", "key": "h1"}}"#, file: "contract")])
+        try await submit([QueueSubmission(key: "h1", kind: "hooked", job: #"{"job": {"kind": "hooked", "key": "h1"}}"#, file: "contract")])
         let hooked = try await first.claim(runner: "one", limit: 5, kinds: ["hooked"])
         #expect(hooked.map(\.key) == ["h1"] && hooked.first?.outcome == nil, sourceLocation: sourceLocation)
         let h1 = #"{"key":"h1","status":"succeeded"}"#
         try await first.finish(
-            [JobQueue.Finish(id: hooked[0].id, status: "succeeded", error: nil, record: h1, hooksPending: true)], runner: "one", unlocking: ["h1"])
+            [QueueFinish(id: hooked[0].id, status: "succeeded", error: nil, record: h1, hooksPending: true)], runner: "one", unlocking: ["h1"])
         #expect(try await second.keyRecord("h1") == h1, sourceLocation: sourceLocation)
         #expect(try await second.lockKey("h1", runner: "two"), "the key is free while the hooks run", sourceLocation: sourceLocation)
         try await second.unlockKeys(["h1"], runner: "two")
@@ -160,8 +161,8 @@ package struct QueueStoreContract {
 
         // A runner claims only the kinds it has loaded; every claim carries the fleet's pauses.
         try await submit([
-            JobQueue.Submission(key: "x1", kind: "elsewhere", job: #"{"job": {"kind": "elsewhere", "key": "x1"}}"#, file: "contract"),
-            JobQueue.Submission(key: "x2", kind: "mine", job: #"{"job": {"kind": "mine", "key": "x2"}}"#, file: "contract"),
+            QueueSubmission(key: "x1", kind: "elsewhere", job: #"{"job": {"kind": "elsewhere", "key": "x1"}}"#, file: "contract"),
+            QueueSubmission(key: "x2", kind: "mine", job: #"{"job": {"kind": "mine", "key": "x2"}}"#, file: "contract"),
         ])
         let onlyMine = try await first.claim(runner: "five", limit: 5, kinds: ["mine"])
         #expect(onlyMine.map(\.key) == ["x2"], sourceLocation: sourceLocation)
@@ -171,12 +172,12 @@ package struct QueueStoreContract {
         #expect(try await second.claim(runner: "six", limit: 5).map(\.key) == ["x1"], sourceLocation: sourceLocation)
 
         // Hooks left by three runners: the job keeps its own status, its hooks failed, said.
-        try await submit([JobQueue.Submission(key: "h2", kind: "hooked2", job: #"{"job": {"kind": "hooked2", "key": "h2"}}"#, file: "contract")])
+        try await submit([QueueSubmission(key: "h2", kind: "hooked2", job: #"{"job": {"kind": "hooked2", "key": "h2"}}"#, file: "contract")])
         let ran = try await first.claim(runner: "r0", limit: 5, kinds: ["hooked2"])
         #expect(ran.map(\.key) == ["h2"], sourceLocation: sourceLocation)
         let h2 = #"{"key":"h2","kind":"hooked2","status":"succeeded"}"#
         _ = try await first.finish(
-            [JobQueue.Finish(id: ran[0].id, status: "succeeded", error: nil, record: h2, hooksPending: true)], runner: "r0", unlocking: ["h2"])
+            [QueueFinish(id: ran[0].id, status: "succeeded", error: nil, record: h2, hooksPending: true)], runner: "r0", unlocking: ["h2"])
         for runner in ["r1", "r2", "r3"] {
             await pass(lease + lease / 4)
             #expect(try await first.failAbandoned().hooksFailed.isEmpty, "\(runner)", sourceLocation: sourceLocation)

@@ -35,7 +35,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         /// also makes the engine's output (its `store`, when given) the queue's one output
         /// folder, or refuses it (`QueueOutput`).
         package var url: String?
-        package var store: (any QueueStore)?
+        package var store: (any Store)?
         /// How long a claim holds unless renewed (`RUNNER_QUEUE_LEASE` in seconds overrides it).
         package var lease: Duration = .seconds(30)
         /// This runner's name in the queue: claims and keys are held under it.
@@ -66,7 +66,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         /// once, with the job's own status). Nil: no hooks.
         package var hooks: (@Sendable ([UInt8]) async -> Void)?
 
-        package init(engine: JobEngine.Configuration, url: String? = nil, store: (any QueueStore)? = nil) {
+        package init(engine: JobEngine.Configuration, url: String? = nil, store: (any Store)? = nil) {
             self.engine = engine
             self.url = url
             self.store = store
@@ -125,7 +125,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
     }
 
     package let configuration: Configuration
-    package let store: any QueueStore
+    package let store: any Store
     package let engine: JobEngine
     package var runner: String { configuration.runner }
     private let writer: QueueWriter
@@ -151,7 +151,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         /// The queue could not be read: said once, and again when it is back.
         var unreachable = false
         /// Claimed and not yet handed to the engine, oldest first.
-        var buffer: [(claim: JobQueue.Claim, at: Duration)] = []
+        var buffer: [(claim: QueueClaim, at: Duration)] = []
         /// Claimed and not started (buffered, or handed out and waiting for a slot), by id.
         var unstarted: Set<Int64> = []
         /// Claimed here and not ended (started or not), by id.
@@ -188,7 +188,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
             renewed.withLock { last in last.map { leaseClock.now - $0 < lease } ?? true }
         }
         self.renewed = renewed
-        engineConfiguration.sharedPacing = QueuePacing(store: store, runner: configuration.runner)
+        engineConfiguration.sharedPacing = QueuePacer(store: store, runner: configuration.runner)
         let engine = try JobEngine(configuration: engineConfiguration, taskManager: taskManager, observer: observer)
         if configuration.durable { writer.synchronizing(engine.store) }
         self.configuration = configuration
@@ -200,7 +200,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         self.onEvent = onEvent
         self.observer = observer
         (wakes, wake) = AsyncStream.makeStream(of: Wake.self, bufferingPolicy: .unbounded)
-        var watcher = JobQueue.Watcher(
+        var watcher = QueueWatcher(
             name: configuration.runner, host: Self.hostName(), version: RunnerVersion.current, kinds: configuration.engine.registry.names,
             lease: store.lease)
         watcher.followsEvents = configuration.followsFleetEvents
@@ -232,7 +232,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
 
     /// This watcher as the fleet lists it (one value for the life of the feed: the process that
     /// holds its name).
-    private let watcher: JobQueue.Watcher
+    private let watcher: QueueWatcher
     private let registered = Atomic<Bool>(false)
 
     /// Lists this watcher in the fleet under its name. Refused (a usage error) when another
@@ -407,11 +407,11 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
     /// A claimed job: the oldest buffered one, else as many as the engine has free slots for
     /// (at least `claimAhead`) claimed at once. Nil: none now, or the queue could not be read
     /// (waited meanwhile).
-    private func nextClaim() async -> (JobQueue.Claim, at: Duration)? {
+    private func nextClaim() async -> (QueueClaim, at: Duration)? {
         if let buffered = state.withLock({ $0.buffer.isEmpty ? nil : $0.buffer.removeFirst() }) { return buffered }
         let claimedAt = timeline.now
         let limit = min(Self.batchLimit, max(configuration.claimAhead, engine.freeSlots))
-        var claims: [JobQueue.Claim]
+        var claims: [QueueClaim]
         do {
             claims = try await store.claim(runner: runner, limit: limit, kinds: kinds)
         } catch {
@@ -484,7 +484,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
 
     /// The claim's job, decoded as this runner's registry and limits allow, and as stored; nil
     /// (and the job ended failed, saying why) when it cannot be.
-    private func decode(_ claim: JobQueue.Claim) async -> (JobDescriptor, JSONValue)? {
+    private func decode(_ claim: QueueClaim) async -> (JobDescriptor, JSONValue)? {
         do {
             let stored = try JSONParser.parse(Array(claim.job.utf8))
             return (try decodeStored(stored), stored)
@@ -493,7 +493,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
             let record = JSONWriter.string(.object([
                 ("key", .string(claim.key)), ("kind", .string(claim.kind)), ("status", .string("failed")), ("error", .string(reason)),
             ]))
-            _ = await writer.finish(JobQueue.Finish(id: claim.id, status: "failed", error: reason, record: record, isKeyRecord: false))
+            _ = await writer.finish(QueueFinish(id: claim.id, status: "failed", error: reason, record: record, isKeyRecord: false))
             return nil
         }
     }
@@ -516,10 +516,10 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
 
     /// A parent's children as the queue stores them (`{"child", "of"}`), each checked as the
     /// engine would make it; the elements that cannot be made counted, with the first reason.
-    private func queueable(_ children: ChildJobs, of parent: JobDescriptor, stored: JSONValue) -> JobQueue.Children {
+    private func queueable(_ children: ChildJobs, of parent: JobDescriptor, stored: JSONValue) -> QueueFinish.Children {
         let registry = configuration.engine.registry
         let limits = configuration.engine.limits
-        var made = JobQueue.Children()
+        var made = QueueFinish.Children()
         made.jobs.reserveCapacity(children.count)
         for index in 0..<children.count {
             switch children.job(at: index, of: parent, registry: registry, limits: limits) {
@@ -573,7 +573,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
             // The record is written; once durable, the store gets it with the others that ended
             // meanwhile (retried while the store is away, until a shutdown's grace is over).
             let hooks = configuration.hooks
-            var finish = JobQueue.Finish(
+            var finish = QueueFinish(
                 id: id, status: result.status.rawValue, error: result.error, record: String(decoding: line, as: UTF8.self),
                 hooksPending: hooks != nil)
             if let children {
@@ -584,7 +584,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
                     line = await rewriteCompleted(
                         key: result.key, record: line, counts: [:], invalid: finish.children.invalid,
                         firstInvalid: finish.children.firstInvalid, total: finish.children.invalid, into: &finish)
-                    finish.children = JobQueue.Children()
+                    finish.children = QueueFinish.Children()
                 } else {
                     finish.hooksPending = false  // they run once its record is complete
                 }
@@ -637,7 +637,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
     private func complete(parent id: Int64) async {
         do {
             guard let parent = try await store.parentToComplete(id: id, runner: runner) else { return }
-            var finish = JobQueue.Finish(id: id, status: "", error: nil, record: "", hooksPending: configuration.hooks != nil)
+            var finish = QueueFinish(id: id, status: "", error: nil, record: "", hooksPending: configuration.hooks != nil)
             let line = await rewriteCompleted(
                 key: parent.key, record: Array(parent.record.utf8), counts: parent.counts, invalid: parent.invalid,
                 firstInvalid: parent.firstInvalid, total: parent.total, into: &finish)
@@ -667,7 +667,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
     /// not carry them), and set in `finish`.
     private func rewriteCompleted(
         key: String, record: [UInt8], counts: [String: Int], invalid: Int, firstInvalid: String?, total: Int,
-        into finish: inout JobQueue.Finish
+        into finish: inout QueueFinish
     ) async -> [UInt8] {
         let parsed = (try? JSONParser.parse(record)) ?? .object([])
         let completed = ResultAssembly.completed(parsed, counts: counts, invalid: invalid, firstInvalid: firstInvalid, total: total)

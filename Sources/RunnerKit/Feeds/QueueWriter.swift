@@ -5,7 +5,7 @@ import Synchronization
 /// taken. One lane: a key let go of is gone before this runner asks for it again.
 final class QueueWriter: Sendable {
     private enum Operation: Sendable {
-        case finish(JobQueue.Finish, CheckedContinuation<String?, Never>)
+        case finish(QueueFinish, CheckedContinuation<String?, Never>)
         case unlock(String)
         case lock(String, CheckedContinuation<Result<Bool, QueueError>, Never>)
         case credit(Int64)
@@ -20,7 +20,7 @@ final class QueueWriter: Sendable {
         var flushed: [CheckedContinuation<Void, Never>] = []
     }
 
-    private let store: any QueueStore
+    private let store: any QueueStore & QueueKeyLocks & QueueClaimProgress
     private let runner: String
     private let lane = Mutex(Lane())
     /// Made durable (one `syncfs`) before each batch of records is stored: a record is in the
@@ -32,7 +32,7 @@ final class QueueWriter: Sendable {
     /// runner's now, to complete).
     private let parentsReady = Mutex<(@Sendable ([Int64]) -> Void)?>(nil)
 
-    init(store: any QueueStore, runner: String) {
+    init(store: any QueueStore & QueueKeyLocks & QueueClaimProgress, runner: String) {
         self.store = store
         self.runner = runner
     }
@@ -49,7 +49,7 @@ final class QueueWriter: Sendable {
 
     /// Makes a finished job's record durable and stores it, with the others waiting; nil once
     /// stored, else why not.
-    func finish(_ job: JobQueue.Finish) async -> String? {
+    func finish(_ job: QueueFinish) async -> String? {
         await withCheckedContinuation { continuation in submit(.finish(job, continuation)) }
     }
 
@@ -65,7 +65,7 @@ final class QueueWriter: Sendable {
     /// else is asked).
     func unlockKey(_ key: String, withNextRecord: Bool = false) { submit(.unlock(key), starting: !withNextRecord) }
 
-    /// Credits a running job's claim with durable progress (`QueueStore.credit`), without waiting.
+    /// Credits a running job's claim with durable progress (`QueueClaimProgress.credit`), without waiting.
     func credit(_ id: Int64) { submit(.credit(id)) }
 
     /// Retries keys that could not be let go of (with each lease renewal).
@@ -115,7 +115,7 @@ final class QueueWriter: Sendable {
                 return (lane.operations, lane.stuckUnlocks)
             }
             guard let next else { break }
-            var jobs: [(JobQueue.Finish, CheckedContinuation<String?, Never>)] = []
+            var jobs: [(QueueFinish, CheckedContinuation<String?, Never>)] = []
             var unlocks = next.stuck
             var credits: [Int64] = []
             for operation in next.operations {
@@ -149,7 +149,7 @@ final class QueueWriter: Sendable {
 
     /// One statement for these records and keys (the records made durable first); when it
     /// fails, each record alone, so that one the store refuses holds no other.
-    private func write(_ jobs: [(JobQueue.Finish, CheckedContinuation<String?, Never>)], unlocking keys: [String]) async {
+    private func write(_ jobs: [(QueueFinish, CheckedContinuation<String?, Never>)], unlocking keys: [String]) async {
         guard !jobs.isEmpty || !keys.isEmpty else { return }
         var failures: [String?] = Array(repeating: nil, count: jobs.count)
         do {
@@ -206,13 +206,6 @@ final class QueueWriter: Sendable {
 struct QueueKeyLock: KeyLocking {
     let writer: QueueWriter
 
-    func tryLock(key: String) -> (@Sendable () -> Void)? {
-        // Only a lock a claim took can be had without asking the queue.
-        guard writer.takePreLocked(key) else { return nil }
-        let writer = writer
-        return { writer.unlockKey(key, withNextRecord: true) }
-    }
-
     func lock(key: String) async -> KeyLockOutcome {
         let writer = writer
         // Released once the job ran, just before its record is handed in: they go together.
@@ -230,8 +223,8 @@ struct QueueKeyLock: KeyLocking {
 /// shared by every runner of a queue: each paced request takes the host's next slot in the
 /// queue, and transfers reserve their bytes there in chunks. While the queue cannot be reached,
 /// each runner paces alone.
-struct QueuePacing: SharedPacing {
-    let store: any QueueStore
+struct QueuePacer: SharedPacing {
+    let store: any QueuePacing
     let runner: String
 
     func reserve(host: String, interval: Duration) async -> Duration {

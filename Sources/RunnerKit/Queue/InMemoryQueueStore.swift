@@ -44,7 +44,7 @@ package final class InMemoryQueueStore: QueueStore {
         var nextID: Int64 = 1
         var keys: [String: (runner: String, until: Duration)] = [:]
         var hosts: [String: (nextAt: Duration, pausedUntil: Duration)] = [:]
-        var watchers: [String: JobQueue.Watcher] = [:]
+        var watchers: [String: QueueWatcher] = [:]
         /// Each fleet-wide bandwidth's bucket: when its bytes are paid for.
         var bandwidth: [String: Duration] = [:]
         /// When each watcher last said it was alive.
@@ -118,7 +118,7 @@ package final class InMemoryQueueStore: QueueStore {
     package func refuseRecords(of key: String) { root.state.withLock { _ = $0.refusedRecords.insert(key) } }
 
     /// Queues jobs (`submit --queue`) and tells the watchers.
-    package func submit(_ jobs: [JobQueue.Submission]) {
+    package func submit(_ jobs: [QueueSubmission]) {
         root.state.withLock { state in
             for job in jobs {
                 state.rows[state.nextID] = Row(id: state.nextID, key: job.key, kind: job.kind, job: job.job, file: job.file)
@@ -177,15 +177,15 @@ package final class InMemoryQueueStore: QueueStore {
 
     // MARK: - The contract
 
-    package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim] {
+    package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [QueueClaim] {
         let lease = lease
-        return try withState { state, now throws(QueueError) -> [JobQueue.Claim] in
+        return try withState { state, now throws(QueueError) -> [QueueClaim] in
             let picked = state.rows.values.filter { row in
                 (row.state == "queued" || (row.state == "running" && (row.leaseUntil ?? now) < now && row.isClaimable))
                     && (kinds?.contains(row.kind) ?? true)
                     && (row.status != nil || !((state.keys[row.key]?.until).map { $0 >= now } ?? false))
             }.sorted { $0.id < $1.id }.prefix(max(0, Self.share(of: runner, limit: limit, in: state, now: now)))
-            var claims: [JobQueue.Claim] = []
+            var claims: [QueueClaim] = []
             let pauses = state.hosts.filter { $0.value.pausedUntil > now }.map { (host: $0.key, left: $0.value.pausedUntil - now) }
             for row in picked {
                 state.rows[row.id]?.state = "running"
@@ -201,7 +201,7 @@ package final class InMemoryQueueStore: QueueStore {
                     state.keys[row.key] = (runner, now + lease)
                     locked = true
                 }
-                var claim = JobQueue.Claim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file, pauses: pauses)
+                var claim = QueueClaim(id: row.id, key: row.key, kind: row.kind, job: row.job, keyLocked: locked, file: row.file, pauses: pauses)
                 claim.previous = state.results[row.key]
                 claim.outcome = row.status == nil ? nil : row.record
                 claim.completesParent = row.phase == "complete"
@@ -236,7 +236,7 @@ package final class InMemoryQueueStore: QueueStore {
         }
     }
 
-    package func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [QueueFinish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
         let lease = lease
         do throws(Durability.Failure) {
             try durable?.synchronize()
@@ -287,7 +287,7 @@ package final class InMemoryQueueStore: QueueStore {
     }
 
     /// `runner_events`: each ended job, while a watcher that follows them is listed.
-    private func tellTheFleet(_ ids: [Int64], runner: String) {
+    func tellTheFleet(_ ids: [Int64], runner: String) {
         let ended = root.state.withLock { state -> [QueueNotice] in
             guard state.watchers.values.contains(where: \.followsEvents) else { return [] }
             return ids.compactMap { id in
@@ -299,7 +299,7 @@ package final class InMemoryQueueStore: QueueStore {
 
     /// Counts an ended job off its parent; the parent whose last child it was is `runner`'s,
     /// under a lease until `until`, to complete.
-    private static func countOff(_ row: Row, runner: String, until: Duration, in state: inout State) -> [Int64] {
+    static func countOff(_ row: Row, runner: String, until: Duration, in state: inout State) -> [Int64] {
         guard let parentID = row.parentID, state.rows[parentID]?.state == "waiting" else { return [] }
         state.rows[parentID]?.childrenLeft -= 1
         guard state.rows[parentID]?.childrenLeft == 0 else { return [] }
@@ -310,38 +310,9 @@ package final class InMemoryQueueStore: QueueStore {
         return [parentID]
     }
 
-    package func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete? {
-        try withState { state, _ throws(QueueError) -> JobQueue.ParentToComplete? in
-            guard let row = state.rows[id], row.runner == runner, row.state == "running", row.phase == "complete", let record = row.record
-            else { return nil }
-            var counts: [String: Int] = [:]
-            for child in state.rows.values where child.parentID == id { counts[child.status ?? "failed", default: 0] += 1 }
-            return JobQueue.ParentToComplete(
-                id: id, key: row.key, record: record, counts: counts, invalid: row.childrenInvalid, firstInvalid: row.firstInvalid,
-                total: row.childrenTotal)
-        }
-    }
-
-    package func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
-        let lease = lease
-        defer { tellTheFleet([finish.id], runner: runner) }
-        return try withState { state, now throws(QueueError) -> [Int64] in
-            guard let row = state.rows[finish.id], row.runner == runner, row.state == "running", row.phase == "complete" else { return [] }
-            state.rows[finish.id]?.status = finish.status
-            state.rows[finish.id]?.reason = finish.error
-            state.rows[finish.id]?.record = finish.record
-            state.rows[finish.id]?.finishedAt = now
-            state.rows[finish.id]?.phase = nil
-            state.rows[finish.id]?.state = finish.hooksPending ? "running" : "done"
-            state.rows[finish.id]?.leaseUntil = finish.hooksPending ? now + lease : nil
-            state.results[row.key] = finish.record
-            return Self.countOff(row, runner: runner, until: now + lease, in: &state)
-        }
-    }
-
     /// Lets go of `runner`'s `keys`; whether a queued job waits for one of them (the runners
     /// are then told, as of new jobs).
-    private static func unlock(_ keys: [String], of runner: String, in state: inout State) -> Bool {
+    static func unlock(_ keys: [String], of runner: String, in state: inout State) -> Bool {
         var freed = Set<String>()
         for key in keys where state.keys[key]?.runner == runner {
             state.keys[key] = nil
@@ -363,7 +334,7 @@ package final class InMemoryQueueStore: QueueStore {
         notify(.jobs)
     }
 
-    package func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
+    package func register(_ watcher: QueueWatcher) async throws(QueueError) {
         let wake = try withState { state, now throws(QueueError) -> Bool in
             var taken = false
             if let previous = state.watchers[watcher.name], previous.instance != watcher.instance {
@@ -392,7 +363,7 @@ package final class InMemoryQueueStore: QueueStore {
     }
 
     /// The watchers listed now, by name.
-    package var watchers: [String: JobQueue.Watcher] { root.state.withLock { $0.watchers } }
+    package var watchers: [String: QueueWatcher] { root.state.withLock { $0.watchers } }
 
     package func heartbeat(runner: String) async throws(QueueError) {
         let lease = lease
@@ -401,127 +372,6 @@ package final class InMemoryQueueStore: QueueStore {
             for (key, held) in state.keys where held.runner == runner { state.keys[key] = (runner, now + lease) }
             if state.watchers[runner] != nil { state.heartbeats[runner] = now }
         }
-    }
-
-    package func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned {
-        try withState { state, now throws(QueueError) -> JobQueue.Abandoned in
-            var abandoned = JobQueue.Abandoned()
-            for (id, row) in state.rows.sorted(by: { $0.key < $1.key })
-            where row.state == "running" && (row.leaseUntil ?? now) < now && !row.isClaimable {
-                state.rows[id]?.state = "done"
-                state.rows[id]?.leaseUntil = nil
-                if row.status == nil {
-                    state.rows[id]?.status = "failed"
-                    state.rows[id]?.reason = "abandoned by \(row.claims - row.credits) runners"
-                    state.rows[id]?.finishedAt = now
-                    abandoned.failed += 1
-                } else {  // one whose hooks were left keeps its own status; its hooks failed
-                    let reason = "its --on-finish hooks were left by \(row.hookClaims) runners (each stopped while running them); they did not run"
-                    state.rows[id]?.hooksFailed = reason
-                    abandoned.hooksFailed.append((row.key, row.record ?? "", reason))
-                }
-            }
-            return abandoned
-        }
-    }
-
-    package func credit(ids: [Int64], runner: String) async throws(QueueError) {
-        try withState { state, _ throws(QueueError) in
-            for id in ids {
-                guard let row = state.rows[id], row.runner == runner, row.state == "running", row.status == nil, row.creditedClaim != row.claims
-                else { continue }
-                state.rows[id]?.credits += 1
-                state.rows[id]?.creditedClaim = row.claims
-            }
-        }
-    }
-
-    package func prune(olderThan age: Duration) async throws(QueueError) -> Int {
-        try withState { state, now throws(QueueError) -> Int in
-            let old = state.rows.values.filter { $0.state == "done" && ($0.finishedAt.map { now - $0 > age } ?? false) }
-            for row in old { state.rows[row.id] = nil }
-            return old.count
-        }
-    }
-
-    package func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool {
-        let lease = lease
-        return try withState { state, now throws(QueueError) -> Bool in
-            if let held = state.keys[key], held.until >= now { return held.runner == runner }
-            state.keys[key] = (runner, now + lease)
-            return true
-        }
-    }
-
-    package func unlockKeys(_ keys: [String], runner: String) async throws(QueueError) {
-        let waiting = try withState { state, _ throws(QueueError) -> Bool in Self.unlock(keys, of: runner, in: &state) }
-        if waiting { notify(.jobs) }
-    }
-
-    package func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration {
-        try withState { state, now throws(QueueError) -> Duration in
-            let entry = state.hosts[host] ?? (.zero, .zero)
-            let slot = max(entry.nextAt, now, entry.pausedUntil)
-            state.hosts[host] = (slot + interval, entry.pausedUntil)
-            return slot - now
-        }
-    }
-
-    package func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
-        try withState { state, _ throws(QueueError) -> [String: Int]? in
-            guard let file = state.rows[id]?.file else { return [:] }
-            var counts: [String: Int] = [:]
-            for row in state.rows.values where row.file == file {
-                if row.state == "queued" || row.state == "waiting" || (row.state == "running" && row.status == nil) { return nil }
-                counts[row.status ?? "", default: 0] += 1
-            }
-            return counts
-        }
-    }
-
-    package func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
-        try withState { state, now throws(QueueError) -> Duration in
-            let cost = Duration.nanoseconds(Int64(bytes) * 1_000_000_000 / Int64(max(1, rate)))
-            let paid = max(state.bandwidth[name] ?? .zero, now - .milliseconds(100)) + cost
-            state.bandwidth[name] = paid
-            return paid - now
-        }
-    }
-
-    package func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError) {
-        try withState { state, now throws(QueueError) in
-            let entry = state.hosts[host] ?? (.zero, .zero)
-            state.hosts[host] = (entry.nextAt, max(entry.pausedUntil, now + duration))
-        }
-        notify(.pause(host: host, milliseconds: max(1, duration.inMilliseconds), runner: runner))
-    }
-
-    package func hooksEnded(ids: [Int64], runner: String) async throws(QueueError) {
-        try withState { state, _ throws(QueueError) in
-            for id in ids where state.rows[id]?.runner == runner && state.rows[id]?.state == "running" && state.rows[id]?.status != nil {
-                state.rows[id]?.state = "done"
-                state.rows[id]?.leaseUntil = nil
-            }
-        }
-    }
-
-    package func identity() async throws(QueueError) -> QueueIdentity {
-        try withState { state, _ throws(QueueError) -> QueueIdentity in state.identity }
-    }
-
-    package func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity {
-        try withState { state, _ throws(QueueError) -> QueueIdentity in
-            if state.identity.folder == nil {
-                state.identity.folder = folder
-                state.identity.output = path
-                state.identity.stampedBy = runner
-            }
-            return state.identity
-        }
-    }
-
-    package func keyRecord(_ key: String) async throws(QueueError) -> String? {
-        try withState { state, _ throws(QueueError) -> String? in state.results[key] }
     }
 
     /// Waits for a notice (a timeout is not waited for: only a notice, or the task's

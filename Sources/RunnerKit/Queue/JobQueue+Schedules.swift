@@ -213,7 +213,7 @@ extension JobQueue {
 
     /// Inserts a tick's jobs as `submit` does, in the caller's transaction: a unique job whose
     /// key is queued or running is left out. Returns how many were inserted.
-    static func insertJobs(_ jobs: [Submission], batch: String, _ db: PostgresConnection) throws(QueueError) -> Int {
+    static func insertJobs(_ jobs: [QueueSubmission], batch: String, _ db: PostgresConnection) throws(QueueError) -> Int {
         var seen = Set<String>()
         let kept = jobs.filter { job in
             defer { seen.insert(job.key) }

@@ -40,12 +40,12 @@ package final class PostgresQueueStore: QueueStore {
         listenerThread.stop()
     }
 
-    package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim] {
+    package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [QueueClaim] {
         let main = main
-        return try await mainThread.run { () throws(QueueError) -> [JobQueue.Claim] in try main.claim(runner: runner, limit: limit, kinds: kinds) }
+        return try await mainThread.run { () throws(QueueError) -> [QueueClaim] in try main.claim(runner: runner, limit: limit, kinds: kinds) }
     }
 
-    package func register(_ watcher: JobQueue.Watcher) async throws(QueueError) {
+    package func register(_ watcher: QueueWatcher) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.register(watcher) }
     }
@@ -60,7 +60,7 @@ package final class PostgresQueueStore: QueueStore {
         return try await mainThread.run { () throws(QueueError) -> Duration? in try main.nextLeaseEnd() }
     }
 
-    package func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [QueueFinish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64] {
         let writer = writer
         return try await writerThread.run { () throws(QueueError) -> [Int64] in
             do throws(Durability.Failure) {
@@ -72,21 +72,6 @@ package final class PostgresQueueStore: QueueStore {
         }
     }
 
-    package func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete? {
-        let writer = writer
-        return try await writerThread.run { () throws(QueueError) -> JobQueue.ParentToComplete? in try writer.parentToComplete(id: id, runner: runner) }
-    }
-
-    package func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64] {
-        let writer = writer
-        return try await writerThread.run { () throws(QueueError) -> [Int64] in try writer.completeParent(finish, runner: runner) }
-    }
-
-    package func hooksEnded(ids: [Int64], runner: String) async throws(QueueError) {
-        let writer = writer
-        try await writerThread.run { () throws(QueueError) in try writer.hooksEnded(ids: ids, runner: runner) }
-    }
-
     package func release(ids: [Int64], runner: String) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.release(ids: ids, runner: runner) }
@@ -95,66 +80,6 @@ package final class PostgresQueueStore: QueueStore {
     package func heartbeat(runner: String) async throws(QueueError) {
         let main = main
         try await mainThread.run { () throws(QueueError) in try main.renew(runner: runner) }
-    }
-
-    package func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned {
-        let main = main
-        return try await mainThread.run { () throws(QueueError) -> JobQueue.Abandoned in try main.failAbandoned() }
-    }
-
-    package func credit(ids: [Int64], runner: String) async throws(QueueError) {
-        let writer = writer
-        try await writerThread.run { () throws(QueueError) in try writer.credit(ids: ids, runner: runner) }
-    }
-
-    package func prune(olderThan age: Duration) async throws(QueueError) -> Int {
-        let main = main
-        return try await mainThread.run { () throws(QueueError) -> Int in try main.prune(olderThan: age) }
-    }
-
-    package func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool {
-        let writer = writer
-        return try await writerThread.run { () throws(QueueError) -> Bool in try writer.lockKey(key, runner: runner) }
-    }
-
-    package func unlockKeys(_ keys: [String], runner: String) async throws(QueueError) {
-        let writer = writer
-        try await writerThread.run { () throws(QueueError) in try writer.unlockKeys(keys, runner: runner) }
-    }
-
-    package func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration {
-        let main = main
-        return try await mainThread.run { () throws(QueueError) -> Duration in try main.reservePace(host: host, interval: interval) }
-    }
-
-    package func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
-        let main = main
-        return try await mainThread.run { () throws(QueueError) -> [String: Int]? in try main.fileOutcome(of: id) }
-    }
-
-    package func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
-        let main = main
-        return try await mainThread.run { () throws(QueueError) -> Duration in try main.reserveBandwidth(name, bytes: bytes, rate: rate) }
-    }
-
-    package func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError) {
-        let main = main
-        try await mainThread.run { () throws(QueueError) in try main.pause(host: host, for: duration, from: runner) }
-    }
-
-    package func identity() async throws(QueueError) -> QueueIdentity {
-        let main = main
-        return try await mainThread.run { () throws(QueueError) -> QueueIdentity in try main.identity() }
-    }
-
-    package func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity {
-        let main = main
-        return try await mainThread.run { () throws(QueueError) -> QueueIdentity in try main.recordOutput(folder: folder, path: path, runner: runner) }
-    }
-
-    package func keyRecord(_ key: String) async throws(QueueError) -> String? {
-        let main = main
-        return try await mainThread.run { () throws(QueueError) -> String? in try main.keyRecord(key) }
     }
 
     package func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice] {
@@ -171,5 +96,94 @@ package final class PostgresQueueStore: QueueStore {
                 throw error
             }
         }
+    }
+}
+
+extension PostgresQueueStore: QueueKeyLocks {
+    package func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool {
+        let writer = writer
+        return try await writerThread.run { () throws(QueueError) -> Bool in try writer.lockKey(key, runner: runner) }
+    }
+
+    package func unlockKeys(_ keys: [String], runner: String) async throws(QueueError) {
+        let writer = writer
+        try await writerThread.run { () throws(QueueError) in try writer.unlockKeys(keys, runner: runner) }
+    }
+}
+
+extension PostgresQueueStore: QueueParents {
+    package func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> QueueParentToComplete? {
+        let writer = writer
+        return try await writerThread.run { () throws(QueueError) -> QueueParentToComplete? in try writer.parentToComplete(id: id, runner: runner) }
+    }
+
+    package func completeParent(_ finish: QueueFinish, runner: String) async throws(QueueError) -> [Int64] {
+        let writer = writer
+        return try await writerThread.run { () throws(QueueError) -> [Int64] in try writer.completeParent(finish, runner: runner) }
+    }
+}
+
+extension PostgresQueueStore: QueueClaimProgress {
+    package func hooksEnded(ids: [Int64], runner: String) async throws(QueueError) {
+        let writer = writer
+        try await writerThread.run { () throws(QueueError) in try writer.hooksEnded(ids: ids, runner: runner) }
+    }
+
+    package func credit(ids: [Int64], runner: String) async throws(QueueError) {
+        let writer = writer
+        try await writerThread.run { () throws(QueueError) in try writer.credit(ids: ids, runner: runner) }
+    }
+}
+
+extension PostgresQueueStore: QueueMaintenance {
+    package func failAbandoned() async throws(QueueError) -> QueueAbandoned {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> QueueAbandoned in try main.failAbandoned() }
+    }
+
+    package func prune(olderThan age: Duration) async throws(QueueError) -> Int {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> Int in try main.prune(olderThan: age) }
+    }
+}
+
+extension PostgresQueueStore: QueuePacing {
+    package func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> Duration in try main.reservePace(host: host, interval: interval) }
+    }
+
+    package func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> Duration in try main.reserveBandwidth(name, bytes: bytes, rate: rate) }
+    }
+
+    package func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError) {
+        let main = main
+        try await mainThread.run { () throws(QueueError) in try main.pause(host: host, for: duration, from: runner) }
+    }
+}
+
+extension PostgresQueueStore: QueueSharedOutput {
+    package func identity() async throws(QueueError) -> QueueIdentity {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> QueueIdentity in try main.identity() }
+    }
+
+    package func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> QueueIdentity in try main.recordOutput(folder: folder, path: path, runner: runner) }
+    }
+
+    package func keyRecord(_ key: String) async throws(QueueError) -> String? {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> String? in try main.keyRecord(key) }
+    }
+}
+
+extension PostgresQueueStore: QueueFileOutcomes {
+    package func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
+        let main = main
+        return try await mainThread.run { () throws(QueueError) -> [String: Int]? in try main.fileOutcome(of: id) }
     }
 }

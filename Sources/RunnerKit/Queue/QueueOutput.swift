@@ -43,7 +43,7 @@ package enum QueueOutput {
 
     /// Makes `output` the queue's output, or checks that it is: stamps it if the queue has no
     /// output yet. Throws a usage error (one line, naming the folder) when it is not.
-    package static func claim(_ output: OutputStore, queue: any QueueStore, runner: String) async throws(QueueError) {
+    package static func claim(_ output: OutputStore, queue: any QueueSharedOutput, runner: String) async throws(QueueError) {
         let identity = try await queue.identity()
         let folder = output.root
         var made = false

@@ -1,7 +1,12 @@
-/// What a queue watcher asks of the database that its fleet shares: claims under a lease,
-/// records, heartbeats, key locks, the fleet's pacing, and notices. `PostgresQueueStore` is the
-/// real one (libpq, each call on a thread of its own); `InMemoryQueueStore` keeps the same rules
-/// in memory on any clock, for the feed's tests. The same contract tests run on both.
+/// The core of what a queue watcher asks of the database that its fleet shares: claims under a
+/// lease, records that end them, claims given back, the watcher listed and alive, and notices.
+/// The rest comes as capabilities, each a protocol of its own that a store adopts: key locks
+/// (`QueueKeyLocks`), parents (`QueueParents`), a claim's progress (`QueueClaimProgress`), the
+/// fleet's housekeeping (`QueueMaintenance`), pacing (`QueuePacing`), the shared output
+/// (`QueueSharedOutput`), a file's outcome (`QueueFileOutcomes`) and schedules
+/// (`ScheduleFiring`). `PostgresQueueStore` is the real one (libpq, each call on a thread of
+/// its own); `InMemoryQueueStore` keeps the same rules in memory on any clock, for the feed's
+/// tests. Both have every capability, and the same contract tests run on both.
 package protocol QueueStore: Sendable {
     /// How long a claim holds unless renewed.
     var lease: Duration { get }
@@ -13,9 +18,9 @@ package protocol QueueStore: Sendable {
     /// under a live lease, oldest first, each under a new
     /// lease, of `kinds` only (nil: any). The keys of those no runner holds are locked for
     /// `runner` too (`keyLocked`); each claim carries the hosts the fleet holds back (`pauses`).
-    func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [JobQueue.Claim]
+    func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [QueueClaim]
     /// Lists `watcher` in the fleet, as `status` shows it; `heartbeat` keeps it alive.
-    func register(_ watcher: JobQueue.Watcher) async throws(QueueError)
+    func register(_ watcher: QueueWatcher) async throws(QueueError)
     /// Takes `runner` off the fleet's list (it stopped).
     func unregister(runner: String) async throws(QueueError)
     /// How long until the first lease of a running job that may be claimed again ends (nil: none).
@@ -26,49 +31,11 @@ package protocol QueueStore: Sendable {
     /// with children waits for them, its children queued with it. Returns the parents whose
     /// last child ended with these: `runner`'s now, to complete.
     @discardableResult
-    func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64]
-    /// The parent `id` whose children all ended, if `runner` is to complete it.
-    func parentToComplete(id: Int64, runner: String) async throws(QueueError) -> JobQueue.ParentToComplete?
-    /// Stores a parent's completed record (`finish.id` the parent's); returns the parents whose
-    /// last child that was.
-    func completeParent(_ finish: JobQueue.Finish, runner: String) async throws(QueueError) -> [Int64]
-    /// Ends the jobs whose records were stored with their hooks pending (`Finish.hooksPending`),
-    /// once their hooks ran.
-    func hooksEnded(ids: [Int64], runner: String) async throws(QueueError)
+    func finish(_ jobs: [QueueFinish], runner: String, unlocking keys: [String], durable: OutputStore?) async throws(QueueError) -> [Int64]
     /// Gives claims back at once (not started), for other runners.
     func release(ids: [Int64], runner: String) async throws(QueueError)
     /// Renews the leases of `runner`'s claims and keys, and says it is alive.
     func heartbeat(runner: String) async throws(QueueError)
-    /// Ends `failed` the jobs abandoned `JobQueue.maxClaims` times; returns how many.
-    func failAbandoned() async throws(QueueError) -> JobQueue.Abandoned
-    /// Credits the running jobs `ids` of `runner`: their claim made durable progress, so it is
-    /// not counted as an abandon (once per claim).
-    func credit(ids: [Int64], runner: String) async throws(QueueError)
-    /// Removes finished jobs older than `age`; returns how many.
-    func prune(olderThan age: Duration) async throws(QueueError) -> Int
-    /// Takes `key` for `runner` unless another runner holds it under a live lease.
-    func lockKey(_ key: String, runner: String) async throws(QueueError) -> Bool
-    /// Lets go of `runner`'s `keys`.
-    func unlockKeys(_ keys: [String], runner: String) async throws(QueueError)
-    /// Takes `host`'s next request slot for the fleet, `interval` after the one before and not
-    /// before its pause ends; returns how long from now until it.
-    func reservePace(host: String, interval: Duration) async throws(QueueError) -> Duration
-    /// How the jobs of job `id`'s submitted file (in its batch, children included) ended, by
-    /// status, once none is left to run; nil while some are.
-    func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]?
-    /// Reserves `bytes` of the fleet's bandwidth `name` (`""`: all transfers, else a host) at
-    /// `rate` bytes a second, after the bytes reserved before; returns how long from now until
-    /// the end of their slot.
-    func reserveBandwidth(_ name: String, bytes: Int, rate: Int) async throws(QueueError) -> Duration
-    /// Holds `host` back for every runner for `duration` (never shortening a pause), and tells them.
-    func pause(host: String, for duration: Duration, from runner: String) async throws(QueueError)
-    /// The queue's id, and the output folder its first watcher stamped (nil until one did).
-    func identity() async throws(QueueError) -> QueueIdentity
-    /// Records `folder` (the id in an output folder's stamp, seen at `path` by `runner`) as
-    /// the queue's output unless one is recorded already; returns the identity after.
-    func recordOutput(folder: String, path: String, runner: String) async throws(QueueError) -> QueueIdentity
-    /// The key's last record as the fleet keeps it (nil: none yet).
-    func keyRecord(_ key: String) async throws(QueueError) -> String?
     /// The notices that came, waiting up to `timeout` for one (listening first if not yet).
     func notifications(waitingUpTo timeout: Duration) async throws(QueueError) -> [QueueNotice]
     /// Closes what the store holds open (its connections and threads).
@@ -76,12 +43,12 @@ package protocol QueueStore: Sendable {
 }
 
 extension QueueStore {
-    package func claim(runner: String, limit: Int) async throws(QueueError) -> [JobQueue.Claim] {
+    package func claim(runner: String, limit: Int) async throws(QueueError) -> [QueueClaim] {
         try await claim(runner: runner, limit: limit, kinds: nil)
     }
 
     @discardableResult
-    package func finish(_ jobs: [JobQueue.Finish], runner: String, unlocking keys: [String]) async throws(QueueError) -> [Int64] {
+    package func finish(_ jobs: [QueueFinish], runner: String, unlocking keys: [String]) async throws(QueueError) -> [Int64] {
         try await finish(jobs, runner: runner, unlocking: keys, durable: nil)
     }
 }
@@ -96,59 +63,4 @@ extension QueueError {
 
     /// Whether the statement was never made because the output was not durable.
     var isNotDurable: Bool { sqlState == Self.notDurableState }
-}
-
-/// Which queue this is, and which output folder is its: every watcher of a queue writes into
-/// that one folder (a shared file system), so that a key's payload and record are the same
-/// whichever watcher ran it.
-package struct QueueIdentity: Sendable, Equatable {
-    /// Made with the queue's tables, never changed.
-    package var id: String
-    /// The id in the stamp of the queue's output folder (nil: no watcher stamped one yet).
-    package var folder: String?
-    /// The folder's path as the watcher that stamped it saw it, and that watcher's name.
-    package var output: String?
-    package var stampedBy: String?
-
-    package init(id: String, folder: String? = nil, output: String? = nil, stampedBy: String? = nil) {
-        self.id = id
-        self.folder = folder
-        self.output = output
-        self.stampedBy = stampedBy
-    }
-}
-
-/// What the fleet tells every watcher of a queue.
-package enum QueueNotice: Sendable, Equatable {
-    /// Jobs were queued or given back.
-    case jobs
-    /// `runner cancel KEY --queue`.
-    case cancel(key: String)
-    /// A host asked `runner` to leave it alone for `milliseconds`.
-    case pause(host: String, milliseconds: Int, runner: String)
-    /// A job ended on `runner` (told while a watcher that serves a live page is alive).
-    case finished(key: String, kind: String, status: String, runner: String)
-
-    /// From a channel and a payload (nil: not one of the queue's).
-    init?(channel: String, payload: String) {
-        switch channel {
-        case "runner_jobs":
-            self = .jobs
-        case "runner_cancel":
-            self = .cancel(key: payload)
-        case "runner_pause":
-            // "milliseconds runner host"
-            let words = payload.split(separator: " ", maxSplits: 2).map(String.init)
-            guard words.count == 3, let milliseconds = Int(words[0]) else { return nil }
-            self = .pause(host: words[2], milliseconds: milliseconds, runner: words[1])
-        case "runner_events":
-            guard let event = try? JSONParser.parse(Array(payload.utf8)), let key = event["key"]?.stringValue,
-                let runner = event["runner"]?.stringValue
-            else { return nil }
-            self = .finished(
-                key: key, kind: event["kind"]?.stringValue ?? "", status: event["status"]?.stringValue ?? "", runner: runner)
-        default:
-            return nil
-        }
-    }
 }

@@ -18,7 +18,7 @@ package struct Schedule: Sendable {
     package var timing: ScheduleTiming
     package var catchUp: CatchUp = .one
     /// The jobs of its files, as `submit` would insert them.
-    package var jobs: [JobQueue.Submission]
+    package var jobs: [QueueSubmission]
     /// The files' names, as given.
     package var files: [String]
     /// When it fires next, when it last fired (the tick) and the batch it inserted then.
@@ -26,7 +26,7 @@ package struct Schedule: Sendable {
     package var lastTick: Date?
     package var lastBatch: String?
 
-    package init(name: String, timing: ScheduleTiming, catchUp: CatchUp = .one, jobs: [JobQueue.Submission], files: [String]) {
+    package init(name: String, timing: ScheduleTiming, catchUp: CatchUp = .one, jobs: [QueueSubmission], files: [String]) {
         self.name = name
         self.timing = timing
         self.catchUp = catchUp
@@ -90,7 +90,7 @@ package struct Schedule: Sendable {
     }
 
     /// The jobs as one JSON array, as the database keeps them.
-    static func encode(_ jobs: [JobQueue.Submission]) -> String {
+    static func encode(_ jobs: [QueueSubmission]) -> String {
         JSONWriter.string(.array(jobs.map { job in
             .object([
                 ("key", .string(job.key)), ("kind", .string(job.kind)), ("job", .string(job.job)), ("file", .string(job.file)),
@@ -99,14 +99,14 @@ package struct Schedule: Sendable {
         }))
     }
 
-    static func decode(_ text: String) -> [JobQueue.Submission]? {
+    static func decode(_ text: String) -> [QueueSubmission]? {
         guard let value = try? JSONParser.parse(text), let elements = value.arrayValue else { return nil }
-        var jobs: [JobQueue.Submission] = []
+        var jobs: [QueueSubmission] = []
         for element in elements {
             guard let key = element["key"]?.stringValue, let kind = element["kind"]?.stringValue, let job = element["job"]?.stringValue else { return nil }
             var unique = false
             if case .bool(let flag)? = element["unique"] { unique = flag }
-            jobs.append(JobQueue.Submission(key: key, kind: kind, job: job, file: element["file"]?.stringValue ?? "", unique: unique))
+            jobs.append(QueueSubmission(key: key, kind: kind, job: job, file: element["file"]?.stringValue ?? "", unique: unique))
         }
         return jobs
     }

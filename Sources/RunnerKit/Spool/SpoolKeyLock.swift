@@ -28,11 +28,6 @@ package struct SpoolKeyLock: KeyLocking {
 
     let mode: mode_t
 
-    package func tryLock(key: String) -> (@Sendable () -> Void)? {
-        if case .acquired(let release) = lock(key: key) { return release }
-        return nil
-    }
-
     /// The lock file is opened without following a link (a link planted at its name is
     /// removed, never written through) and without blocking (a FIFO there does not hang the
     /// runner), and must be a regular file.

@@ -5,10 +5,6 @@
 /// `duplicate`, as one running in this process does. `SpoolKeyLock` is the spool's, built on
 /// `flock`, which the kernel frees when the holder dies.
 package protocol KeyLocking: Sendable {
-    /// Takes the lock of `key` if no other process holds it, and returns what releases it;
-    /// nil when another process holds it.
-    func tryLock(key: String) -> (@Sendable () -> Void)?
-
     /// Takes the lock of `key`, and says why not when it cannot: held by another process, or
     /// not to be had at all (the lock file cannot be opened). A lock that cannot be taken is
     /// never taken as "no lock": the job does not run.
@@ -23,10 +19,4 @@ package enum KeyLockOutcome: Sendable {
     case heldElsewhere
     /// It could not be asked for (the reason, in words): the job must not run.
     case unavailable(String)
-}
-
-extension KeyLocking {
-    package func lock(key: String) -> KeyLockOutcome {
-        tryLock(key: key).map { .acquired(release: $0) } ?? .heldElsewhere
-    }
 }
