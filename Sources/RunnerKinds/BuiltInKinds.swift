@@ -3,12 +3,12 @@ import RunnerKit
 /// The kinds that ship with the runner. Adding a kind: write its file, then add it here.
 public enum BuiltInKinds {
     public static let all: [KindDefinition] = [
-        KindDefinition(ImageKind.self),
-        KindDefinition(EntryKind.self),
-        KindDefinition(TreeKind.self),
-        KindDefinition(ImageListKind.self),
-        KindDefinition(JSONKind.self),
-        KindDefinition(FileKind.self),
+        KindDefinition(ImageKind.self, source: "built-in"),
+        KindDefinition(EntryKind.self, source: "built-in"),
+        KindDefinition(TreeKind.self, source: "built-in"),
+        KindDefinition(ImageListKind.self, source: "built-in"),
+        KindDefinition(JSONKind.self, source: "built-in"),
+        KindDefinition(FileKind.self, source: "built-in"),
     ]
 
     /// A registry holding the built-in kinds.
