@@ -33,6 +33,8 @@ public struct JobResult: Sendable {
     public var durationMs: Int
     public var startedAt: Date
     public var finishedAt: Date
+    /// What the kind recorded, in its order (the record's `details`); read one by name with
+    /// `detail(_:)`.
     public var details: [(key: String, value: JSONValue)]
     /// True when the job failed and `output` points at an earlier good payload.
     public var stale: Bool = false
@@ -155,6 +157,12 @@ public struct JobResult: Sendable {
         if let transferred { members.append(("transferred", JSONValue(transferred))) }
         if let startedOver { members.append(("startedOver", .string(startedOver))) }
         return .object(members)
+    }
+
+    /// The detail named `name`, or nil: `result.detail("width")?.intValue`,
+    /// `result.detail("format")?.stringValue`, `result.detail("children")?["notFound"]?.intValue`.
+    public func detail(_ name: String) -> JSONValue? {
+        details.first { $0.key == name }?.value
     }
 
     /// The job's own time: `durationMs` without its waits for its host's slot and pace.

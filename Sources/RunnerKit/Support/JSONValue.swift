@@ -27,6 +27,7 @@ public enum JSONValue: Sendable, Equatable {
         return members.first(where: { $0.key == key })?.value
     }
 
+    /// The string, or nil for any other value.
     public var stringValue: String? {
         if case .string(let s) = self { return s }
         return nil
@@ -39,6 +40,18 @@ public enum JSONValue: Sendable, Equatable {
 
     public var objectValue: [(key: String, value: JSONValue)]? {
         if case .object(let o) = self { return o }
+        return nil
+    }
+
+    /// The boolean, or nil for any other value.
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+
+    /// The number, whole or not, or nil for any other value.
+    public var doubleValue: Double? {
+        if case .number(let d) = self { return d }
         return nil
     }
 
