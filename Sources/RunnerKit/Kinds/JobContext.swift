@@ -26,15 +26,19 @@ public final class JobContext: Sendable {
     private let received = Mutex<Validators?>(nil)
     /// `--limit-rate`, shared by every transfer.
     private let bandwidth: BandwidthLimit?
-    /// Told how the body comes along, for a job that may take long, and the lines the kind logs.
-    private let observer: (any RunObserver)?
+    /// Told how the body comes along, for a job that may take long.
+    private let progress: (any TransferProgressObserving)?
+    /// Hears the lines the kind logs (`log(_:)`).
+    private let logLine: (@Sendable (String) -> Void)?
 
     init(
         job: JobDescriptor, store: OutputStore, http: any HTTPFetching, previous: PreviousResult?, accept: String?,
-        requests: RequestConfig = RequestConfig(), bandwidth: BandwidthLimit? = nil, observer: (any RunObserver)? = nil
+        requests: RequestConfig = RequestConfig(), bandwidth: BandwidthLimit? = nil, progress: (any TransferProgressObserving)? = nil,
+        log: (@Sendable (String) -> Void)? = nil
     ) {
         self.job = job
-        self.observer = observer
+        self.progress = progress
+        self.logLine = log
         self.bandwidth = bandwidth
         self.store = store
         self.http = http
@@ -52,7 +56,7 @@ public final class JobContext: Sendable {
     /// as an executable kind does with each line its program writes to stderr; `runner` prints
     /// it on stderr as `<key>: <line>`. Safe from any thread.
     public func log(_ line: String) {
-        observer?.jobLog(job, line: line)
+        logLine?(line)
     }
 
     /// What the deadline's message says did not finish.
@@ -208,7 +212,7 @@ public final class JobContext: Sendable {
         do {
             let request = HTTPRequest(url: url, headers: headers, originHeaders: originHeaders, maxBytes: job.maxBytes, bandwidth: bandwidth)
             let stalls = job.timeout > job.stall && job.lowSpeed > 0
-            if stalls || (observer != nil && job.timeout > Self.progressAfter) {
+            if stalls || (progress != nil && job.timeout > Self.progressAfter) {
                 let http = self.http
                 head = try await watching(payload, forStalls: stalls) { try await http.fetch(request, into: payload) }
             } else {
@@ -238,18 +242,18 @@ public final class JobContext: Sendable {
         return (head, payload)
     }
 
-    /// A job whose deadline is longer than this is told about to its observer
+    /// A job whose deadline is longer than this is told about to its observer (`progress`)
     /// while its body comes; a shorter one is over first.
     static let progressAfter = Duration.seconds(5)
 
-    /// Runs `fetch`, telling the observer how the body comes along once a second while it moves,
+    /// Runs `fetch`, telling `progress` how the body comes along once a second while it moves,
     /// and with `forStalls` failing it as `timedOut` ("stalled") once `payload` moved less than
     /// the job's `lowSpeed` bytes a second over its last `stall` (as curl's `--speed-limit` and
     /// `--speed-time` do); the caller asks for stalls only when the deadline is longer. Both
     /// are timed on the real clock: the network's, not the engine's schedule (a test clock that
     /// drives the engine's timers sees no sleeper of it).
     private func watching<T: Sendable>(_ payload: Payload, forStalls stalls: Bool, _ fetch: @escaping @Sendable () async throws -> T) async throws -> T {
-        let (job, stall, lowSpeed, clock, progress) = (job, job.stall, job.lowSpeed, ContinuousClock(), observer)
+        let (job, stall, lowSpeed, clock, progress) = (job, job.stall, job.lowSpeed, ContinuousClock(), progress)
         return try await withThrowingTaskGroup(of: T?.self) { group in
             group.addTask { try await fetch() }
             group.addTask {
