@@ -5,12 +5,12 @@ public enum BuiltInKinds {
     /// The built-in kinds' definitions, in the order `runner kinds` lists them: image, entry, tree,
     /// image-list, json, file.
     public static let all: [KindDefinition] = [
-        KindDefinition(ImageKind.self),
-        KindDefinition(EntryKind.self),
-        KindDefinition(TreeKind.self),
-        KindDefinition(ImageListKind.self),
-        KindDefinition(JSONKind.self),
-        KindDefinition(FileKind.self),
+        KindDefinition(ImageKind.self, source: "built-in"),
+        KindDefinition(EntryKind.self, source: "built-in"),
+        KindDefinition(TreeKind.self, source: "built-in"),
+        KindDefinition(ImageListKind.self, source: "built-in"),
+        KindDefinition(JSONKind.self, source: "built-in"),
+        KindDefinition(FileKind.self, source: "built-in"),
     ]
 
     /// A registry holding the built-in kinds.

@@ -1,6 +1,7 @@
 import RunnerKit
 
-/// `entry`: one entry JSON object, fetched by id (`{id}` in the URL is replaced).
+/// `entry`: one entry JSON object, fetched by id (`{id}` in the URL is replaced). The object's
+/// own `id`, when it has one, must be the job's: `details.id` says which entry the payload is.
 public struct EntryKind: JobKind {
     public static let name = "entry"
     public static let summary = "Fetches one entry object by id; 404 and 410 end notFound."
@@ -33,7 +34,27 @@ public struct EntryKind: JobKind {
             guard case .object = document else {
                 throw JobFailure.failed("expected an entry object, but the JSON holds \(document.typeDescription)", httpStatus: response.head.status)
             }
+            if let found = document["id"], !names(found) {
+                throw JobFailure(
+                    .failed, "the entry's id is \(Self.shown(found)), not the job's id \(Self.shown(.string(id)))",
+                    httpStatus: response.head.status, reason: .invalidPayload)
+            }
         }
         return .fetched(fetch, folder: "entries", fileExtension: "json", details: [("id", .string(id))])
+    }
+
+    /// Whether an entry's `id` member is this job's id: the same string, or a whole number
+    /// written as the id is (`7` for the id "7"), as a job's `id` may be either.
+    private func names(_ value: JSONValue) -> Bool {
+        switch value {
+        case .string(let text): text == id
+        case .number: value.intValue.map(String.init) == id
+        default: false
+        }
+    }
+
+    /// A value as a message quotes it: JSON, cut to 200 bytes.
+    private static func shown(_ value: JSONValue) -> String {
+        JSONValue.cut(JSONWriter.string(value), toBytes: 200)
     }
 }

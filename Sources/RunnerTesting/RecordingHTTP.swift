@@ -87,7 +87,8 @@ public final class RecordingHTTP: HTTPFetching {
 
     /// A double that answers every request at once with `body` and status 200, and records
     /// nothing: the engine's own cost, or jobs that end faster than their records are written.
-    public static func instant(body: String = #"{"id":"x"}"#) -> RecordingHTTP {
+    /// The default body, an empty JSON object, is an entry of any id.
+    public static func instant(body: String = "{}") -> RecordingHTTP {
         RecordingHTTP(fixed: .ok(body))
     }
 

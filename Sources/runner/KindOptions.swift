@@ -42,9 +42,9 @@ enum KindOptions {
             }
         }
         let folders = KindFolders.folders(given: kinds, environment: environment) + requests.kinds
-        switch KindFolders.registry(folders: folders) {
-        case .success(let registry): return Setup(registry: registry, requests: requests)
-        case .failure(let error):
+        do {
+            return Setup(registry: try KindFolders.registry(folders: folders), requests: requests)
+        } catch {
             Console.error(error.description)
             return nil
         }

@@ -23,6 +23,22 @@ import Testing
     @Test func normalizedOrderIsLabelIdChildren() throws {
         let tree = try Tree(JSONParser.parse(#"[{"children": [{"id": 7, "label": "b", "extra": 1}], "label": "a"}]"#))
         #expect(JSONWriter.string(tree.normalized) == #"[{"label":"a","children":[{"label":"b","id":"7"}]}]"#)
+        // As docs/job-files.md shows it stored.
+        let stored = String(decoding: JSONWriter.data(tree.normalized, pretty: true), as: UTF8.self)
+        #expect(stored == """
+            [
+              {
+                "label": "a",
+                "children": [
+                  {
+                    "label": "b",
+                    "id": "7"
+                  }
+                ]
+              }
+            ]
+            """)
+        #expect(tree.nodes == 2 && tree.leafIDs.count == 1 && tree.depth == 2)
     }
 
     @Test(arguments: [

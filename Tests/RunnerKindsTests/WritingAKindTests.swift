@@ -116,6 +116,22 @@ func firstExampleOfTheLibraryPage() async throws {
         #expect(shown == kind(in: source))
     }
 
+    /// A kind registered in code says which file registered it: `runner kinds` lists that, and
+    /// a name registered twice names both places.
+    @Test func aKindRegisteredInCodeNamesTheFileThatRegisteredIt() throws {
+        var registry = BuiltInKinds.registry()
+        try registry.register(TextKind.self)
+        #expect(registry.definition(named: "text")?.source == "RunnerKindsTests/WritingAKindTests.swift")
+        #expect(registry.definition(named: "entry")?.source == "built-in")
+        #expect(KindDefinition(TextKind.self).source == "RunnerKindsTests/WritingAKindTests.swift")
+        #expect {
+            try registry.register(TextKind.self, source: "MyApp/Kinds.swift")
+        } throws: { error in
+            (error as? KindRegistry.DuplicateKind)?.description
+                == "A job kind named 'text' is already defined (RunnerKindsTests/WritingAKindTests.swift); MyApp/Kinds.swift defines it again."
+        }
+    }
+
     @Test func aNewKindIsOneTypeAndOneRegistration() async throws {
         var registry = BuiltInKinds.registry()
         try registry.register(TextKind.self)

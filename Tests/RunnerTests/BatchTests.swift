@@ -104,7 +104,7 @@ struct BatchTests {
 
     @Test func aSecondRunOnTheSameOutputExits3OrWaits() async throws {
         let w = try Workspace()
-        w.write("slow.json", #"{"kind": "entry", "id": "a", "key": "slow", "url": "\#(w.base)/entries/imgly.A.1.json?delay=1500"}"#)
+        w.write("slow.json", #"{"kind": "entry", "id": "imgly.A.1", "key": "slow", "url": "\#(w.base)/entries/{id}.json?delay=1500"}"#)
         w.write("quick.json", #"{"kind": "entry", "id": "imgly.A.2", "url": "\#(w.base)/entries/{id}.json"}"#)
         async let slow = w.run(["run", "slow.json"])
         // Until the slow run holds the lock: it writes its process id into the lock file then

@@ -28,10 +28,10 @@ struct RequestOriginTests {
         let here = "http://127.0.0.1:\(w.server.port)"
         let localhost = "http://localhost:\(w.server.port)"
         let jobs = """
-            {"kind": "entry", "id": "cross", "url": "\(here)/redirect?to=\(Self.encoded("\(other.baseURL)/entries/imgly.A.1.json"))", "headers": {"Authorization": "Bearer job-secret"}}
-            {"kind": "entry", "id": "same", "url": "\(here)/redirect?to=\(Self.encoded("/entries/imgly.A.2.json"))", "headers": {"Authorization": "Bearer job-secret"}}
-            {"kind": "entry", "id": "config-cross", "url": "\(localhost)/redirect?to=\(Self.encoded("\(here)/entries/imgly.A.3.json"))"}
-            {"kind": "entry", "id": "config-same", "url": "\(localhost)/redirect?to=\(Self.encoded("/entries/imgly.B.1.json"))"}
+            {"kind": "entry", "id": "imgly.A.1", "url": "\(here)/redirect?to=\(Self.encoded("\(other.baseURL)/entries/imgly.A.1.json"))", "headers": {"Authorization": "Bearer job-secret"}}
+            {"kind": "entry", "id": "imgly.A.2", "url": "\(here)/redirect?to=\(Self.encoded("/entries/imgly.A.2.json"))", "headers": {"Authorization": "Bearer job-secret"}}
+            {"kind": "entry", "id": "imgly.A.3", "url": "\(localhost)/redirect?to=\(Self.encoded("\(here)/entries/imgly.A.3.json"))"}
+            {"kind": "entry", "id": "imgly.B.1", "url": "\(localhost)/redirect?to=\(Self.encoded("/entries/imgly.B.1.json"))"}
             """
         w.write("jobs.jsonl", jobs)
         let result = try await runner(w, ["run", "--http", client, "--config", "config.json", "jobs.jsonl"])

@@ -14,9 +14,13 @@ public enum KindFolders {
         return value.split(separator: ":").map(String.init).filter { !$0.isEmpty }
     }
 
-    /// The built-in kinds and those of the folders' kind files; errors name the file and the
-    /// field, or both sources of a name defined twice.
-    public static func registry(folders: [String]) -> Result<KindRegistry, JobFileError> {
+    /// The built-in kinds and those of the kind files in `folders` (every `<name>.json`, in
+    /// name order), as `runner run --kinds DIR` knows them. A program registers its own
+    /// compiled kinds on the registry it returns.
+    /// - Throws: the first bad kind file, naming the file and the field, as a bad job file is
+    ///   named (`runner` exits 2 with it); a folder that cannot be read; a name defined twice,
+    ///   naming both sources.
+    public static func registry(folders: [String]) throws(JobFileError) -> KindRegistry {
         var registry = BuiltInKinds.registry()
         var files: [KindFile] = []
         for folder in folders {
@@ -24,21 +28,19 @@ public enum KindFolders {
             do {
                 names = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasSuffix(".json") }.sorted()
             } catch {
-                return .failure(JobFileError(file: folder, "cannot be read as a folder of kind files"))
+                throw JobFileError(file: folder, "cannot be read as a folder of kind files")
             }
             for name in names {
                 let path = folder.hasSuffix("/") ? folder + name : "\(folder)/\(name)"
+                let file = try KindFile.read(path: path)
                 do {
-                    let file = try KindFile.read(path: path)
                     try registry.register(file.definition())
-                    files.append(file)
-                } catch let error as JobFileError {
-                    return .failure(error)
                 } catch let error as KindRegistry.DuplicateKind {
-                    return .failure(JobFileError(file: path, location: .file, problem: JobSpecError(field: "kind", error.description)))
+                    throw JobFileError(file: path, location: .file, problem: JobSpecError(field: "kind", error.description))
                 } catch {
-                    return .failure(JobFileError(file: path, "\(error)"))
+                    throw JobFileError(file: path, "\(error)")
                 }
+                files.append(file)
             }
         }
         // Children may name kinds of files read later: judged once every kind is known; then
@@ -48,10 +50,10 @@ public enum KindFolders {
                 try file.checkChildren(against: registry)
                 try file.checkProgram()
             } catch {
-                return .failure(JobFileError(file: file.path, location: .file, problem: error))
+                throw JobFileError(file: file.path, location: .file, problem: error)
             }
         }
-        return .success(registry)
+        return registry
     }
 }
 

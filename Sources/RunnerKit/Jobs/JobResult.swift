@@ -52,7 +52,8 @@ public struct JobResult: Sendable {
     /// When the job ended, children included, by the wall clock.
     public var finishedAt: Date
     /// What the kind found (an image's format and size, a list's element count), in its order, and
-    /// a parent's `children` counts; bounded to 64 members, strings of 1 KiB and 8 levels.
+    /// a parent's `children` counts; bounded to 64 members, strings of 1 KiB and 8 levels. Read
+    /// one by name with `detail(_:)`.
     public var details: [(key: String, value: JSONValue)]
     /// True when the job failed and `output` points at an earlier good payload.
     public var stale: Bool = false
@@ -179,6 +180,12 @@ public struct JobResult: Sendable {
         if let transferred { members.append(("transferred", JSONValue(transferred))) }
         if let startedOver { members.append(("startedOver", .string(startedOver))) }
         return .object(members)
+    }
+
+    /// The detail named `name`, or nil: `result.detail("width")?.intValue`,
+    /// `result.detail("format")?.stringValue`, `result.detail("children")?["notFound"]?.intValue`.
+    public func detail(_ name: String) -> JSONValue? {
+        details.first { $0.key == name }?.value
     }
 
     /// The job's own time: `durationMs` without its waits for its host's slot and pace.

@@ -1,8 +1,9 @@
 /// A kind as the registry holds it: a value with a name, a summary, its parameters, where it
 /// comes from, and a way to decode a job of it (which gives the job's way to run).
 ///
-/// Compiled kinds become definitions with `KindDefinition(SomeKind.self)`; kinds read from files
-/// are definitions made with `init(name:summary:parameters:source:accept:decode:)`.
+/// Compiled kinds become definitions with `KindDefinition(SomeKind.self)` (their source the
+/// file that makes the definition); kinds read from files are definitions made with
+/// `init(name:summary:parameters:source:accept:decode:)`.
 public struct KindDefinition: Sendable {
     /// The name jobs give in their `kind` field; a registry refuses a second kind of the same name.
     public let name: String
@@ -10,7 +11,9 @@ public struct KindDefinition: Sendable {
     public let summary: String
     /// The fields the kind accepts beyond the common ones; its decoder reads exactly these.
     public let parameters: [KindParameter]
-    /// `built-in`, or the path of the file that defines the kind.
+    /// Where the kind comes from, as `runner kinds` and a clash of names say it: `built-in`, the
+    /// path of the kind file, or the source file of the program that registered it
+    /// (`MyApp/Kinds.swift`).
     public let source: String
     /// The `Accept` header of the kind's requests.
     public let accept: String?
@@ -36,8 +39,9 @@ public struct KindDefinition: Sendable {
         self.decoder = decode
     }
 
-    /// The definition of a compiled kind.
-    public init<Kind: JobKind>(_ kind: Kind.Type, source: String = "built-in") {
+    /// The definition of a compiled kind; `source` defaults to the caller's file
+    /// (`#fileID`), so a name registered twice names the code that registered each.
+    public init<Kind: JobKind>(_ kind: Kind.Type, source: String = #fileID) {
         self.init(
             name: Kind.name, summary: Kind.summary, parameters: Kind.parameters, source: source, accept: Kind.accept,
             decode: { (fields: inout JobFields) throws(JobSpecError) -> any DecodedJob in try Kind(fields: &fields) })

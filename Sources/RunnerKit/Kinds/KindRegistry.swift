@@ -38,9 +38,10 @@ public struct KindRegistry: Sendable {
         order.append(definition.name)
     }
 
-    /// Registers a compiled kind.
-    public mutating func register<Kind: JobKind>(_ kind: Kind.Type) throws {
-        try register(KindDefinition(kind))
+    /// Registers a compiled kind, whose source is the caller's file (`#fileID`) unless given.
+    /// - Throws: as `register(_:)`.
+    public mutating func register<Kind: JobKind>(_ kind: Kind.Type, source: String = #fileID) throws {
+        try register(KindDefinition(kind, source: source))
     }
 
     /// The kind registered as `name`; nil when there is none, and a job naming it is refused.

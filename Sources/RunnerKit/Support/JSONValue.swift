@@ -51,6 +51,18 @@ public enum JSONValue: Sendable, Equatable {
         return nil
     }
 
+    /// The boolean, or nil for any other value.
+    public var boolValue: Bool? {
+        if case .bool(let b) = self { return b }
+        return nil
+    }
+
+    /// The number, whole or not, or nil for any other value.
+    public var doubleValue: Double? {
+        if case .number(let d) = self { return d }
+        return nil
+    }
+
     /// A number that is a whole number (within the range JSON integers can be exact in a Double).
     public var intValue: Int? {
         guard case .number(let d) = self, d.rounded() == d, abs(d) <= 9_007_199_254_740_992 else { return nil }
