@@ -41,6 +41,12 @@ final class RunReporter: RunObserver {
         Console.errLine("runner: \(job.key): \(message)")
     }
 
+    /// A kind's program's stderr, as the runner has always shown it: `<key>: <line>`.
+    func jobLog(_ job: JobDescriptor, line: String) {
+        clearProgress()
+        Console.errLine("\(job.key): \(line)")
+    }
+
     func problem(_ message: String) {
         clearProgress()
         Console.errLine("runner: \(message)")

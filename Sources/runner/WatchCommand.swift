@@ -299,6 +299,8 @@ final class WatchReporter: RunObserver {
     init(json: Bool) { self.json = json }
 
     func jobNotice(_ job: JobDescriptor, message: String) { Console.errLine("runner: \(job.key): \(message)") }
+    /// A kind's program's stderr: `<key>: <line>`.
+    func jobLog(_ job: JobDescriptor, line: String) { Console.errLine("\(job.key): \(line)") }
     func problem(_ message: String) { Console.errLine("runner: \(message)") }
     func jobFinished(_ result: JobResult) {
         if json { Console.out(result.jsonLine) }

@@ -58,8 +58,25 @@ struct ExecutableKindTests {
         #expect(details["children"]?["invalid"] == .number(1), "children are validated like jobs of a job file")
         #expect(record["bytes"] == .number(1234))
         #expect(record["output"] == .string("progs/one.txt"))
-        #expect(result.stderr.contains("prog:one: looked at /"), "stderr is passed on with the key: \(result.stderr)")
+        #expect(
+            result.stderr.split(separator: "\n").contains { $0.hasPrefix("prog:one: looked at /") },
+            "stderr is passed on with the key: \(result.stderr)")
         #expect(try w.status("image:child") == "succeeded")
+    }
+
+    /// `runner watch` shows a program's stderr as `runner run` does: `<key>: <line>`, escaped.
+    @Test func aWatcherShowsTheProgramsStderrWithTheKey() async throws {
+        let w = try Self.workspace(program: """
+            sys.stderr.write("checked " + request["job"]["name"] + "\\x1b[2J\\n")
+            print(json.dumps({"status": "succeeded"}))
+            """)
+        let s = SpoolWorld(workspace: w)
+        try s.drop("job.json", #"{"kind": "prog", "name": "watched", "url": "\#(w.base)/bytes/10"}"#)
+        let watcher = try s.startWatcher(["--kinds", "\(w.root)/k"])
+        defer { watcher.terminate() }
+        let shown = await s.wait(upTo: .seconds(30)) { s.log().contains("prog:watched: checked watched") }
+        #expect(shown, "\(s.log())")
+        #expect(s.log().split(separator: "\n").contains("prog:watched: checked watched\\x1B[2J"), "\(s.log())")
     }
 
     @Test func theProgramGetsTheHeadersTheRunnerWouldSendSecretsExpanded() async throws {

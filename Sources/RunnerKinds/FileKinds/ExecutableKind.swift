@@ -77,11 +77,8 @@ struct ExecutableKind: JobParameters {
         } catch {
             throw JobFailure.failed("the kind '\(file.name)' could not run its program: \(error.description)")
         }
-        let key = job.key
         context.waiting(for: "the program \(file.exec![0]) did not answer")
-        let outcome = await process.run(input: JSONWriter.data(.object(request))) { line in
-            FileHandle.standardError.write(Data("\(key): \(line)\n".utf8))
-        }
+        let outcome = await process.run(input: JSONWriter.data(.object(request))) { line in context.log(line) }
         if outcome.cancelled || Task.isCancelled { throw CancellationError() }
         context.waiting(for: nil)
         return try answer(outcome, response: response, workdir: workdir, job: job)

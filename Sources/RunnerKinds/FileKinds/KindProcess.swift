@@ -4,9 +4,9 @@ import RunnerKit
 import Synchronization
 
 /// One run of an executable kind's program: in a process group of its own, its stdin written,
-/// its stdout collected up to a cap and its stderr passed on line by line, all on a thread of
-/// its own (never a thread of the concurrency pool), so a program that reads nothing or writes
-/// without end blocks nobody.
+/// its stdout collected up to a cap and its stderr handed on line by line (to the job's
+/// observers, through `JobContext.log`), all on a thread of its own (never a thread of the
+/// concurrency pool), so a program that reads nothing or writes without end blocks nobody.
 ///
 /// Cancelling the awaiting task sends SIGTERM to the group and SIGKILL a second later; when
 /// the program exits, whatever else is left of its group is killed, so nothing it started

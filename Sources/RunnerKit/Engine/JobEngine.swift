@@ -294,7 +294,7 @@ public final class JobEngine: Sendable {
             makeContext: {
                 JobContext(
                     job: job, store: store, http: http, previous: previous, accept: job.accept, requests: requests, bandwidth: bandwidth,
-                    progress: observer)
+                    progress: observer, log: { line in observer.jobLog(job, line: line) })
             },
             operation: { context in try context.commit(try await job.parameters.run(in: context)) })
         var result = ResultAssembly.result(of: job, report: report, previous: previous, startedAt: startedAt)

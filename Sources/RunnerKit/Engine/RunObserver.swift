@@ -13,6 +13,10 @@ public protocol RunObserver: TransferProgressObserving {
     func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?)
     /// Something the user should hear about a running job, e.g. "no network connection".
     func jobNotice(_ job: JobDescriptor, message: String)
+    /// A line a running job's kind logged (`JobContext.log(_:)`): each line an executable kind's
+    /// program writes to stderr, without its line break. The kind's words, not the runner's
+    /// (those are notices), and as many as it writes; called from the kind's thread.
+    func jobLog(_ job: JobDescriptor, line: String)
     /// A job's attempt failed transiently; attempt number `attempt` comes after `delay`.
     func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String)
     /// A job ended; its record has been written.
@@ -43,6 +47,7 @@ extension RunObserver {
     public func jobAttempting(_ job: JobDescriptor, attempt: Int) {}
     public func jobProgress(_ job: JobDescriptor, bytes: Int, total: Int?) {}
     public func jobNotice(_ job: JobDescriptor, message: String) {}
+    public func jobLog(_ job: JobDescriptor, line: String) {}
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {}
     public func jobFinished(_ result: JobResult) {}
     public func problem(_ message: String) {}

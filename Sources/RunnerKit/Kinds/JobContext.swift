@@ -28,13 +28,17 @@ public final class JobContext: Sendable {
     private let bandwidth: BandwidthLimit?
     /// Told how the body comes along, for a job that may take long.
     private let progress: (any TransferProgressObserving)?
+    /// Hears the lines the kind logs (`log(_:)`).
+    private let logLine: (@Sendable (String) -> Void)?
 
     init(
         job: JobDescriptor, store: OutputStore, http: any HTTPFetching, previous: PreviousResult?, accept: String?,
-        requests: RequestConfig = RequestConfig(), bandwidth: BandwidthLimit? = nil, progress: (any TransferProgressObserving)? = nil
+        requests: RequestConfig = RequestConfig(), bandwidth: BandwidthLimit? = nil, progress: (any TransferProgressObserving)? = nil,
+        log: (@Sendable (String) -> Void)? = nil
     ) {
         self.job = job
         self.progress = progress
+        self.logLine = log
         self.bandwidth = bandwidth
         self.store = store
         self.http = http
@@ -47,6 +51,13 @@ public final class JobContext: Sendable {
     /// `"the program did not answer"` becomes "the program did not answer within the deadline
     /// of 2 s". Nil: the fetch.
     public func waiting(for what: String?) { waitingFor.withLock { $0 = what } }
+
+    /// Passes a line for people to read to the job's observers (`RunObserver.jobLog(_:line:)`),
+    /// as an executable kind does with each line its program writes to stderr; `runner` prints
+    /// it on stderr as `<key>: <line>`. Safe from any thread.
+    public func log(_ line: String) {
+        logLine?(line)
+    }
 
     /// What the deadline's message says did not finish.
     var unfinished: String { waitingFor.withLock { $0 } ?? "the fetch did not finish" }

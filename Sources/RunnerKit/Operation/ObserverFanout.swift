@@ -13,6 +13,7 @@ public struct ObserverFanout: RunObserver {
         for observer in observers { observer.jobProgress(job, bytes: bytes, total: total) }
     }
     public func jobNotice(_ job: JobDescriptor, message: String) { for observer in observers { observer.jobNotice(job, message: message) } }
+    public func jobLog(_ job: JobDescriptor, line: String) { for observer in observers { observer.jobLog(job, line: line) } }
     public func jobRetrying(_ job: JobDescriptor, attempt: Int, after delay: Duration, reason: String) {
         for observer in observers { observer.jobRetrying(job, attempt: attempt, after: delay, reason: reason) }
     }
