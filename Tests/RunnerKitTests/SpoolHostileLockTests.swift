@@ -12,7 +12,7 @@ struct SpoolHostileLockTests {
         let folder = TemporaryFolder()
         let spool = Spool(root: folder.path + "/spool")
         try spool.makeFolders()
-        let exhausted = SpoolKeyLock(folder: spool.locks, openFile: { _, _, _ in
+        let exhausted = SpoolKeyLock(folder: spool.locks, openFile: { _, _, _, _ in
             errno = EMFILE
             return -1
         })

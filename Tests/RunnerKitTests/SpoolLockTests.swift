@@ -38,7 +38,7 @@ struct SpoolLockTests {
         let url = URL(string: "http://127.0.0.1/x")!
         let busy = await engine.run(JobDescriptor(ProbeKind(), key: "probe:busy", url: url))
         #expect(busy.status == .duplicate)
-        #expect(busy.error == "a task with the key 'probe:busy' is already running in another process")
+        #expect(busy.error == "a task with the key 'probe:busy' is already running in another process or engine")
         #expect(store.readRecord(forKey: "probe:busy") == nil, "the record of the running task is not overwritten")
         let free = await engine.run(JobDescriptor(ProbeKind(), key: "probe:free", url: url))
         #expect(free.status == .succeeded)

@@ -1,22 +1,23 @@
 import Synchronization
 
-/// Who may run now: a concurrency slot per running job, one task per key (in this process
-/// through the TaskManager and, with a key lock, across processes), and per-host slots and
-/// tokens (the pacer) that an attempt takes before its deadline starts.
+/// Who may run now: a concurrency slot per running job, one task per key (in this engine
+/// through the TaskManager and, through key locks, across engines and processes), and per-host
+/// slots and tokens (the pacer) that an attempt takes before its deadline starts.
 final class Admission: Sendable {
     let taskManager: TaskManager
     private let slots: SlotLimiter
     private let hosts: HostLimiter
     /// The pace of each host (`--rate`, the config's `rate`) and its `Retry-After` pauses.
     let pacer: HostPacer
-    private let keyLock: (any KeyLocking)?
+    /// Taken in turn once the TaskManager admitted a key (the spool's or queue's, then the output's).
+    private let keyLocks: [any KeyLocking]
 
-    init(concurrency: Int, perHost: Int, keyLock: (any KeyLocking)?, taskManager: TaskManager, pacer: HostPacer) {
+    init(concurrency: Int, perHost: Int, keyLocks: [any KeyLocking], taskManager: TaskManager, pacer: HostPacer) {
         self.taskManager = taskManager
         self.slots = SlotLimiter(limit: max(1, concurrency))
         self.hosts = HostLimiter(limit: max(1, perHost), requests: pacer.requests)
         self.pacer = pacer
-        self.keyLock = keyLock
+        self.keyLocks = keyLocks
     }
 
     /// Waits for a concurrency slot; throws when the caller is cancelled first.
@@ -42,24 +43,26 @@ final class Admission: Sendable {
         case lockUnavailable(String)
     }
 
-    /// Runs `body` as the task of `key` unless that key is running here or, with a key lock,
-    /// in another process. `body` runs in the calling task and gets the job's cancellation;
-    /// `continuations`: the group whose cancel reaches the fresh tasks the job may go on in.
+    /// Runs `body` as the task of `key` unless that key is running here or, through a key
+    /// lock, in another engine or process. `body` runs in the calling task and gets the job's
+    /// cancellation; `continuations`: the group whose cancel reaches the fresh tasks the job may
+    /// go on in.
     func admit<Value: Sendable>(
         key: String, continuations: Continuations, _ body: @escaping @Sendable (JobCancellation) async -> Value
     ) async -> Admitted<Value> {
-        let keyLock = self.keyLock
+        let keyLocks = self.keyLocks
         let admitted = await taskManager.run(key: key, continuations: continuations) { cancellation async -> Admitted<Value> in
-            var release: (@Sendable () -> Void)?
-            if let keyLock {
+            var releases: [@Sendable () -> Void] = []
+            // Let go of in the reverse order they were taken.
+            defer { for release in releases.reversed() { release() } }
+            for keyLock in keyLocks {
                 // A lock that cannot be taken is never "no lock".
                 switch await keyLock.lock(key: key) {
-                case .acquired(let held): release = held
+                case .acquired(let held): releases.append(held)
                 case .heldElsewhere: return .duplicate(elsewhere: true)
                 case .unavailable(let reason): return .lockUnavailable(reason)
                 }
             }
-            defer { release?() }
             return .ran(await body(cancellation))
         }
         return admitted ?? .duplicate(elsewhere: false)

@@ -75,9 +75,14 @@ extension JobEngine {
         public var clock: any Clock<Duration> = ContinuousClock()
         /// Arms attempt deadlines; nil: a sleeping task on `clock`.
         public var deadlines: (any DeadlineScheduling)?
-        /// A lock per key across processes (the spool's), taken once the TaskManager admitted
-        /// the key; a key held elsewhere ends `duplicate`.
+        /// A lock per key across processes besides the output's (the spool's, the queue's), taken
+        /// once the TaskManager admitted the key; a key held elsewhere ends `duplicate`.
         package var keyLock: (any KeyLocking)?
+        /// Whether each job also holds its key's lock in the output directory
+        /// (`OutputStore.keyLock`, after `keyLock`), so that engines and processes writing to
+        /// one output never run one key at once: true. A queue's watchers, whose keys the queue
+        /// holds for the whole fleet, leave it off.
+        package var locksKeysInOutput = true
         /// Pacing shared with other runners (a queue's): `--rate`, a host's `rate` and
         /// `Retry-After` pauses then hold for all of them together.
         package var sharedPacing: (any SharedPacing)?

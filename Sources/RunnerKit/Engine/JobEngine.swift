@@ -5,7 +5,7 @@ import Synchronization
 /// retried, what the kind returned committed, its record written; then its children.
 ///
 /// ```
-/// jobs ─► Admission: slot ─► TaskManager (one per key, else `duplicate`) ─► key lock (spool)
+/// jobs ─► Admission: slot ─► TaskManager (one per key, else `duplicate`) ─► key locks (spool, output)
 ///          ─► previous result (RecordWriter: queue or results/)
 ///          ─► AttemptLoop: host slot ─► host token (pacer) ─► AttemptPolicy { kind.run(context) ─► commit } ─► retry?
 ///          ─► ResultAssembly (304 carried forward, stale fallback)
@@ -56,7 +56,8 @@ public final class JobEngine: Sendable {
         self.store = configuration.store!
         self.http = configuration.http!
         self.admission = Admission(
-            concurrency: configuration.concurrency, perHost: configuration.perHost, keyLock: configuration.keyLock,
+            concurrency: configuration.concurrency, perHost: configuration.perHost,
+            keyLocks: [configuration.keyLock, configuration.locksKeysInOutput ? store.keyLock : nil].compactMap { $0 },
             taskManager: taskManager,
             pacer: HostPacer(requests: configuration.requests, clock: configuration.clock, pauseCap: configuration.backoff.retryAfterCap,
                 shared: configuration.sharedPacing))
@@ -263,7 +264,8 @@ public final class JobEngine: Sendable {
             return end
         case .duplicate(let elsewhere):
             let result = JobResult.ended(
-                job, .duplicate, error: "a task with the key '\(job.key)' is already running" + (elsewhere ? " in another process" : ""),
+                job, .duplicate,
+                error: "a task with the key '\(job.key)' is already running" + (elsewhere ? " in another process or engine" : ""),
                 startedAt: startedAt)
             // A duplicate's record goes to the run log and the observer, not to results/: the
             // file there belongs to the task that is running.

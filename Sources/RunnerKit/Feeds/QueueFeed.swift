@@ -181,6 +181,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         let writer = QueueWriter(store: store, runner: configuration.runner)
         var engineConfiguration = configuration.engine
         engineConfiguration.keyLock = QueueKeyLock(writer: writer)
+        engineConfiguration.locksKeysInOutput = false  // the queue holds each key for the whole fleet
         let renewed = Locked<Duration?>(nil)
         let leaseClock = makeTimeline(configuration.engine.clock)
         engineConfiguration.claimHeld = { [lease = store.lease] in
