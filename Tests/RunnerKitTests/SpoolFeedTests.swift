@@ -162,6 +162,32 @@ struct SpoolFeedTests {
         try await run.value
     }
 
+    /// What runs before the move (`--on-finish`: the hooks of the jobs finished so far) holds a
+    /// file in active/ until it ends, to done/ as to failed/: a crash meanwhile runs it again.
+    @Test func aFileMovesOnOnlyOnceWhatRunsBeforeTheMoveEnded() async throws {
+        w.http.script("http://spool.test/hooked", .ok("H"))
+        w.http.script("http://spool.test/broken", .status(500))
+        let hooks = Gate()
+        let feed = try w.feed { $0.beforeMove = { await hooks.pass() } }
+        let run = await w.start(feed)
+        w.drop("good.jsonl", [job("hooked")])
+        w.drop("bad.jsonl", [job("broken")])
+        #expect(await hooks.waitForStarted(2))
+        #expect(Set(w.records.value.map(\.status)) == [.succeeded, .failed], "both jobs ended, their records written")
+        #expect(w.record("hooked")?["status"] == .string("succeeded"))
+        #expect(w.finished.isEmpty, "no file moved on while its hooks run")
+        for name in ["good.jsonl", "bad.jsonl"] {
+            #expect(!w.exists("\(w.spool.done)/\(name)") && !w.exists("\(w.spool.failed)/\(name)"))
+        }
+        #expect(feed.counts.active == 2, "both still held in active/")
+        hooks.open()
+        #expect(await w.waitFinished("good.jsonl")?.outcome == .done)
+        #expect(await w.waitFinished("bad.jsonl")?.outcome == .failed)
+        #expect(w.exists("\(w.spool.done)/good.jsonl") && w.exists("\(w.spool.failed)/bad.jsonl"))
+        feed.shutdown()
+        try await run.value
+    }
+
     @Test func aFileWrittenInPlaceIsTakenOnlyOnceUnchangedForSettleOnTheClock() async throws {
         w.http.script("http://spool.test/late", .ok("late"))
         // A minute: real time cannot get there during the test, so only the test clock can.
