@@ -506,6 +506,21 @@ struct QueueFeedTests {
         await otherRun.value
     }
 
+    /// A running job that ends within the grace is this runner's to record: done in the queue,
+    /// and the feed ends then, not after the grace.
+    @Test func aRunningJobThatEndsWithinTheGraceIsRecordedByItsRunner() async throws {
+        w.http.script("http://queue.test/slow", .ok("slow"))
+        let feed = try w.feed()
+        let run = w.start(feed)
+        w.submit(["slow"], kind: "gated")
+        #expect(await w.gate.waitForStarted(1))
+        feed.shutdown(grace: .seconds(30))
+        w.gate.open()
+        await run.value
+        #expect(w.row("slow")?.state == "done" && w.row("slow")?.status == "succeeded" && w.row("slow")?.runner == "a", "\(String(describing: w.row("slow")))")
+        #expect(w.records.value.map(\.key) == ["slow"])
+    }
+
     /// A claim given back at shutdown gives back its key first: the runner that takes the job
     /// runs it (it does not end duplicate against the key the claim had locked).
     @Test func aClaimGivenBackAtShutdownLeavesItsKeyFreeForTheNextRunner() async throws {
