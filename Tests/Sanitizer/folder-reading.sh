@@ -9,7 +9,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/runner-asan-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 sources=$(find Sources/RunnerKit -name '*.swift' | sort)
 # shellcheck disable=SC2086
-if ! swiftc -sanitize=address -Onone -parse-as-library -enable-bare-slash-regex -module-name RunnerKit $sources \
+if ! swiftc -sanitize=address -Onone -parse-as-library -enable-bare-slash-regex -module-name RunnerKit -package-name runner $sources \
     Tests/Sanitizer/FolderReadingCheck.swift -o "$work/check" > "$work/build.log" 2>&1; then
     grep -v "Cannot export local symbol" "$work/build.log" >&2
     exit 1
