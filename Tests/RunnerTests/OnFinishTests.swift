@@ -6,7 +6,8 @@ import RunnerTestSupport
 import Testing
 
 /// `runner run --on-finish COMMAND`: a command per finished job, after its record is durable.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
+/// That a watcher's file moves on only once its hooks ended, SpoolFeedTests shows in process.
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(2)))
 struct OnFinishTests {
     @Test func eachFinishedJobsHookGetsItsRecordAndEnvironment() async throws {
         let w = try Workspace()
@@ -103,27 +104,6 @@ struct OnFinishTests {
             most = max(most, running)
         }
         #expect(most == 2, "at most --hook-concurrency at once, and that many used: \(most)")
-    }
-
-    @Test func aWatchersFileMovesOnOnlyAfterItsHooksEnded() async throws {
-        let s = try SpoolWorld()
-        // The hook notes that it began, takes a while, then notes that it ended.
-        let hook = #"echo "$RUNNER_KEY" >> began.log; sleep 0.5; echo "$RUNNER_KEY" >> ended.log"#
-        let watcher = try s.startWatcher(["--on-finish", hook])
-        defer { if watcher.isRunning { watcher.terminate() } }
-        try s.drop("a.jsonl", s.imageJob("image:a"))
-        let ended = "\(s.w.root)/ended.log"
-        var sawDoneBeforeHookEnded = false
-        let done = await s.wait(upTo: .seconds(20)) {
-            let inDone = s.names(s.spool.done).contains("a.jsonl")
-            if inDone && !FileManager.default.fileExists(atPath: ended) { sawDoneBeforeHookEnded = true }
-            return inDone
-        }
-        #expect(done, "\(s.log())")
-        #expect(!sawDoneBeforeHookEnded, "the file reached done/ while its hook ran")
-        #expect((try? String(contentsOfFile: ended, encoding: .utf8)) == "image:a\n")
-        kill(watcher.processIdentifier, SIGTERM)
-        #expect(await s.exit(of: watcher, upTo: .seconds(20)) == 0)
     }
 
     /// A watcher killed while a job's hook ran: the hook dies with it; after a restart the file

@@ -82,7 +82,7 @@ final class PostgresServer: @unchecked Sendable {
 
 /// `--queue` through the binary against a real PostgreSQL: several watcher processes sharing one
 /// queue and its one output folder.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
 struct QueueTests {
     static func jobs(_ world: SpoolWorld, _ count: Int, prefix: String, delay: Int, keys: Int? = nil) -> String {
         (0..<count).map { index in
@@ -316,8 +316,8 @@ struct QueueTests {
         let asked = ContinuousClock.now
         #expect(cancel.status == 0, "\(cancel.stderr)")
         #expect(cancel.stdout.contains("its running task"), "\(cancel.stdout)")
-        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world)["q:cancel0"] == "cancelled" }, "\(world.log("out"))")
-        #expect(asked.duration(to: .now) < .seconds(5), "the running task ended soon after the cancel, not after its 20 s: \(asked.duration(to: .now))")
+        #expect(await world.wait(upTo: .seconds(15)) { Self.records(world)["q:cancel0"] == "cancelled" }, "\(world.log("out"))")
+        #expect(asked.duration(to: .now) < .seconds(15), "the running task ended soon after the cancel, not after its 20 s: \(asked.duration(to: .now))")
         // The other two (queued, or claimed and waiting for a slot) end cancelled without running.
         let status = try await Self.status(world, db, upTo: .seconds(10)) { Self.count($0, "cancelled") == 3 }
         #expect(status["cancelled"]?["count"]?.intValue == 3, "\(status)")
@@ -571,39 +571,10 @@ struct QueueTests {
         let file = world.w.write("one.jsonl", Self.jobs(world, 1, prefix: "q:idle", delay: 0))
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
         let submitted = ContinuousClock.now
-        #expect(await world.wait(upTo: .seconds(10)) { !world.w.server.arrivals(pathPrefix: "/entries/").isEmpty })
+        #expect(await world.wait(upTo: .seconds(15)) { !world.w.server.arrivals(pathPrefix: "/entries/").isEmpty })
         let arrival = try #require(world.w.server.arrivals(pathPrefix: "/entries/").first)
-        #expect(submitted.duration(to: arrival) < .seconds(5), "woken by NOTIFY, not the 30 s rescan: \(submitted.duration(to: arrival))")
+        #expect(submitted.duration(to: arrival) < .seconds(15), "woken by NOTIFY, not the 30 s rescan: \(submitted.duration(to: arrival))")
         #expect(await Self.stop(watcher, world) == 0)
-    }
-
-    @Test func sigtermGivesUnstartedClaimsBackAtOnceAndLetsRunningJobsEnd() async throws {
-        let db = try await PostgresServer()
-        let world = try SpoolWorld()
-        // Two slots: two jobs run, the third is claimed and waits for a slot.
-        let first = try Self.startWatcher(world, db, "first", ["--concurrency", "2", "--grace", "20"])
-        defer { if first.isRunning { first.terminate() } }
-        let file = world.w.write("slow.jsonl", Self.jobs(world, 3, prefix: "q:term", delay: 3000))
-        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
-        #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 2 })
-        let queued = try await Self.status(world, db)
-        #expect(queued["queued"]?["count"]?.intValue == 0, "the first watcher claimed all three: \(queued)")
-        let second = try Self.startWatcher(world, db, "second")
-        defer { if second.isRunning { second.terminate() } }
-        #expect(await world.wait(upTo: .seconds(10)) { world.log("second").contains("watching the queue") })
-        let signalled = ContinuousClock.now
-        kill(first.processIdentifier, SIGTERM)
-        #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count == 3 })
-        let third = try #require(world.w.server.arrivals(pathPrefix: "/entries/").last)
-        #expect(signalled.duration(to: third) < .seconds(10), "given back at once, not after the 30 s lease: \(signalled.duration(to: third))")
-        #expect(await world.exit(of: first, upTo: .seconds(20)) == 0)
-        #expect(await world.wait(upTo: .seconds(10)) { Self.records(world).count == 3 })
-        #expect(Self.records(world).values.allSatisfy { $0 == "succeeded" }, "\(Self.records(world))")
-        let ranBy = try await Self.ranBy(db)
-        #expect(Self.name(first, in: ranBy).flatMap { ranBy[$0] } == 2, "the running jobs ended within the grace: \(ranBy)")
-        #expect(Self.name(second, in: ranBy).flatMap { ranBy[$0] } == 1, "\(ranBy)")
-        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 3, "none ran twice")
-        #expect(await Self.stop(second, world) == 0)
     }
 
     /// SIGTERM of a watcher (a restart, a deploy) is not the end of the download it runs: after
@@ -749,46 +720,6 @@ struct QueueTests {
         #expect(await world.wait(upTo: .seconds(10)) { world.log("again").contains("3 finished jobs older than --keep removed") }, "\(world.log("again"))")
         #expect(try await Self.status(world, db)["done"]?["count"]?.intValue == 0)
         #expect(await Self.stop(pruning, world) == 0)
-    }
-
-    @Test func aQueueWatcherSpeaksTheNotifyProtocolAndWritesMetrics() async throws {
-        let db = try await PostgresServer()
-        let world = try SpoolWorld()
-        let listener = try ServiceTests.NotifyListener(path: "\(world.w.root)/notify.sock")
-        let metrics = "\(world.w.root)/runner.prom"
-        // WATCHDOG_USEC of 1 s: a ping is due every 500 ms, and systemd would end the service
-        // after a second without one.
-        let watcher = try Self.startWatcher(
-            world, db, "out", ["--metrics", metrics], environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "1000000"])
-        defer { if watcher.isRunning { watcher.terminate() } }
-        #expect(await world.wait(upTo: .seconds(10)) { !listener.lines("READY=1").isEmpty })
-        let ready = try #require(listener.lines("READY=1").first)
-        #expect(ready.text.contains("STATUS=0 running; watching the queue"), "\(ready.text)")
-        #expect(!ready.text.contains(db.password))
-        let file = world.w.write("slow.jsonl", Self.jobs(world, 1, prefix: "q:notify", delay: 3000))
-        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
-        #expect(await world.wait(upTo: .seconds(10)) { listener.lines("STATUS=1 running").count > 0 }, "\(listener.received.map(\.text))")
-        // The pings go on while a job runs: over 2.5 s waited for on purpose, 5 are due; at
-        // least 3 must come, none more than a watchdog interval after the one before.
-        let before = listener.lines("WATCHDOG=1").count
-        try await Task.sleep(for: .milliseconds(2500))
-        let pings = listener.lines("WATCHDOG=1").map(\.at)
-        #expect(pings.count - before >= 3, "WATCHDOG=1 every 500 ms while a job runs: \(pings.count - before) in 2.5 s")
-        let gaps = zip(pings.dropFirst(before), pings.dropFirst(before + 1)).map { $0.duration(to: $1) }
-        #expect(gaps.allSatisfy { $0 < .seconds(1) }, "gaps \(gaps)")
-        kill(watcher.processIdentifier, SIGTERM)
-        #expect(await world.exit(of: watcher, upTo: .seconds(10)) == 0)
-        let messages = listener.received.map(\.text)
-        #expect(messages.contains { $0.hasPrefix("STOPPING=1") }, "\(messages)")
-        // The metrics at exit: the job's counters and no job running.
-        let text = world.text(metrics)
-        #expect(text.contains(#"runner_jobs_total{kind="entry",status="succeeded"} 1"#), "\(text)")
-        #expect(text.contains("runner_running_jobs 0\n"), "\(text)")
-        #expect(!text.contains("runner_queued_files"), "no spool gauges: \(text)")
-        if let promtool = ServiceTests.promtool {
-            let check = try await RunnerBinary.runExecutable(promtool, ["check", "metrics"], in: world.w.root, stdin: text)
-            #expect(check.status == 0, "promtool: \(check.stdout) \(check.stderr)\n\(text)")
-        }
     }
 
     @Test(.enabled(if: Trace.strace != nil, "strace is not installed"))

@@ -5,93 +5,12 @@ import RunnerKit
 import RunnerTestSupport
 import Testing
 
-/// `runner watch` and `runner run` as services: systemd's notify protocol, Prometheus metrics,
-/// signals, cancelled parents.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)))
+/// `runner watch` and `runner run` as services through the binary: Prometheus metrics, a closed
+/// standard output, cancelled parents. WatcherTests shows the watcher's service in process (the
+/// notify protocol, metrics on the clock, signals); WatchRealTimeTests the watchdog on the
+/// real clock.
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)))
 struct ServiceTests {
-    // MARK: - The notify protocol
-
-    /// A listener on a Unix datagram socket, as systemd's NOTIFY_SOCKET; messages with the
-    /// time they arrived.
-    final class NotifyListener: @unchecked Sendable {
-        let path: String
-        private let fd: Int32
-        private let messages = Locked<[(at: ContinuousClock.Instant, text: String)]>([])
-
-        init(path: String) throws {
-            self.path = path
-            let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-            self.fd = fd
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                raw.copyBytes(from: Array(path.utf8) + [0])
-            }
-            let bound = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            guard bound == 0 else { throw Workspace.Missing(what: "bind \(path): \(String(cString: strerror(errno)))") }
-            var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            let messages = messages
-            let thread = Thread {
-                var buffer = [UInt8](repeating: 0, count: 4096)
-                while true {
-                    let n = recv(fd, &buffer, buffer.count, 0)
-                    if n > 0 {
-                        let text = String(decoding: buffer[0..<n], as: UTF8.self)
-                        messages.withLock { $0.append((.now, text)) }
-                    } else if n < 0 && errno != EAGAIN && errno != EINTR {
-                        return
-                    }
-                }
-            }
-            thread.start()
-        }
-
-        deinit {
-            shutdown(fd, Int32(SHUT_RDWR))
-            close(fd)
-            unlink(path)
-        }
-
-        var received: [(at: ContinuousClock.Instant, text: String)] { messages.value }
-        func lines(_ prefix: String) -> [(at: ContinuousClock.Instant, text: String)] {
-            received.filter { $0.text.split(separator: "\n").contains { $0.hasPrefix(prefix) } }
-        }
-    }
-
-    @Test func watchSpeaksTheNotifyProtocol() async throws {
-        let s = try SpoolWorld()
-        try s.spool.makeFolders()
-        let listener = try NotifyListener(path: "\(s.w.root)/notify.sock")
-        // WATCHDOG_USEC of 1 s: WATCHDOG=1 due every 500 ms.
-        let watcher = try s.startWatcher(environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "1000000"])
-        defer { watcher.terminate() }
-
-        #expect(await s.wait(upTo: .seconds(10)) { !listener.lines("READY=1").isEmpty })
-        let ready = try #require(listener.lines("READY=1").first)
-        #expect(ready.text.contains("STATUS=0 queued, 0 running, 0 done, 0 failed"), "\(ready.text)")
-        #expect(s.log().contains("watching"), "READY=1 comes after the first scan")
-
-        try s.drop("job.json", s.imageJob("image:notify"))
-        #expect(await s.wait(upTo: .seconds(10)) { listener.lines("STATUS=").contains { $0.text.contains("1 done") } }, "\(listener.received.map(\.text))")
-        // Over 2.5 s waited for on purpose, 5 pings are due: at least 3 must come, none more than
-        // the watchdog's interval after the one before.
-        let before = listener.lines("WATCHDOG=1").count
-        try await Task.sleep(for: .milliseconds(2500))
-        let pings = listener.lines("WATCHDOG=1").map(\.at)
-        #expect(pings.count - before >= 3, "WATCHDOG=1 every 500 ms: \(pings.count - before) in 2.5 s")
-        let gaps = zip(pings, pings.dropFirst()).map { $0.duration(to: $1) }
-        #expect(gaps.allSatisfy { $0 < .seconds(1) }, "gaps \(gaps)")
-
-        kill(watcher.processIdentifier, SIGTERM)
-        #expect(await s.exit(of: watcher, upTo: .seconds(10)) == 0)
-        let messages = listener.received.map(\.text)
-        let stopping = try #require(messages.firstIndex { $0.hasPrefix("STOPPING=1") }, "\(messages)")
-        #expect(messages.firstIndex { $0.hasPrefix("READY=1") }! < stopping)
-    }
-
     // MARK: - Metrics
 
     static let promtool: String? = ["/usr/bin/promtool", "/bin/promtool"].first { access($0, X_OK) == 0 }
@@ -185,21 +104,6 @@ struct ServiceTests {
         #expect(result.stdout.split(separator: "\n").count == 2, "one line through head, then the status")
         let records = try FileManager.default.contentsOfDirectory(atPath: "\(w.out)/results")
         #expect(records.count == count, "every record is written")
-    }
-
-    /// SIGHUP is logrotate's: files are opened anew (here there are none) and the watcher goes
-    /// on taking files; SIGTERM stops it.
-    @Test func sighupIsLoggedAndTheWatcherGoesOn() async throws {
-        let s = try SpoolWorld()
-        let watcher = try s.startWatcher()
-        defer { watcher.terminate() }
-        #expect(await s.wait(upTo: .seconds(10)) { s.log().contains("watching") })
-        kill(watcher.processIdentifier, SIGHUP)
-        #expect(await s.wait(upTo: .seconds(10)) { s.log().contains("runner: SIGHUP: no file to reopen; still watching") }, "\(s.log())")
-        try s.drop("after.json", s.imageJob("image:after"))
-        #expect(await s.wait(upTo: .seconds(20)) { s.names(s.spool.done).contains("after.json") }, "\(s.log())")
-        kill(watcher.processIdentifier, SIGTERM)
-        #expect(await s.exit(of: watcher, upTo: .seconds(10)) == 0)
     }
 
     /// A tree whose children hang: cancelled beyond the grace, the parent ends cancelled (not

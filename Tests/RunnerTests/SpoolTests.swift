@@ -6,8 +6,9 @@ import RunnerTestSupport
 import Testing
 
 /// The spool end to end: the built binary's submit, watch, cancel and status on real folders,
-/// against the fixture server.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)))
+/// against the fixture server. SpoolFeedTests and WatcherTests show the feed and the watcher in
+/// process on the test clock.
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)))
 struct SpoolTests {
     @Test func submitValidatesEverythingFirstThenQueuesAtomically() async throws {
         let s = try SpoolWorld()
@@ -81,31 +82,6 @@ struct SpoolTests {
         #expect(s.activeFiles().isEmpty)
     }
 
-    @Test func cancelEndsTheRunningTaskAtOnceAndWaitingJobsNeverRun() async throws {
-        let s = try SpoolWorld()
-        // --rescan 30: only inotify on cancel/ can end the task quickly.
-        let watcher = try s.startWatcher(["--rescan", "30"])
-        defer { watcher.terminate() }
-        try s.drop("hang.json", s.imageJob("image:hang", query: "?hang=1"))
-        // Running means its request reached the server, not only that its lock was taken.
-        let running = await s.wait(upTo: .seconds(10)) {
-            !s.names(s.spool.locks).isEmpty && s.w.server.requestCount(path: "/images/png.png") == 1
-        }
-        #expect(running, "the job started: \(s.log())")
-
-        let requested = ContinuousClock.now
-        _ = try s.spool.requestCancel(key: "image:hang")
-        let ended = await s.wait(upTo: .seconds(10)) { (try? s.w.status("image:hang")) == "cancelled" }
-        let elapsed = requested.duration(to: .now)
-        #expect(ended, "\(s.log())")
-        #expect(elapsed < .seconds(5), "cancelled after \(elapsed); without inotify it waits for the 30 s rescan or the 30 s timeout")
-        await s.wait(upTo: .seconds(5)) { s.jobFiles(s.spool.failed) == ["hang.json"] }
-        #expect(s.jobFiles(s.spool.failed) == ["hang.json"])
-
-        // A file written before the request, still waiting, never starts its job of that key:
-        // SpoolFeedTests shows it in process.
-    }
-
     @Test func cancelAndStatusSayWhatTheyFoundAndOldRequestsAreNotRepeated() async throws {
         let s = try SpoolWorld()
         // No spool there: said, exit 2, and nothing is made.
@@ -176,27 +152,22 @@ struct SpoolTests {
         #expect(text.stdout.contains("image:slow"), "\(text.stdout)")
     }
 
-    @Test func sigtermLetsRunningJobsEndWithinTheGraceThenReturnsTheRestToInbox() async throws {
+    /// SIGINT beyond the grace: the running job is cancelled, and its file goes back to inbox/
+    /// with the files never started. WatcherTests shows the grace on the test clock, a job
+    /// that ends within it and SIGTERM; this is SIGINT and --grace through the binary.
+    @Test func sigintCancelsWhatRunsBeyondTheGraceAndReturnsTheRestToInbox() async throws {
         let s = try SpoolWorld()
-        // Within the grace: the job ends on its own and its file is done.
-        let first = try s.startWatcher(["--grace", "5"])
-        try s.drop("slow.json", s.imageJob("image:slow", query: "?delay=400"))
-        await s.wait(upTo: .seconds(10)) { !s.names(s.spool.locks).isEmpty }
-        first.terminate()
-        #expect(await s.exit(of: first, upTo: .seconds(10)) == 0)
-        #expect(s.jobFiles(s.spool.done) == ["slow.json"])
-
-        // Beyond the grace: cancelled, and back in inbox with the files never started.
-        let second = try s.startWatcher(["--grace", "0.3", "--concurrency", "1"], name: "watch2")
+        let watcher = try s.startWatcher(["--grace", "0.3", "--concurrency", "1"])
         try s.drop("hang.json", s.imageJob("image:hang", query: "?hang=1"))
         await s.wait(upTo: .seconds(10)) { !s.names(s.spool.locks).isEmpty }
         try s.drop("next.json", s.imageJob("image:next"))
         try s.drop("after.json", s.imageJob("image:after"))
         let signalled = ContinuousClock.now
-        kill(second.processIdentifier, SIGINT)
-        #expect(await s.exit(of: second, upTo: .seconds(10)) == 0)
+        kill(watcher.processIdentifier, SIGINT)
+        #expect(await s.exit(of: watcher, upTo: .seconds(10)) == 0)
         let took = signalled.duration(to: .now)
-        #expect(took >= .milliseconds(300) && took < .seconds(3), "exited \(took) after SIGINT")
+        #expect(took >= .milliseconds(300), "exited \(took) after SIGINT, before the grace")
+        #expect(s.log().contains("runner: SIGINT: no more files are taken; running jobs have 0.3 seconds to end"), "\(s.log())")
         #expect(s.names(s.spool.inbox) == ["after.json", "hang.json", "next.json"])
         #expect(s.names(s.spool.active).isEmpty, "the watcher's folder is gone")
         #expect(s.names(s.spool.locks).isEmpty)
