@@ -6,8 +6,9 @@ import RunnerTestSupport
 import Testing
 
 /// How watchers of one queue share it as a fleet, through the binary against a real PostgreSQL:
-/// names, fair shares of a short queue, and one bandwidth for all.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
+/// names, fair shares of a short queue, who is silent. One bandwidth for all is timed in
+/// LimitRateTests, alone.
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
 struct QueueFleetTests {
     static func listening(_ world: SpoolWorld, _ names: [String]) async -> Bool {
         await world.wait(upTo: .seconds(20)) { names.allSatisfy { world.log($0).contains("watching the queue") } }
@@ -69,45 +70,6 @@ struct QueueFleetTests {
         let many = world.w.write("many.jsonl", QueueTests.jobs(world, 12, prefix: "q:full", delay: 500))
         #expect(try await world.w.run(["submit", "--queue", db.url, many]).status == 0)
         #expect(await world.wait(upTo: .seconds(30)) { QueueTests.records(world).count == 16 })
-        for watcher in [a, b] { #expect(await QueueTests.stop(watcher, world) == 0) }
-    }
-
-    /// `--limit-rate` holds for the fleet: two watchers at 2M, one 3 MiB download each, move at
-    /// most about 2 MiB a second together (each alone would move its file in 1.5 s); then one
-    /// watcher that holds the only transfer gets all of it (4 MiB in about 2 s, not 4).
-    @Test func limitRateCapsTheFleetTogetherAndOneWatcherAloneGetsAllOfIt() async throws {
-        let db = try await PostgresServer()
-        let world = try SpoolWorld()
-        RangeResumeTests.writeKind(world.w)
-        let kinds = ["--kinds", "\(world.w.root)/k"]
-        let a = try QueueTests.startWatcher(world, db, "a", ["--name", "a", "--limit-rate", "2M"] + kinds)
-        let b = try QueueTests.startWatcher(world, db, "b", ["--name", "b", "--limit-rate", "2M"] + kinds)
-        defer { [a, b].forEach { if $0.isRunning { $0.terminate() } } }
-        #expect(await Self.listening(world, ["a", "b"]))
-        let mib = 1 << 20
-        let two = world.w.write("two.jsonl", (1...2).map { index in
-            #"{"kind": "file", "name": "two-\#(index)", "url": "\#(world.base)/ranged/\#(3 * mib)?n=\#(index)", "timeout": 60}"#
-        }.joined(separator: "\n") + "\n")
-        let started = ContinuousClock.now
-        #expect(try await world.w.run(["submit", "--queue", db.url, two] + kinds).status == 0)
-        #expect(await world.wait(upTo: .seconds(30)) { QueueTests.records(world).count == 2 }, "\(world.log("a")) \(world.log("b"))")
-        let together = started.duration(to: .now)
-        #expect(QueueTests.records(world).values.allSatisfy { $0 == "succeeded" })
-        _ = try await QueueTests.status(world, db, upTo: .seconds(10)) { QueueTests.count($0, "done") == 2 }
-        #expect(try await QueueTests.ranBy(db, prefix: "file:two") == ["a": 1, "b": 1], "one transfer on each watcher")
-        // 6 MiB at 2 MiB/s: 3 s, less what bursts let through at the start; per watcher it was 1.5 s.
-        #expect(together > .milliseconds(2400), "two watchers at --limit-rate 2M moved 6 MiB in \(together)")
-        #expect(together < .seconds(9), "\(together)")
-
-        let one = world.w.write("one.jsonl", #"{"kind": "file", "name": "alone", "url": "\#(world.base)/ranged/\#(4 * mib)", "timeout": 60}"# + "\n")
-        let alone = ContinuousClock.now
-        #expect(try await world.w.run(["submit", "--queue", db.url, one] + kinds).status == 0)
-        #expect(await world.wait(upTo: .seconds(30)) { QueueTests.records(world).count == 3 })
-        let took = alone.duration(to: .now)
-        // 4 MiB at 2 MiB/s: 2 s; had the rate been split between the two watchers, 4 s.
-        #expect(took > .milliseconds(1500) && took < .milliseconds(3400), "one watcher alone moved 4 MiB in \(took)")
-        let reservations = try await db.psql("SELECT count(*) FROM runner.bandwidth")
-        #expect(reservations.trimmingCharacters(in: .whitespacesAndNewlines) == "1", "one bucket for --limit-rate: \(reservations)")
         for watcher in [a, b] { #expect(await QueueTests.stop(watcher, world) == 0) }
     }
 

@@ -38,3 +38,35 @@ struct SlowServerTests {
         #expect(duration >= 1490 && duration < 6000, "ended after \(duration) ms")
     }
 }
+
+/// An image header is judged as soon as it arrives: a body behind a header that declares too many
+/// pixels (or too few) is never fetched.
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(1)))
+struct ImageHeaderFirstTests {
+    @Test func aBombStopsAtItsHeaderNotAtItsHundredMegabytes() async throws {
+        let w = try Workspace()
+        let body = 100_000_000
+        // maxBytes lets the 100 MB through, so only the header can stop it. Trickled after its
+        // first 64 KiB, the body would run into the 5 s deadline (`timedOut`); judged at its
+        // header, it fails at once.
+        w.write("bombs.jsonl", """
+            {"kind": "image", "key": "fast", "url": "\(w.base)/bomb/\(body)", "timeout": 5, "maxBytes": 200000000}
+            {"kind": "image", "key": "slow", "url": "\(w.base)/bomb/\(body)?trickle=50&trickleAfter=65536", "timeout": 5, "maxBytes": 200000000}
+            {"kind": "image", "key": "small", "url": "\(w.base)/images/png.png?trickle=20&trickleAfter=40", "minWidth": 100, "timeout": 5}
+            """ + "\n")
+        let started = ContinuousClock.now
+        let result = try await w.run(["run", "bombs.jsonl"])
+        let took = started.duration(to: .now)
+        #expect(result.status == 4)
+        for key in ["fast", "slow"] {
+            let record = try w.record(key)
+            #expect(record["status"] == .string("failed"), "\(key): \(record)")
+            let error = record["error"]?.stringValue ?? ""
+            #expect(error.contains("100000x100000 = 10000000000 pixels, more than maxPixels"), "\(key): \(error)")
+        }
+        let small = try w.record("small")
+        #expect(small["error"]?.stringValue?.contains("smaller than minWidth x minHeight (100x0)") == true, "\(small)")
+        #expect(took < .seconds(4), "no job waited for its body: \(took)")
+        #expect(w.leftovers().isEmpty)
+    }
+}
