@@ -5,7 +5,7 @@ import FoundationNetworking
 import RunnerTestSupport
 import Testing
 
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(1)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(1)))
 struct ConnectionTests {
     @Test func keepAliveServesTwoRequestsOnOneConnection() async throws {
         let server = try startedServer()

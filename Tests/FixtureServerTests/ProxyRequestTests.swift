@@ -5,7 +5,7 @@ import Testing
 /// Requests as a client sends them to a proxy: absolute-form targets (RFC 9112 section 3.2.2),
 /// served by their path and counted apart, and CONNECT tunnels to loopback ports, so a test can
 /// show that a client used the server as its proxy.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(1)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(1)))
 struct ProxyRequestTests {
     @Test func anAbsoluteFormRequestIsServedByItsPathAndCountedAsProxied() throws {
         let server = try startedServer()

@@ -6,7 +6,7 @@ import Testing
 
 /// Cron-friendly batches: revalidation, stale fallback, forget, one run per output directory,
 /// shards and the per-host cap, through the built binary.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(2)))
 struct BatchTests {
     @Test func aSecondRunRevalidatesAndKeepsThePayload() async throws {
         let w = try Workspace()

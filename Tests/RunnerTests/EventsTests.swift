@@ -6,7 +6,7 @@ import RunnerTestSupport
 import Testing
 
 /// `--events FILE` through the binary: a FIFO read while jobs run, one nobody reads, and a watcher.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(2)))
 struct EventsTests {
     /// Reads a FIFO without blocking until `finished()` holds and nothing more comes.
     static func drain(_ path: String, until finished: @escaping @Sendable () -> Bool) async -> [JSONValue] {

@@ -7,7 +7,7 @@ import Testing
 
 /// Executable kinds: a program gets the job on stdin and answers on stdout; the runner keeps
 /// the deadline, retries, signals and the atomic write.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)))
 struct ExecutableKindTests {
     /// A workspace with a kind `prog` running `prog.py` (given), fetching unless `fetch` is false.
     static func workspace(program: String, fetch: Bool = true, extra: String = "") throws -> Workspace {

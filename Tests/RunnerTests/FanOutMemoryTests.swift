@@ -8,7 +8,7 @@ import Testing
 
 /// Children of one parent run through a window: a list of 300 000 elements does not start
 /// 300 000 jobs at once.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)))
 struct FanOutMemoryTests {
     @Test func aListOf300000ImagesRunsThroughAWindowInBoundedMemory() async throws {
         let w = try Workspace()

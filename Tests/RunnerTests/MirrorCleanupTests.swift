@@ -124,7 +124,7 @@ struct MirrorCleanupTests {
 }
 
 /// `forget --not-in-batch ID --queue URL`: the keys of a batch of the queue, children included.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
 struct ForgetNotInBatchTests {
     @Test func forgetNotInBatchForgetsWhatTheBatchNoLongerHadChildrenIncluded() async throws {
         let db = try await PostgresServer()

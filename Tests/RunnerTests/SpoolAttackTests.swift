@@ -6,7 +6,7 @@ import RunnerTestSupport
 import Testing
 
 /// The spool against files that change under the watcher and cancel requests for nothing.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(2)))
 struct SpoolAttackTests {
     /// A file rewritten in place after it was validated: the jobs that were validated are the
     /// jobs that run (a file of up to 10 000 jobs is read once), every one gets its record, and

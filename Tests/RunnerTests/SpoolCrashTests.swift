@@ -6,7 +6,7 @@ import RunnerTestSupport
 import Testing
 
 /// The spool under kill -9, and several watchers on one spool.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)))
 struct SpoolCrashTests {
     @Test func twoHundredJobsSurviveThreeKillNineAndAllEndDoneWithResults() async throws {
         let s = try SpoolWorld()

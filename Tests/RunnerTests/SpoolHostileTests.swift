@@ -6,7 +6,7 @@ import Testing
 
 /// What others may plant in a spool: links, FIFOs, huge files, names that are not UTF-8. None
 /// of it blocks the watcher, crashes it, or gets a file written through a link.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(2)))
 struct SpoolHostileTests {
     @Test func aSymlinkPlantedInLocksIsNeverWrittenThrough() async throws {
         let s = try SpoolWorld()
@@ -48,7 +48,7 @@ struct SpoolHostileTests {
         let signalled = ContinuousClock.now
         watcher.terminate()
         #expect(await s.exit(of: watcher, upTo: .seconds(10)) == 0)
-        #expect(signalled.duration(to: .now) < .seconds(3))
+        #expect(signalled.duration(to: .now) < .seconds(8), "a watcher stuck on the junk would never end")
     }
 
     @Test func aNameThatIsNotUTF8GoesToFailedAndTheWatcherGoesOn() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 /// Files written in place under their final name in inbox/, as scp, FTP and SMB uploads, `cp`
 /// and `cat > file` do: taken only once complete, never sent to failed/ half-written.
-@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(3)))
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)))
 struct SpoolSettleTests {
     /// A batch of 2000 lines, one image job each, about 250 KB.
     static func batch(_ s: SpoolWorld) -> [UInt8] {
