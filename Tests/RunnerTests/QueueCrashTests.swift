@@ -1,0 +1,276 @@
+import FixtureServer
+import Foundation
+import Glibc
+import RunnerKit
+import RunnerTestSupport
+import Testing
+
+/// A queue's fleet when watchers die, through the binary against a real PostgreSQL: killed
+/// watchers (in a job, among children, in a hook, across a download), a database restarted,
+/// a watcher stopped in a download, jobs abandoned. Nothing is lost, nothing runs twice.
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
+struct QueueCrashTests {
+    @Test func aWatcherKilledWhileRunningHasItsJobsRunByAnotherAfterTheLease() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let file = world.w.write("slow.jsonl", QueueTests.jobs(world, 4, prefix: "q:slow", delay: 4000))
+        let first = try QueueTests.startWatcher(world, db, "first", lease: 2, ["--concurrency", "4"])
+        defer { if first.isRunning { first.terminate() } }
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        let running = await world.wait(upTo: .seconds(20)) {
+            world.w.server.arrivals(pathPrefix: "/entries/").count == 4
+        }
+        #expect(running)
+        kill(first.processIdentifier, SIGKILL)
+        _ = await world.exit(of: first, upTo: .seconds(5))
+        // Once their lease ended, status says their watcher left them.
+        let left = try await QueueTests.status(world, db, upTo: .seconds(10)) { $0["abandoned"]?.intValue == 4 }
+        #expect(left["abandoned"]?.intValue == 4, "\(left)")
+        let second = try QueueTests.startWatcher(world, db, "second", lease: 2)
+        defer { if second.isRunning { second.terminate() } }
+        let taken = try await QueueTests.status(world, db, upTo: .seconds(20)) { $0["reclaimed"]?.intValue == 4 }
+        #expect(taken["reclaimed"]?.intValue == 4 && taken["abandoned"]?.intValue == 0, "running again on the second: \(taken)")
+        let recovered = await world.wait(upTo: .seconds(40)) { QueueTests.records(world).count == 4 }
+        #expect(recovered, "\(QueueTests.records(world)) \(world.log("second"))")
+        #expect(QueueTests.records(world).values.allSatisfy { $0 == "succeeded" })
+        // A record is on disk before it is in the queue: the rows follow within moments.
+        let status = try await QueueTests.status(world, db, upTo: .seconds(10)) { QueueTests.count($0, "done") == 4 }
+        #expect(status["done"]?["count"]?.intValue == 4 && status["running"]?.arrayValue?.isEmpty == true, "\(status)")
+        let ranBy = try await QueueTests.ranBy(db)
+        #expect(ranBy.count == 1 && QueueTests.name(second, in: ranBy) != nil, "the killed watcher ended none: \(ranBy)")
+        #expect(await QueueTests.stop(second, world) == 0)
+    }
+
+    @Test func theDatabaseRestartedWhileJobsRunLosesNoRecordAndRunsNoJobTwice() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let watcher = try QueueTests.startWatcher(world, db, "out", ["--concurrency", "4"])
+        defer { if watcher.isRunning { watcher.terminate() } }
+        let file = world.w.write("restart.jsonl", QueueTests.jobs(world, 20, prefix: "q:restart", delay: 600))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count >= 4 })
+        try await db.restart()
+        let status = try await QueueTests.status(world, db, upTo: .seconds(30)) { QueueTests.count($0, "done") == 20 }
+        #expect(status["done"]?["count"]?.intValue == 20, "every record in the database: \(status) \(world.log("out"))")
+        #expect(QueueTests.records(world).count == 20, "and on disk")
+        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 20, "none fetched twice")
+        let log = world.log("out")
+        #expect(log.contains("notices stopped") || log.contains("could not be read") || log.contains("could not be stored"), "the outage is said: \(log)")
+        #expect(log.split(separator: "\n").allSatisfy { $0.hasPrefix("runner: ") }, "every line in the runner's words, libpq's too: \(log)")
+        // One line once the jobs of the file had all ended: the 20.
+        let ended = {
+            world.log("out").split(separator: "\n").filter { $0.hasPrefix("runner: restart.jsonl: its jobs ended; ") }
+                .compactMap { line in line.split(separator: " ").last.flatMap { _ in Int(line.split(separator: "; ").last?.split(separator: " ").first ?? "") } }
+                .reduce(0, +)
+        }
+        #expect(await world.wait(upTo: .seconds(10)) { ended() == 20 }, "\(world.log("out"))")
+        #expect(world.log("out").components(separatedBy: "restart.jsonl: its jobs ended").count == 2, "one line: \(world.log("out"))")
+        #expect(await QueueTests.stop(watcher, world) == 0)
+    }
+
+    /// SIGTERM of a watcher (a restart, a deploy) is not the end of the download it runs: after
+    /// its grace the job goes back to the queue with its partial kept, another watcher resumes
+    /// it, and no row ends `cancelled`.
+    @Test func sigtermHandsARunningDownloadBackAndAnotherWatcherResumesIt() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        RangeResumeTests.writeKind(world.w)
+        let kinds = ["--kinds", "\(world.w.root)/k"]
+        let first = try QueueTests.startWatcher(world, db, "first", ["--grace", "1", "--limit-rate", "300K"] + kinds)
+        defer { if first.isRunning { first.terminate() } }
+        let file = world.w.write(
+            "big.jsonl", #"{"kind": "file", "name": "big", "url": "\#(world.base)/ranged/\#(RangeResumeTests.size)", "timeout": 60}"# + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, file] + kinds).status == 0)
+        func partialBytes() -> Int {
+            let folder = "\(world.w.root)/out/files"
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+            return names.filter { $0.hasPrefix(PartialDownload.prefix) && !$0.hasSuffix(".json") }
+                .compactMap { (try? FileManager.default.attributesOfItem(atPath: "\(folder)/\($0)"))?[.size] as? Int }.max() ?? 0
+        }
+        #expect(await world.wait(upTo: .seconds(30)) { partialBytes() > 1_300_000 }, "\(world.log("first"))")
+        kill(first.processIdentifier, SIGTERM)
+        #expect(await world.exit(of: first, upTo: .seconds(20)) == 0)
+        let state = try await db.psql("SELECT state || ' ' || coalesce(status, '-') FROM runner.jobs")
+        #expect(state.trimmingCharacters(in: .whitespacesAndNewlines) == "queued -", "handed back, not ended: \(state)")
+        #expect(partialBytes() > 1_000_000, "its partial is kept")
+
+        let second = try QueueTests.startWatcher(world, db, "second", kinds)
+        defer { if second.isRunning { second.terminate() } }
+        #expect(await world.wait(upTo: .seconds(30)) { QueueTests.records(world)["file:big"] == "succeeded" }, "\(world.log("second"))")
+        let record = try JSONParser.parse(Array(try #require(FileManager.default.contents(
+            atPath: "\(world.w.root)/out/results/\(OutputStore.fileName(forKey: "file:big")).json"))))
+        #expect((record["resumedFrom"]?.intValue ?? 0) > 1_000_000, "the second watcher resumed: \(record)")
+        #expect(record["sha256"]?.stringValue == SHA256.hex(RangeResumeTests.file()), "\(record)")
+        let rows = try await db.psql("SELECT count(*) FROM runner.jobs WHERE status = 'cancelled'")
+        #expect(rows.trimmingCharacters(in: .whitespacesAndNewlines) == "0")
+        #expect(await QueueTests.stop(second, world) == 0)
+    }
+
+    /// A row left in the queue as "ended, hooks pending" (as one a watcher dies with) whose record
+    /// names an output outside the output folder: the hook runs without a path, and says why.
+    @Test func aHookOfARecordLeftInTheQueueGetsAPathOnlyInsideTheOutput() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let first = try QueueTests.startWatcher(world, db, "first")
+        #expect(await world.wait(upTo: .seconds(10)) { world.log("first").contains("watching the queue") })
+        #expect(await QueueTests.stop(first, world) == 0)
+        let logs = (try? FileManager.default.contentsOfDirectory(atPath: "\(world.w.root)/out/runs")) ?? []
+        #expect(logs.isEmpty, "a watcher that ended no job leaves no run log: \(logs)")
+        let record = #"{"key":"h:forged","kind":"entry","status":"succeeded","output":"../elsewhere/secret.txt","attempts":1,"#
+            + #""startedAt":"2026-11-27T10:00:00.000Z","finishedAt":"2026-11-27T10:00:00.010Z"}"#
+        _ = try await db.psql(
+            "INSERT INTO runner.jobs (key, kind, job, file, state, status, record, claims, runner, lease_until, started_at) "
+                + "VALUES ('h:forged', 'entry', '{}', 'x.jsonl', 'running', 'succeeded', '\(record)', 1, 'gone-1', now() - interval '1 minute', now())")
+        let events = "\(world.w.root)/events.jsonl"
+        let hooked = try QueueTests.startWatcher(
+            world, db, "hooked", ["--on-finish", #"printf '%s|%s\n' "$RUNNER_KEY" "$RUNNER_OUTPUT" >> "# + "\(world.w.root)/hook.log", "--events", events])
+        defer { if hooked.isRunning { hooked.terminate() } }
+        let log = "\(world.w.root)/hook.log"
+        #expect(await world.wait(upTo: .seconds(20)) { FileManager.default.fileExists(atPath: log) }, "\(world.log("hooked"))")
+        #expect(try String(contentsOfFile: log, encoding: .utf8) == "h:forged|\n", "no path outside the output")
+        #expect(world.log("hooked").contains("gets no RUNNER_OUTPUT"), "\(world.log("hooked"))")
+        #expect(await world.wait(upTo: .seconds(5)) { ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").contains(#""notice":"#) })
+        #expect(await QueueTests.stop(hooked, world) == 0)
+    }
+
+    @Test func aJobAbandonedThreeTimesEndsFailed() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let file = world.w.write("crash.jsonl", QueueTests.jobs(world, 1, prefix: "q:crash", delay: 30_000))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        for round in 1...3 {
+            let watcher = try QueueTests.startWatcher(world, db, "out\(round)", lease: 1)
+            defer { if watcher.isRunning { watcher.terminate() } }
+            #expect(await world.wait(upTo: .seconds(20)) { world.w.server.arrivals(pathPrefix: "/entries/").count == round }, "round \(round)")
+            kill(watcher.processIdentifier, SIGKILL)
+            _ = await world.exit(of: watcher, upTo: .seconds(5))
+        }
+        let last = try QueueTests.startWatcher(world, db, "last", lease: 1)
+        defer { if last.isRunning { last.terminate() } }
+        let status = try await QueueTests.status(world, db, upTo: .seconds(10)) { QueueTests.count($0, "failed") == 1 }
+        #expect(status["failed"]?["count"]?.intValue == 1, "\(status)")
+        #expect(status["failed"]?["latest"]?["reason"]?.stringValue == "abandoned by 3 runners", "\(status)")
+        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 3, "not run a fourth time")
+        #expect(await QueueTests.stop(last, world) == 0)
+    }
+
+    /// A list's children are queue jobs: both watchers run them, `status` shows the parent's
+    /// progress, a watcher killed among them loses nothing and no ended child runs again, and
+    /// the parent's record is completed with their counts in the shared output.
+    @Test func aListsChildrenRunOnEveryWatcherAndAKilledOneLosesNone() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let first = try QueueTests.startWatcher(world, db, "first", lease: 2, ["--concurrency", "2"])
+        defer { if first.isRunning { first.terminate() } }
+        let second = try QueueTests.startWatcher(world, db, "second", lease: 2, ["--concurrency", "2"])
+        defer { if second.isRunning { second.terminate() } }
+        #expect(await world.wait(upTo: .seconds(20)) { ["first", "second"].allSatisfy { world.log($0).contains("watching the queue") } })
+        let file = world.w.write(
+            "catalog.jsonl", #"{"kind": "image-list", "key": "q:catalog", "url": "\#(world.base)/list/16?image=delay%3D300", "timeout": 20}"# + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+
+        // Some children ended: the parent waits, and says how far it got.
+        let progress = try await QueueTests.status(world, db, upTo: .seconds(30)) { QueueTests.count($0, "done") >= 4 }
+        let parents = progress["waiting"]?["parents"]?.arrayValue ?? []
+        #expect(parents.first?["key"] == .string("q:catalog") && parents.first?["total"] == JSONValue(16), "\(progress)")
+        let text = try await world.w.run(["status", "--queue", db.url])
+        #expect(text.stdout.contains("waiting:  1 parent for its children") && text.stdout.contains("/16 children ended"), "\(text.stdout)")
+        kill(first.processIdentifier, SIGKILL)
+        _ = await world.exit(of: first, upTo: .seconds(5))
+
+        let done = try await QueueTests.status(world, db, upTo: .seconds(60)) { QueueTests.count($0, "done") == 17 }
+        #expect(QueueTests.count(done, "done") == 17 && done["waiting"]?["count"] == JSONValue(0), "\(done)")
+        let record = try JSONParser.parse(Array(try #require(FileManager.default.contents(
+            atPath: "\(world.w.root)/out/results/\(OutputStore.fileName(forKey: "q:catalog")).json"))))
+        #expect(record["details"]?["children"]?["succeeded"] == JSONValue(16), "\(record)")
+        // The run logs end the parent with the same counts.
+        let runs = "\(world.w.root)/out/runs"
+        let lines = ((try? FileManager.default.contentsOfDirectory(atPath: runs)) ?? []).flatMap { name in
+            ((try? String(contentsOfFile: "\(runs)/\(name)", encoding: .utf8)) ?? "").split(separator: "\n")
+        }.compactMap { try? JSONParser.parse(Array($0.utf8)) }.filter { $0["key"] == .string("q:catalog") }
+        #expect(lines.contains { $0["details"]?["children"]?["succeeded"] == JSONValue(16) }, "\(lines)")
+        // Each child fetched once, but those that ran on the killed watcher (two slots).
+        let fetched = world.w.server.arrivals(pathPrefix: "/images/").count
+        #expect((16...18).contains(fetched), "only the killed watcher's running children ran again: \(fetched) fetches")
+        let ranBy = try await QueueTests.ranBy(db)
+        #expect(QueueTests.name(first, in: ranBy).map { ranBy[$0] ?? 0 } ?? 0 > 0, "the killed watcher had ended some: \(ranBy)")
+        #expect(await QueueTests.stop(second, world) == 0)
+    }
+
+    /// Hooks are part of the job: it is done only once they ended; a watcher killed while they
+    /// ran takes them with it, and another runs them with the job's own status, without
+    /// running the job again.
+    @Test func aWatcherKilledInAHookLeavesItToAnotherWithTheJobsOwnStatus() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        let root = world.w.root
+        let first = try QueueTests.startWatcher(world, db, "first", lease: 2, ["--on-finish", #"echo $$ > "\#(root)/hook.pid"; exec sleep 300"#])
+        defer { if first.isRunning { first.terminate() } }
+        let file = world.w.write("hooked.jsonl", QueueTests.jobs(world, 1, prefix: "q:hooked", delay: 0))
+        #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
+        let pidFile = "\(root)/hook.pid"
+        #expect(await world.wait(upTo: .seconds(20)) { FileManager.default.fileExists(atPath: pidFile) }, "\(world.log("first"))")
+        let running = try await QueueTests.status(world, db)
+        #expect(QueueTests.count(running, "done") == 0 && running["running"]?.arrayValue?.count == 1, "not done while its hook runs: \(running)")
+
+        kill(first.processIdentifier, SIGKILL)
+        _ = await world.exit(of: first, upTo: .seconds(5))
+        let pid = try #require(pid_t((try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
+        let died = await world.wait(upTo: .seconds(5)) { !ExecutableKindTests.alive(pid) }
+        #expect(died, "the hook died with its watcher")
+        if !died { kill(pid, SIGKILL) }
+
+        let second = try QueueTests.startWatcher(world, db, "second", lease: 2, ["--on-finish", #"echo "$RUNNER_KEY $RUNNER_STATUS" >> "\#(root)/ran.log""#])
+        defer { if second.isRunning { second.terminate() } }
+        let ran = await world.wait(upTo: .seconds(30)) { (try? String(contentsOfFile: "\(root)/ran.log", encoding: .utf8)) == "q:hooked0 succeeded\n" }
+        #expect(ran, "\((try? String(contentsOfFile: "\(root)/ran.log", encoding: .utf8)) ?? "") \(world.log("second"))")
+        let status = try await QueueTests.status(world, db, upTo: .seconds(10)) { QueueTests.count($0, "done") == 1 }
+        #expect(QueueTests.count(status, "done") == 1, "\(status)")
+        #expect(world.w.server.arrivals(pathPrefix: "/entries/").count == 1, "the job ran once")
+        #expect(world.log("second").contains("q:hooked0: its --on-finish hooks, left by a runner that stopped, run here"), "\(world.log("second"))")
+        // The claim for its hooks was no abandon of the job, and kept the job's own times.
+        let row = try await db.psql("SELECT claims || ' ' || hook_claims || ' ' || (finished_at >= started_at) FROM runner.jobs WHERE key = 'q:hooked0'")
+        #expect(row.trimmingCharacters(in: .whitespacesAndNewlines) == "1 1 true", "claims, hook claims, finished after it started: \(row)")
+        #expect(await QueueTests.stop(second, world) == 0)
+    }
+
+    /// A large file whose watchers are killed three times, each after its partial grew and was
+    /// synced, is not "abandoned by 3 runners": each of those claims made durable progress, and
+    /// the fourth watcher finishes it.
+    @Test func aDownloadThatProgressesAcrossThreeKillsIsNotAbandoned() async throws {
+        let db = try await PostgresServer()
+        let world = try SpoolWorld()
+        RangeResumeTests.writeKind(world.w)
+        let kinds = ["--kinds", "\(world.w.root)/k"]
+        let size = 60_000_000
+        let file = world.w.write(
+            "big.jsonl", #"{"kind": "file", "name": "huge", "url": "\#(world.base)/ranged/\#(size)", "timeout": 120}"# + "\n")
+        #expect(try await world.w.run(["submit", "--queue", db.url, file] + kinds).status == 0)
+        func credits() async -> Int {
+            Int(((try? await db.psql("SELECT credits FROM runner.jobs WHERE key = 'file:huge'")) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        }
+        for round in 1...3 {
+            let watcher = try QueueTests.startWatcher(world, db, "w\(round)", lease: 2, ["--limit-rate", "12M"] + kinds)
+            defer { if watcher.isRunning { watcher.terminate() } }
+            // Killed once its claim was credited: a checkpoint of its partial was synced.
+            let credited = await world.wait(upTo: .seconds(60)) { await credits() >= round }
+            let now = await credits()
+            #expect(credited, "round \(round): \(now) \(world.log("w\(round)"))")
+            kill(watcher.processIdentifier, SIGKILL)
+            _ = await world.exit(of: watcher, upTo: .seconds(5))
+        }
+        let last = try QueueTests.startWatcher(world, db, "w4", lease: 2, kinds)
+        defer { if last.isRunning { last.terminate() } }
+        #expect(await world.wait(upTo: .seconds(60)) { QueueTests.records(world)["file:huge"] == "succeeded" }, "\(world.log("w4"))")
+        // Four claims, the three killed ones credited (the fourth may be too: its checkpoints).
+        // The row is ended just after the record is on disk: asked until it is.
+        var row = ""
+        _ = await world.wait(upTo: .seconds(10)) {
+            row = ((try? await db.psql("SELECT status || ' ' || claims || ' ' || (credits >= 3) FROM runner.jobs WHERE key = 'file:huge'")) ?? "")
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+            return row.hasPrefix("succeeded")
+        }
+        #expect(row == "succeeded 4 true", "\(row)")
+        #expect(await QueueTests.stop(last, world) == 0)
+    }
+}
