@@ -35,12 +35,15 @@ final class SpoolWorld: @unchecked Sendable {
         #"{"kind": "image", "key": "\#(key)", "url": "\#(base)/images/png.png\#(query)", "timeout": 30}"#
     }
 
-    /// Starts `runner watch` with `arguments`, stdout and stderr to files in the workspace.
-    func startWatcher(_ arguments: [String] = [], name: String = "watch", environment: [String: String] = [:]) throws -> ChildProcess {
+    /// Starts `runner watch` with `arguments`, stderr to `<name>.stderr` in the workspace, and
+    /// stdout to `<name>.stdout` with `keepingStdout` (else nowhere).
+    func startWatcher(
+        _ arguments: [String] = [], name: String = "watch", environment: [String: String] = [:], keepingStdout: Bool = false
+    ) throws -> ChildProcess {
         try ChildProcess(
             RunnerBinary.path, ["watch", "--spool", spool.root, "--out", w.out] + arguments,
             environment: environment.isEmpty ? nil : ChildProcess.environment(adding: environment), directory: w.root,
-            stdout: .null, stderr: .file("\(w.root)/\(name).stderr"))
+            stdout: keepingStdout ? .file("\(w.root)/\(name).stdout") : .null, stderr: .file("\(w.root)/\(name).stderr"))
     }
 
     func log(_ name: String = "watch") -> String {

@@ -48,7 +48,7 @@ struct SpoolTests {
         try s.drop("broken.json", #"{"kind": "image", "url": "#)
         try s.drop("unknown.json", #"{"kind": "video", "url": "http://x/y"}"#)
 
-        let watcher = try s.startWatcher(["--concurrency", "4"])
+        let watcher = try s.startWatcher(["--concurrency", "4", "--json"], keepingStdout: true)
         defer { watcher.terminate() }
         try s.drop("one.json", s.imageJob("image:one"))
         try s.drop("two.jsonl", s.imageJob("image:two-a") + "\n" + s.imageJob("image:two-b"))
@@ -67,6 +67,9 @@ struct SpoolTests {
         #expect(Set(two.compactMap { $0["key"]?.stringValue }) == ["image:two-a", "image:two-b"])
         #expect(two.allSatisfy { $0["status"] == .string("succeeded") })
         #expect(try s.w.status("image:one") == "succeeded", "records in out/results as with runner run")
+        // --json: each job's record on standard output, one line each, nothing else there.
+        let printed = s.text("\(s.w.root)/watch.stdout").split(separator: "\n").map { try? JSONParser.parse(String($0)) }
+        #expect(Set(printed.compactMap { $0?["key"]?.stringValue }) == ["image:one", "image:two-a", "image:two-b", "image:ok", "image:missing"], "\(printed)")
 
         let reasons = Dictionary(uniqueKeysWithValues: junk.map { ($0, s.text("\(s.spool.failed)/\($0)\(Spool.errorSuffix)")) })
         #expect(reasons["folder.json"]?.contains("is a directory") == true)
