@@ -80,11 +80,11 @@ final class PostgresServer: @unchecked Sendable {
     }
 }
 
-/// `--queue` through the binary against a real PostgreSQL: the store's contract on libpq, submit
-/// and its batches, roles, pruning, durable records, the queue's one output folder, and what the
-/// command line says of a queue it cannot use. Its helpers serve QueueFleetTests (watchers
-/// sharing a queue) and QueueCrashTests (watchers that die), suites of their own so that the
-/// three run side by side.
+/// `--queue` through the binary against a real PostgreSQL: submit and its batches, roles,
+/// pruning, durable records, the queue's one output folder, and what the command line says of a
+/// queue it cannot use. Its helpers serve QueueFleetTests (watchers sharing a queue) and
+/// QueueCrashTests (watchers that die), suites of their own so that the three run side by side,
+/// and QueueLeaseTests (the store's contract on libpq, on the real clock).
 @Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
 struct QueueTests {
     static func jobs(_ world: SpoolWorld, _ count: Int, prefix: String, delay: Int, keys: Int? = nil) -> String {
@@ -161,22 +161,6 @@ struct QueueTests {
     static func stop(_ process: ChildProcess, _ world: SpoolWorld) async -> Int32? {
         kill(process.processIdentifier, SIGTERM)
         return await world.exit(of: process, upTo: .seconds(20))
-    }
-
-    /// The libpq store keeps the contract the in-memory store keeps (QueueFeedTests runs the
-    /// feed's logic on that one); a lease of 1 s, on the real clock.
-    @Test func theLibpqStoreKeepsTheQueuesContract() async throws {
-        let db = try await PostgresServer()
-        let first = try await PostgresQueueStore.connect(url: db.url, lease: .seconds(1))
-        let second = try await PostgresQueueStore.connect(url: db.url, lease: .seconds(1))
-        defer {
-            first.close()
-            second.close()
-        }
-        let submitter = try JobQueue(url: db.url)
-        let contract = QueueStoreContract(
-            first: first, second: second, submit: { try submitter.submit($0) }, pass: { try? await Task.sleep(for: $0) })
-        try await contract.check()
     }
 
     @Test func submitQueuesEveryJobOfItsFilesOrNone() async throws {

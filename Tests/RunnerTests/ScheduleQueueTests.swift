@@ -107,3 +107,25 @@ struct ScheduleQueueTests {
         #expect(await QueueTests.stop(watchers.last!, world) == 0)
     }
 }
+
+/// The libpq store keeps the contract the in-memory store keeps, with leases of 1 s on the real
+/// clock: renewed within half a lease they hold, left alone they end. It runs alone, as the
+/// schedules' ticks do, so that a loaded machine does not stretch the steps between.
+@Suite(.measuresRealTime, .serialized, .timeLimit(.minutes(2)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
+struct QueueLeaseTests {
+    /// The libpq store keeps the contract the in-memory store keeps (QueueFeedTests runs the
+    /// feed's logic on that one); a lease of 1 s, on the real clock.
+    @Test func theLibpqStoreKeepsTheQueuesContract() async throws {
+        let db = try await PostgresServer()
+        let first = try await PostgresQueueStore.connect(url: db.url, lease: .seconds(1))
+        let second = try await PostgresQueueStore.connect(url: db.url, lease: .seconds(1))
+        defer {
+            first.close()
+            second.close()
+        }
+        let submitter = try JobQueue(url: db.url)
+        let contract = QueueStoreContract(
+            first: first, second: second, submit: { try submitter.submit($0) }, pass: { try? await Task.sleep(for: $0) })
+        try await contract.check()
+    }
+}
