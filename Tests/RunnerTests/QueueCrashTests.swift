@@ -126,8 +126,9 @@ struct QueueCrashTests {
             world, db, "hooked", ["--on-finish", #"printf '%s|%s\n' "$RUNNER_KEY" "$RUNNER_OUTPUT" >> "# + "\(world.w.root)/hook.log", "--events", events])
         defer { if hooked.isRunning { hooked.terminate() } }
         let log = "\(world.w.root)/hook.log"
-        #expect(await world.wait(upTo: .seconds(20)) { FileManager.default.fileExists(atPath: log) }, "\(world.log("hooked"))")
-        #expect(try String(contentsOfFile: log, encoding: .utf8) == "h:forged|\n", "no path outside the output")
+        // The shell makes the file before printf writes its line: wait for the line.
+        #expect(await world.wait(upTo: .seconds(20)) { world.text(log).hasSuffix("\n") }, "\(world.log("hooked"))")
+        #expect(world.text(log) == "h:forged|\n", "no path outside the output")
         #expect(world.log("hooked").contains("gets no RUNNER_OUTPUT"), "\(world.log("hooked"))")
         #expect(await world.wait(upTo: .seconds(5)) { ((try? String(contentsOfFile: events, encoding: .utf8)) ?? "").contains(#""notice":"#) })
         #expect(await QueueTests.stop(hooked, world) == 0)
