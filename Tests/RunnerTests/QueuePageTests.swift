@@ -8,11 +8,11 @@ import Testing
 // The live page of a queue's watcher, in process: the watcher runs the queue feed on the
 // in-memory store and a test clock, with the page the command line builds (`LiveSite` on a
 // `LiveServer` at a loopback port) over a source that reads and feeds the same store. What
-// QueueFleetTests shows of the page through the binary against PostgreSQL (the fleet's view
+// QueueNoticeTests shows of the page through the binary against PostgreSQL (the fleet's view
 // merged with this watcher's jobs, a job posted over HTTP queued and run, a cancel that reaches
 // the queue, the others' ends on the event stream), shown without a database, and the token
 // file read again at SIGHUP. `QueueLiveSource` itself asks PostgreSQL; its statements stay with
-// QueueFleetTests.
+// QueueNoticeTests.
 
 // MARK: - The world under test
 

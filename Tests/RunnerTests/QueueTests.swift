@@ -82,9 +82,10 @@ final class PostgresServer: @unchecked Sendable {
 
 /// `--queue` through the binary against a real PostgreSQL: submit and its batches, roles,
 /// pruning, durable records, the queue's one output folder, and what the command line says of a
-/// queue it cannot use. Its helpers serve QueueFleetTests (watchers sharing a queue) and
-/// QueueCrashTests (watchers that die), suites of their own so that the three run side by side,
-/// and QueueLeaseTests (the store's contract on libpq, on the real clock).
+/// queue it cannot use. Its helpers serve the other suites of the queue, each of its own so that
+/// they run side by side: QueueFleetTests (watchers sharing a queue), QueueNoticeTests (what
+/// reaches every watcher), QueueCrashTests and QueueRestartTests (watchers and a database that
+/// go away), and QueueLeaseTests (the store's contract on libpq, on the real clock).
 @Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)), .enabled(if: PostgresServer.bin != nil, "postgresql is not installed"))
 struct QueueTests {
     static func jobs(_ world: SpoolWorld, _ count: Int, prefix: String, delay: Int, keys: Int? = nil) -> String {

@@ -68,6 +68,14 @@ struct SpoolSettleTests {
         try await runsWhole(keepOpen: false, settle: "5", pause: .milliseconds(300))
     }
 
+    // A file written in place and closed is taken once it has settled, one renamed in at once:
+    // SpoolFeedTests shows both in process, on the test clock.
+}
+
+/// The settle time alone, where no read lease can be had: a suite of its own, so that it runs
+/// beside the two above.
+@Suite(.startsProcesses, .serialized, .timeLimit(.minutes(3)))
+struct SpoolSettleWithoutLeaseTests {
     /// Where no read lease can be had (the watcher does not own the file and lacks CAP_LEASE),
     /// the settle time decides alone: a writer whose pauses are shorter than `--settle` still
     /// gets its file run whole. The watcher runs as nobody; the producer (this test) is root.
@@ -88,14 +96,11 @@ struct SpoolSettleTests {
             stdout: .null, stderr: .file("\(s.w.root)/watch.stderr"))
         defer { watcher.terminate() }
         #expect(await s.wait(upTo: .seconds(10)) { s.log().contains("watching") }, "\(s.log())")
-        let bytes = Self.batch(s)
-        try await Self.writeInPlace(bytes, to: "\(s.spool.inbox)/batch.jsonl", pause: .milliseconds(400), keepOpen: true)
+        let bytes = SpoolSettleTests.batch(s)
+        try await SpoolSettleTests.writeInPlace(bytes, to: "\(s.spool.inbox)/batch.jsonl", pause: .milliseconds(400), keepOpen: true)
         let through = await s.wait(upTo: .seconds(90)) { !s.jobFiles(s.spool.done).isEmpty || !s.jobFiles(s.spool.failed).isEmpty }
         #expect(through, "\(s.log())")
         #expect(s.jobFiles(s.spool.failed).isEmpty, "\(s.text("\(s.spool.failed)/batch.jsonl\(Spool.errorSuffix)"))")
         #expect(s.records(s.spool.done, "batch.jsonl").count == 2000)
     }
-
-    // A file written in place and closed is taken once it has settled, one renamed in at once:
-    // SpoolFeedTests shows both in process, on the test clock.
 }
