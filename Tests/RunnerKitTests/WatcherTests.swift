@@ -254,6 +254,24 @@ struct WatcherTests {
         #expect(w.lines.value.contains { $0.hasPrefix("runner: ends.jsonl: failed") })
     }
 
+    @Test func signalsThatRunOutLeaveTheFeedRunningUntilItIsStopped() async throws {
+        w.http.script("http://watch.test/later", .ok("L"))
+        let watcher = try w.spoolWatcher(metrics: false)
+        // A caller's signals: one SIGHUP, then the sequence ends.
+        let (signals, signal) = AsyncStream.makeStream(of: Int32.self)
+        signal.yield(SIGHUP)
+        signal.finish()
+        let run = Task { await watcher.run(signals: signals) }
+        await w.waitForLine("runner: SIGHUP: ")
+        await w.waitForLine("runner: watching ")
+        w.drop("later.jsonl", [job("later")])
+        await w.waitForLine("runner: later.jsonl: done")
+        #expect(!w.lines.value.contains("runner: stopped"), "the watcher runs while its feed does")
+        watcher.feed.shutdown(grace: nil)
+        #expect(await run.value == 0)
+        #expect(w.lines.value.last == "runner: stopped")
+    }
+
     @Test func aSIGHUPWithNoFileToReopenIsSaidAndTheWatcherGoesOn() async throws {
         w.http.script("http://watch.test/after", .ok("A"))
         let watcher = try w.spoolWatcher(metrics: false)

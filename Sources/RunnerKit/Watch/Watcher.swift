@@ -96,41 +96,42 @@ package final class Watcher: Sendable {
         }
         defer { configuration.page?.server.stop() }
         if case let queue as QueueFeed = feed { service.metrics.follow(running: { queue.running }) }
-        let failure: (any Error)? = await withTaskGroup(of: (any Error)?.self) { group in
+        let failure: (any Error)? = await withTaskGroup(of: Ended.self) { group in
             group.addTask {
                 for await number in signals { self.heard(number) }
-                return nil
+                return .beside
             }
             if service.metricsPath != nil {
                 let clock = configuration.clock
                 group.addTask {
                     repeat { self.writeMetrics() } while (try? await clock.sleep(for: WatchService.metricsInterval)) != nil
-                    return nil
+                    return .beside
                 }
             }
             for work in configuration.alongside {
                 group.addTask {
                     await work()
-                    return nil
+                    return .beside
                 }
             }
             let feed = self.feed
             group.addTask {
                 do {
                     try await feed.run()
-                    return nil
+                    return .feed(nil)
                 } catch {
-                    return error
+                    return .feed(error)
                 }
             }
-            // The feed's end is the watcher's: the signals and the metrics writer end with it.
-            var failure: (any Error)?
+            // The feed's end is the watcher's: the signals, the metrics writer and the work
+            // beside it end with it. One of those ending first (a caller's signals that run out)
+            // leaves the feed running.
             while let ended = await group.next() {
-                failure = ended
-                break
+                guard case .feed(let failure) = ended else { continue }
+                group.cancelAll()
+                return failure
             }
-            group.cancelAll()
-            return failure
+            return nil
         }
         if let failure {
             say("Error: \(failure)")
@@ -141,6 +142,12 @@ package final class Watcher: Sendable {
         writeMetrics()
         say("runner: stopped")
         return 0
+    }
+
+    /// Which of the group's tasks ended: the feed (with its failure) or one beside it.
+    private enum Ended {
+        case feed((any Error)?)
+        case beside
     }
 
     // MARK: - Signals
