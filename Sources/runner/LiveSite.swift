@@ -40,10 +40,13 @@ struct LiveSite: Sendable {
             return .response(.json(200, statusJSON().capped()))
         case ("GET", "/api/events"):
             return .events(first: "retry: 2000\n\n")
+        // A file checked and queued, a cancel asked for: answered from the blocking work's
+        // threads (a queue's database may be slow), while the page serves the others.
         case ("POST", "/api/jobs"):
-            return .response(submit(request))
+            return .later { answer in BlockingWork.shared.enqueue(on: .calls) { answer(submit(request)) } }
         case ("DELETE", _) where path.hasPrefix("/api/jobs/"):
-            return .response(cancel(key: String(path.dropFirst("/api/jobs/".count))))
+            let key = String(path.dropFirst("/api/jobs/".count))
+            return .later { answer in BlockingWork.shared.enqueue(on: .calls) { answer(cancel(key: key)) } }
         case (_, "/"), (_, "/api/status"), (_, "/api/events"), (_, "/api/jobs"):
             return .response(.text(405, "\(request.method) is not served at \(path)"))
         default:

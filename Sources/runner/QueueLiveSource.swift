@@ -7,7 +7,8 @@ import RunnerKit
 /// The page's numbers come from a snapshot of the queue that `refreshing(every:clock:)`
 /// renews off the page's thread (the watcher runs it beside its feed), so a slow database
 /// never holds the page or its event stream: a request reads the last snapshot. Posting a file
-/// and cancelling are the database's answers, asked for when they come.
+/// and cancelling are the database's answers, asked for when they come on the blocking work's
+/// threads (the page answers them later and serves the others meanwhile).
 final class QueueLiveSource: LiveSource {
     let queue: JobQueue
     let registry: KindRegistry

@@ -370,6 +370,31 @@ import Testing
         #expect(server.eventReaders == 1, "the reader that keeps up stays")
     }
 
+    @Test func anAnswerGivenLaterLeavesTheServerServingTheOthersMeanwhile() async throws {
+        let answers = Watched<[@Sendable (LiveServer.Response) -> Void]>([])
+        let server = LiveServer(host: "127.0.0.1", port: 0, token: nil) { request in
+            if request.path == "/slow" { return .later { answer in answers.update { $0.append(answer) } } }
+            return .response(.text(200, "fast"))
+        }
+        try server.start()
+        defer { server.stop() }
+        let slow = Task { try await RawHTTP.exchange(port: server.port, "GET /slow HTTP/1.1") }
+        await answers.wait(until: { $0.count == 1 }, "the slow request's work begun")
+        let fast = try await RawHTTP.exchange(port: server.port, "GET /fast HTTP/1.1")
+        #expect(fast.status == 200 && fast.body == "fast\n", "served while the slow answer is pending")
+        answers.value[0](.text(202, "later"))
+        let answered = try await slow.value
+        #expect(answered.status == 202 && answered.body == "later\n")
+        // A client gone before its answer: the answer is dropped, the server goes on.
+        let gone = try RawHTTP.connect(port: server.port)
+        RawHTTP.send(gone, "GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        await answers.wait(until: { $0.count == 2 }, "the second slow request's work begun")
+        close(gone)
+        try await Task.sleep(for: .milliseconds(100))
+        answers.value[1](.text(202, "nobody"))
+        #expect(try await RawHTTP.exchange(port: server.port, "GET /fast HTTP/1.1").status == 200)
+    }
+
     @Test func stopClosesEveryConnection() async throws {
         let server = try Self.server()
         let fd = try RawHTTP.connect(port: server.port)

@@ -89,6 +89,10 @@ package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable
         case response(Response)
         /// Server-sent events from now on; `first` is sent before them (e.g. a `retry:` line).
         case events(first: String)
+        /// An answer that takes time (a database's): `start` begins the work off the server's
+        /// thread and hands the response to its argument once, from any thread. The server
+        /// serves the others meanwhile.
+        case later(start: @Sendable (_ answer: @escaping @Sendable (Response) -> Void) -> Void)
     }
 
     package let limits: Limits
@@ -102,6 +106,8 @@ package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable
 
     private struct Inbox {
         var lines: [[UInt8]] = []
+        /// Answers given later: for the connection with this number on `fd`.
+        var answers: [(fd: Int32, number: UInt64, response: Response, head: Bool)] = []
         var dropped = 0
         var stopping = false
     }
@@ -240,6 +246,8 @@ package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable
         /// Reading the head, then (`body`) a body of the given length.
         case head
         case body(Request, length: Int)
+        /// Waiting for an answer given later (`Reply.later`).
+        case waiting
         /// Writing an answer, then closing.
         case answering
         /// Answer written, write side shut: reading what the client still sends, until it closes.
@@ -270,7 +278,7 @@ package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable
             switch phase {
             case .draining: 0
             case .head, .body: 1
-            case .answering: 2
+            case .waiting, .answering: 2
             case .events: nil
             }
         }
@@ -298,14 +306,17 @@ package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable
                 var events: Int32 = 0
                 switch client.phase {
                 case .head, .body, .draining, .events: events |= POLLIN
-                case .answering: break
+                case .waiting, .answering: break
                 }
                 if client.pending > 0 { events |= POLLOUT }
                 fds.append(pollfd(fd: client.fd, events: Int16(events), revents: 0))
             }
             _ = poll(&fds, nfds_t(fds.count), 1000)
             let now = ContinuousClock.now
-            if fds[0].revents != 0 { deliverLines() }
+            if fds[0].revents != 0 {
+                deliverLines()
+                deliverAnswers(now: now)
+            }
             if fds[1].revents != 0 { acceptClients(now: now) }
             for entry in fds.dropFirst(2) where entry.revents != 0 {
                 guard clients[entry.fd] != nil else { continue }
@@ -371,7 +382,7 @@ package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable
             if client.drained > 8 << 20 { return drop(fd) }
             clients[fd] = client
             return
-        case .events, .answering:
+        case .events, .waiting, .answering:
             return  // what a client sends after its request is not read
         case .head, .body:
             client.input.append(contentsOf: chunk[..<count])
@@ -594,6 +605,29 @@ package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable
             client.progress = now
             clients[fd] = client
             flush(fd, now: now)
+        case .later(let start):
+            guard var client = clients[fd] else { return }
+            client.phase = .waiting
+            client.input = []
+            clients[fd] = client
+            let (number, head) = (client.number, request.method == "HEAD")
+            start { [self] response in
+                inbox.withLock { $0.answers.append((fd, number, response, head)) }
+                wake()
+            }
+        }
+    }
+
+    /// Writes the answers given later to connections still waiting for them (one closed and
+    /// its number taken by another is left alone).
+    private func deliverAnswers(now: ContinuousClock.Instant) {
+        let answers = inbox.withLock { inbox in
+            defer { inbox.answers.removeAll() }
+            return inbox.answers
+        }
+        for given in answers {
+            guard let client = clients[given.fd], client.number == given.number, case .waiting = client.phase else { continue }
+            answer(given.fd, given.response, head: given.head)
         }
     }
 
@@ -650,6 +684,8 @@ package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable
             switch client.phase {
             case .head, .body:
                 if now - client.accepted > limits.requestTime { late.append(client.fd) }
+            case .waiting:
+                break
             case .answering, .events:
                 if client.pending > 0 && now - client.progress > limits.writeTime { late.append(client.fd) }
             case .draining:
