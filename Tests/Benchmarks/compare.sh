@@ -9,7 +9,9 @@
 # before any engine.
 #
 # Serves N small JSON entries and M small images from nginx on loopback, then fetches all of
-# them with each tool, P at once, every tool writing one file per URL into a fresh folder.
+# them with each tool, P at once, every tool writing one file per URL into a fresh folder. The
+# images' bytes come from the runner's fixture server: the runner is built when it is measured or
+# M is above 0, and only then.
 # Each tool runs R times (round-robin, so background noise spreads over all tools); the table
 # shows the median of the runs. Prints a Markdown table and one line about the machine.
 #
@@ -141,7 +143,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # --- The runner, in release ------------------------------------------------------------------
-release_runner "$runner" "$build"
+# Needed when it is measured, and for its fixture server's images; otherwise not built.
+if [[ ",$tools," == *,runner,* ]] || [ "$images" -gt 0 ]; then
+    release_runner "$runner" "$build"
+fi
 
 # --- The floors, compiled for this machine ---------------------------------------------------
 floor_bin=$work/floor
@@ -200,19 +205,21 @@ root=$work/root
 mkdir -p "$root/entries" "$root/images"
 
 # Real image bytes from the fixture server (on a port it picks): a PNG and a JPEG, used in turn.
-setsid "$runner" fixture-server --port 0 >"$work/fixture.log" 2>&1 &
-fixture_pid=$!
-fixture_url=""
-for _ in $(seq 1 100); do
-    fixture_url=$(grep -o 'http://[0-9.:]*' "$work/fixture.log" 2>/dev/null | head -1) || true
-    [ -n "$fixture_url" ] || ! kill -0 "$fixture_pid" 2>/dev/null && break
-    sleep 0.05
-done
-[ -n "$fixture_url" ] && wait_for "$fixture_url/images/png.png" "the fixture server" "$fixture_pid" \
-    || { cat "$work/fixture.log" >&2; fail "the fixture server did not start"; }
-curl -sf -o "$work/sample.png" "$fixture_url/images/png.png"
-curl -sf -o "$work/sample.jpg" "$fixture_url/images/jpeg-baseline.jpg"
-kill -TERM "$fixture_pid"; wait "$fixture_pid" 2>/dev/null || true; fixture_pid=""
+if [ "$images" -gt 0 ]; then
+    setsid "$runner" fixture-server --port 0 >"$work/fixture.log" 2>&1 &
+    fixture_pid=$!
+    fixture_url=""
+    for _ in $(seq 1 100); do
+        fixture_url=$(grep -o 'http://[0-9.:]*' "$work/fixture.log" 2>/dev/null | head -1) || true
+        [ -n "$fixture_url" ] || ! kill -0 "$fixture_pid" 2>/dev/null && break
+        sleep 0.05
+    done
+    [ -n "$fixture_url" ] && wait_for "$fixture_url/images/png.png" "the fixture server" "$fixture_pid" \
+        || { cat "$work/fixture.log" >&2; fail "the fixture server did not start"; }
+    curl -sf -o "$work/sample.png" "$fixture_url/images/png.png"
+    curl -sf -o "$work/sample.jpg" "$fixture_url/images/jpeg-baseline.jpg"
+    kill -TERM "$fixture_pid"; wait "$fixture_pid" 2>/dev/null || true; fixture_pid=""
+fi
 
 # Entries in the seeds' shape, a few hundred bytes each.
 awk -v n="$entries" -v dir="$root/entries" 'BEGIN {
