@@ -4,12 +4,17 @@
 # curl does and writes what a runner job must write (payload and record each to a temporary file
 # renamed into place, a run-log line, one syncfs) with nothing else, its files on a second thread.
 # What the runner spends above the floor is its engine's own cost. floor.swift does the same in
-# Swift, two ways: as floor.c (no task; `floor-swift`) and with a Swift task per job that awaits
-# its transfer and writes its files (`floor-tasks`): what the language and a task per job cost,
-# before any engine.
+# Swift, four ways: as floor.c (no task; `floor-swift`); with a Swift task per job that awaits
+# its transfer and writes its files (`floor-tasks`); the same with read-ahead, where a job does
+# not hold its transfer slot while it writes: the transfers' thread keeps handed-over transfers
+# waiting and starts the next itself when one ends (`floor-readahead`); and that with every job
+# task on one writer thread, their task executor (`floor-writer`): what the language and a task
+# per job cost, before any engine.
 #
 # Serves N small JSON entries and M small images from nginx on loopback, then fetches all of
-# them with each tool, P at once, every tool writing one file per URL into a fresh folder.
+# them with each tool, P at once, every tool writing one file per URL into a fresh folder. The
+# images' bytes come from the runner's fixture server: the runner is built when it is measured or
+# M is above 0, and only then.
 # Each tool runs R times (round-robin, so background noise spreads over all tools); the table
 # shows the median of the runs. Prints a Markdown table and one line about the machine.
 #
@@ -20,8 +25,9 @@
 #   --images M    images to fetch (default 200, env BENCH_IMAGES)
 #   --runs R      runs per tool; the median is shown (default 3, env BENCH_RUNS)
 #   --parallel P  fetches at once, for every tool (default 32, env BENCH_PARALLEL)
-#   --tools LIST  comma-separated subset of runner,floor,floor-swift,floor-tasks,curl,aria2c,xargs
-#                 (default runner,floor,curl,aria2c,xargs; env BENCH_TOOLS)
+#   --tools LIST  comma-separated subset of runner,floor,floor-swift,floor-tasks,floor-readahead,
+#                 floor-writer,curl,aria2c,xargs (default all of them, the Swift floors left out
+#                 when there is no swiftc; env BENCH_TOOLS)
 #   --https       serve over TLS with HTTP/2 (nginx, a CA and certificate made by the script for
 #                 127.0.0.1; every tool is given the CA); env BENCH_HTTPS=1
 #   --out-dir DIR where the tools write (default: a tmpfs, /dev/shm, when there is one, so that
@@ -43,7 +49,9 @@ entries=${BENCH_ENTRIES:-2000}
 images=${BENCH_IMAGES:-200}
 runs=${BENCH_RUNS:-3}
 parallel=${BENCH_PARALLEL:-32}
-tools=${BENCH_TOOLS:-runner,floor,curl,aria2c,xargs}
+swift_floors=floor-swift,floor-tasks,floor-readahead,floor-writer
+tools=${BENCH_TOOLS:-runner,floor,$swift_floors,curl,aria2c,xargs}
+tools_given=${BENCH_TOOLS:+1}
 out_base=${BENCH_OUT_DIR:-}
 https=${BENCH_HTTPS:-0}
 runner=${RUNNER_BIN:-}
@@ -56,7 +64,7 @@ while [ $# -gt 0 ]; do
         --images) images=$2; shift 2 ;;
         --runs) runs=$2; shift 2 ;;
         --parallel) parallel=$2; shift 2 ;;
-        --tools) tools=$2; shift 2 ;;
+        --tools) tools=$2; tools_given=1; shift 2 ;;
         --https) https=1; shift ;;
         --out-dir) out_base=$2; shift 2 ;;
         --no-build) build=0; shift ;;
@@ -72,8 +80,22 @@ done
     || { echo "compare.sh: runs, parallel and entries+images must be at least 1" >&2; exit 2; }
 IFS=, read -r -a tool_list <<<"$tools"
 for tool in "${tool_list[@]}"; do
-    case "$tool" in runner|floor|floor-swift|floor-tasks|curl|aria2c|xargs) ;; *) echo "compare.sh: unknown tool '$tool'" >&2; exit 2 ;; esac
+    case "$tool" in
+        runner|floor|floor-swift|floor-tasks|floor-readahead|floor-writer|curl|aria2c|xargs) ;;
+        *) echo "compare.sh: unknown tool '$tool'" >&2; exit 2 ;;
+    esac
 done
+# The Swift floors are built by swiftc: without it, they are left out of the default list and
+# refused when asked for.
+swift_floor_asked() { [[ ",$tools," =~ ,floor-(swift|tasks|readahead|writer), ]]; }
+if swift_floor_asked && ! command -v swiftc >/dev/null 2>&1; then
+    [ -z "$tools_given" ] || { echo "compare.sh: the Swift floors ($swift_floors) need swiftc" >&2; exit 2; }
+    echo "compare.sh: no swiftc: the Swift floors are left out" >&2
+    kept=()
+    for tool in "${tool_list[@]}"; do [[ ",$swift_floors," == *,$tool,* ]] || kept+=("$tool"); done
+    tool_list=("${kept[@]}")
+    tools=$(IFS=,; echo "${tool_list[*]}")
+fi
 total=$((entries + images))
 
 say() { echo "compare.sh: $*" >&2; }
@@ -141,7 +163,10 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # --- The runner, in release ------------------------------------------------------------------
-release_runner "$runner" "$build"
+# Needed when it is measured, and for its fixture server's images; otherwise not built.
+if [[ ",$tools," == *,runner,* ]] || [ "$images" -gt 0 ]; then
+    release_runner "$runner" "$build"
+fi
 
 # --- The floors, compiled for this machine ---------------------------------------------------
 floor_bin=$work/floor
@@ -150,7 +175,7 @@ if [[ ",$tools," == *,floor,* ]]; then
         || { cat "$work/cc.log" >&2; fail "$cc could not build Tests/Benchmarks/floor.c"; }
 fi
 floor_swift_bin=$work/floor-swift
-if [[ ",$tools," == *,floor-swift,* || ",$tools," == *,floor-tasks,* ]]; then
+if swift_floor_asked; then
     swiftc -O -import-objc-header Tests/Benchmarks/floor-shim.h Tests/Benchmarks/floor.swift -lcurl \
         -module-cache-path "$work/module-cache" -o "$floor_swift_bin" 2>"$work/swiftc.log" \
         || { cat "$work/swiftc.log" >&2; fail "swiftc could not build Tests/Benchmarks/floor.swift"; }
@@ -200,19 +225,21 @@ root=$work/root
 mkdir -p "$root/entries" "$root/images"
 
 # Real image bytes from the fixture server (on a port it picks): a PNG and a JPEG, used in turn.
-setsid "$runner" fixture-server --port 0 >"$work/fixture.log" 2>&1 &
-fixture_pid=$!
-fixture_url=""
-for _ in $(seq 1 100); do
-    fixture_url=$(grep -o 'http://[0-9.:]*' "$work/fixture.log" 2>/dev/null | head -1) || true
-    [ -n "$fixture_url" ] || ! kill -0 "$fixture_pid" 2>/dev/null && break
-    sleep 0.05
-done
-[ -n "$fixture_url" ] && wait_for "$fixture_url/images/png.png" "the fixture server" "$fixture_pid" \
-    || { cat "$work/fixture.log" >&2; fail "the fixture server did not start"; }
-curl -sf -o "$work/sample.png" "$fixture_url/images/png.png"
-curl -sf -o "$work/sample.jpg" "$fixture_url/images/jpeg-baseline.jpg"
-kill -TERM "$fixture_pid"; wait "$fixture_pid" 2>/dev/null || true; fixture_pid=""
+if [ "$images" -gt 0 ]; then
+    setsid "$runner" fixture-server --port 0 >"$work/fixture.log" 2>&1 &
+    fixture_pid=$!
+    fixture_url=""
+    for _ in $(seq 1 100); do
+        fixture_url=$(grep -o 'http://[0-9.:]*' "$work/fixture.log" 2>/dev/null | head -1) || true
+        [ -n "$fixture_url" ] || ! kill -0 "$fixture_pid" 2>/dev/null && break
+        sleep 0.05
+    done
+    [ -n "$fixture_url" ] && wait_for "$fixture_url/images/png.png" "the fixture server" "$fixture_pid" \
+        || { cat "$work/fixture.log" >&2; fail "the fixture server did not start"; }
+    curl -sf -o "$work/sample.png" "$fixture_url/images/png.png"
+    curl -sf -o "$work/sample.jpg" "$fixture_url/images/jpeg-baseline.jpg"
+    kill -TERM "$fixture_pid"; wait "$fixture_pid" 2>/dev/null || true; fixture_pid=""
+fi
 
 # Entries in the seeds' shape, a few hundred bytes each.
 awk -v n="$entries" -v dir="$root/entries" 'BEGIN {
@@ -322,6 +349,8 @@ tool_command() {
         floor) cmd=("$floor_bin" "$lists/paths" . --parallel "$parallel" --writer ${tls:+--cacert "$tls/ca.pem"}) ;;
         floor-swift) cmd=("$floor_swift_bin" "$lists/paths" . --parallel "$parallel" --mode callbacks ${tls:+--cacert "$tls/ca.pem"}) ;;
         floor-tasks) cmd=("$floor_swift_bin" "$lists/paths" . --parallel "$parallel" --mode tasks ${tls:+--cacert "$tls/ca.pem"}) ;;
+        floor-readahead) cmd=("$floor_swift_bin" "$lists/paths" . --parallel "$parallel" --mode readahead ${tls:+--cacert "$tls/ca.pem"}) ;;
+        floor-writer) cmd=("$floor_swift_bin" "$lists/paths" . --parallel "$parallel" --mode readahead-writer ${tls:+--cacert "$tls/ca.pem"}) ;;
         curl) cmd=(curl --silent --show-error --fail "${curl_tls[@]}" --parallel --parallel-max "$parallel" -K "$lists/curl.config") ;;
         aria2c) cmd=(aria2c --no-conf -j "$parallel" -x1 -i "$lists/aria2.list" --allow-overwrite=true
                      --auto-file-renaming=false --console-log-level=warn --summary-interval=0
@@ -402,6 +431,8 @@ for tool in "${tool_list[@]}"; do
         floor) label="floor: libcurl and the runner's files, in C" ;;
         floor-swift) label="the floor in Swift, no task" ;;
         floor-tasks) label="the floor in Swift, a task per job" ;;
+        floor-readahead) label="the floor in Swift, a task per job, read-ahead" ;;
+        floor-writer) label="the floor in Swift, a task per job, read-ahead, one writer thread as the tasks' executor" ;;
         curl) label="\`curl --parallel -K\`" ;;
         aria2c) label="\`aria2c -j -i\`" ;;
         xargs) label="\`xargs -P curl\`" ;;
@@ -427,7 +458,7 @@ if [[ ",$tools," == *,floor,* ]]; then
 fi
 # Each Swift floor against the C floor, and the runner against the Swift floor with a task per job.
 for tool in "${tool_list[@]}"; do
-    case "$tool" in floor-swift|floor-tasks) ;; *) continue ;; esac
+    case "$tool" in floor-swift|floor-tasks|floor-readahead|floor-writer) ;; *) continue ;; esac
     if [[ ",$tools," == *,floor,* ]]; then
         awk -v t="$tool" -v sw="$(median "$tool" 2)" -v sc="$(median "$tool" 3)" -v fw="$(median floor 2)" -v fc="$(median floor 3)" 'BEGIN {
             if (fw > 0 && fc > 0) printf "%s against the floor in C: %.2f× the wall time, %.2f× the CPU.\n", t, sw / fw, sc / fc

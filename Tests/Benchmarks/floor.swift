@@ -8,9 +8,21 @@
 //                     runs its jobs): the task hands its transfer to the transfers' thread, awaits
 //                     its end (a continuation the transfers' thread resumes) and writes its files
 //                     itself; nothing else (no policy, no deadline, no task manager, no checks).
+//   --mode readahead  a task per job as in tasks, but a job no longer holds a transfer slot while
+//                     it writes its files: the transfers' thread keeps the transfers handed over
+//                     to it waiting in a queue and starts the next itself as soon as one ends, so
+//                     P bounds the transfers, not the jobs; the feeder admits up to 4P job tasks
+//                     (a slot comes free when a job has written its files). A task wakes the
+//                     transfers' thread only when that thread ran out of waiting transfers.
+//   --mode readahead-writer
+//                     as readahead, with every job task (and the feeder) on one writer thread of
+//                     its own, a TaskExecutor the group's tasks inherit (Task(executorPreference:)):
+//                     a locked queue it empties in batches, woken only when it sleeps; the job
+//                     code is nonisolated, so nothing hops to Swift's global pool.
 //
 // Only Glibc, Dispatch and Synchronization (no Foundation: what its loading costs is the runner's).
-// Usage: floor-swift LIST OUT-DIR [--parallel P] [--mode callbacks|tasks] [--cacert FILE]
+// Usage: floor-swift LIST OUT-DIR [--parallel P] [--mode callbacks|tasks|readahead|readahead-writer]
+//                    [--cacert FILE]
 //   LIST as floor.c's: lines of "PATH URL".
 // Build: swiftc -O -import-objc-header Tests/Benchmarks/floor-shim.h Tests/Benchmarks/floor.swift -lcurl -o floor-swift
 import Dispatch
@@ -107,18 +119,22 @@ func finish(_ job: Job, log: RunLog) {
 
 let arguments = CommandLine.arguments
 guard arguments.count >= 3 else {
-    print("usage: floor-swift LIST OUT-DIR [--parallel P] [--mode callbacks|tasks] [--cacert FILE]")
+    print("usage: floor-swift LIST OUT-DIR [--parallel P] [--mode callbacks|tasks|readahead|readahead-writer] [--cacert FILE]")
     exit(2)
 }
+enum Mode: String {
+    case callbacks, tasks, readahead
+    case readaheadWriter = "readahead-writer"
+}
 var parallel = 32
-var tasks = false
+var mode = Mode.callbacks
 var cacert: String?
 var argument = 3
 while argument < arguments.count {
     let value = argument + 1 < arguments.count ? arguments[argument + 1] : ""
     switch arguments[argument] {
     case "--parallel": parallel = Int(value) ?? 0
-    case "--mode" where value == "callbacks" || value == "tasks": tasks = value == "tasks"
+    case "--mode" where Mode(rawValue: value) != nil: mode = Mode(rawValue: value)!
     case "--cacert": cacert = value
     default: print("floor-swift: unknown argument '\(arguments[argument])'"); exit(2)
     }
@@ -235,7 +251,8 @@ func thread(_ body: @escaping @Sendable () -> Void) -> pthread_t {
     return thread
 }
 
-/// P slots for the jobs' tasks: `acquire` suspends the feeder while every slot is taken.
+/// Slots for the jobs' tasks (P, or 4P with read-ahead): `acquire` suspends the feeder while every
+/// slot is taken.
 final class Slots: Sendable {
     private let state: Mutex<(free: Int, waiting: [CheckedContinuation<Void, Never>])>
 
@@ -273,7 +290,106 @@ final class Slots: Sendable {
     }
 }
 
-if !tasks {
+/// The read-ahead modes' hand-over to the transfers' thread: the transfers whose job task asked
+/// for them, waiting for one of the P slots, and whether that thread ran out of them (then the
+/// next hand-over wakes it; otherwise it finds the next transfer itself when one ends).
+final class ReadAhead: Sendable {
+    private let state = Mutex<(waiting: [Job], hungry: Bool)>(([], false))
+
+    /// Hands `job` (its continuation set) to the transfers' thread; wakes it if it ran out.
+    func handOver(_ job: Job) {
+        let wake = state.withLock { state in
+            state.waiting.append(job)
+            defer { state.hungry = false }
+            return state.hungry
+        }
+        if wake { curl_multi_wakeup(multi) }
+    }
+
+    /// On the transfers' thread: the waiting transfers, up to `free`, oldest first. If they do not
+    /// fill the free slots, the thread is hungry: the next hand-over wakes it.
+    func take(_ free: Int) -> [Job] {
+        state.withLock { state in
+            let count = min(free, state.waiting.count)
+            state.hungry = count < free
+            guard count > 0 else { return [] }
+            defer { state.waiting.removeFirst(count) }
+            return Array(state.waiting[..<count])
+        }
+    }
+}
+
+/// A task executor over one thread of its own: a locked queue of jobs that the thread empties in
+/// batches; whoever enqueues wakes it only when it sleeps.
+final class WriterExecutor: TaskExecutor, @unchecked Sendable {  // queue and sleeping behind `mutex`
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let ready = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var queue: [UnownedJob] = []
+    private var sleeping = false
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(ready, nil)
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        pthread_mutex_lock(mutex)
+        queue.append(job)
+        let wake = sleeping
+        sleeping = false
+        pthread_mutex_unlock(mutex)
+        if wake { pthread_cond_signal(ready) }
+    }
+
+    /// The thread's loop: runs what is queued, batch after batch, and never returns (the process
+    /// ends while it sleeps).
+    func run() -> Never {
+        let me = asUnownedTaskExecutor()
+        var batch: [UnownedJob] = []
+        while true {
+            pthread_mutex_lock(mutex)
+            while queue.isEmpty {
+                sleeping = true
+                pthread_cond_wait(ready, mutex)
+            }
+            swap(&batch, &queue)
+            pthread_mutex_unlock(mutex)
+            for job in batch { job.runSynchronously(on: me) }
+            batch.removeAll(keepingCapacity: true)
+        }
+    }
+}
+
+/// The read-ahead modes' jobs: a task each, at most `alive` at once (a slot comes free when a job
+/// has written its files, not when its transfer ends); each hands its transfer over, awaits its
+/// end and writes its files. Then the run log is flushed and `stop` called. Nonisolated, as all it
+/// calls: every part of it runs on the executor its task prefers (the writer thread), or on
+/// Swift's global pool when it prefers none.
+nonisolated func runReadAhead(
+    _ jobs: JobList, alive: Int, through readAhead: ReadAhead, log: RunLog, stop: @Sendable () -> Void
+) async {
+    let admitted = Slots(alive)
+    await withDiscardingTaskGroup { group in
+        while let job = jobs.next() {
+            await admitted.acquire()
+            group.addTask {
+                await withCheckedContinuation { continuation in
+                    job.ended = continuation
+                    readAhead.handOver(job)
+                }
+                job.ended = nil
+                finish(job, log: log)
+                admitted.release()
+            }
+        }
+    }
+    log.flush()
+    stop()
+}
+
+switch mode {
+case .callbacks:
     // As floor.c --writer: finished jobs to a writer thread through a locked queue and a condition.
     final class Handover: @unchecked Sendable {  // behind its mutex
         var mutex = pthread_mutex_t()
@@ -325,7 +441,7 @@ if !tasks {
     pthread_mutex_unlock(&handover.mutex)
     pthread_cond_signal(&handover.ready)
     pthread_join(writer, nil)
-} else {
+case .tasks:
     // A task per job, at most `parallel` at once; the transfers' thread takes new jobs from an
     // inbox (woken by curl_multi_wakeup) and resumes each job's task when its transfer ended.
     let inbox = Mutex<[Job]>([])
@@ -367,6 +483,39 @@ if !tasks {
         stop.store(true, ordering: .releasing)
         curl_multi_wakeup(multi)
         finished.signal()
+    }
+    finished.wait()
+    pthread_join(transfersThread, nil)
+case .readahead, .readaheadWriter:
+    // The transfers' thread starts the waiting transfers that fit before it resumes the tasks of
+    // those that ended: no slot waits for a task to be scheduled.
+    let readAhead = ReadAhead()
+    let stop = Atomic<Bool>(false)
+    let slots = parallel
+    let transfersThread = thread {
+        let transfers = Transfers()
+        var ended: [Job] = []
+        while true {
+            for job in readAhead.take(slots - transfers.running) { transfers.start(job) }
+            for job in ended { job.ended!.resume() }
+            if transfers.running == 0 && stop.load(ordering: .acquiring) { break }
+            ended = transfers.perform()
+            if ended.isEmpty { curl_multi_poll(multi, nil, 0, 1000, nil) }
+        }
+    }
+    let finished = DispatchSemaphore(value: 0)
+    let done: @Sendable () -> Void = {
+        stop.store(true, ordering: .releasing)
+        curl_multi_wakeup(multi)
+        finished.signal()
+    }
+    // 4P job tasks alive: P transferring, the others waiting for a slot or writing their files.
+    if mode == .readaheadWriter {
+        let writer = WriterExecutor()
+        pthread_detach(thread { writer.run() })
+        Task(executorPreference: writer) { await runReadAhead(list, alive: 4 * slots, through: readAhead, log: runLog, stop: done) }
+    } else {
+        Task { await runReadAhead(list, alive: 4 * slots, through: readAhead, log: runLog, stop: done) }
     }
     finished.wait()
     pthread_join(transfersThread, nil)
