@@ -13,13 +13,14 @@
 #
 # Building needs the Swift toolchain and libcurl's development files (Debian:
 # libcurl4-openssl-dev): FoundationNetworking's static archive links libcurl. $SWIFT names
-# another swift driver.
+# another swift driver; $RUNNER_SCRATCH_PATH another build folder than .build (so that the build
+# can run while another swift command uses .build).
 set -euo pipefail
 prefix=${1:-/usr/local}
 swift=${SWIFT:-swift}
 cd "$(dirname "$0")/.."
 
-flags=(-c release --static-swift-stdlib -Xlinker -lcurl)
+flags=(-c release --static-swift-stdlib -Xlinker -lcurl ${RUNNER_SCRATCH_PATH:+--scratch-path "$RUNNER_SCRATCH_PATH"})
 if ! "$swift" build "${flags[@]}" --product runner; then
     echo "install: the build failed; the static build links libcurl: is its development package installed (Debian: apt-get install libcurl4-openssl-dev)?" >&2
     exit 1
