@@ -5,7 +5,8 @@ import RunnerTestSupport
 import Testing
 
 /// The output's key locks, in process: two engines writing to one output never run one key at
-/// once, and the lock folder is never followed elsewhere.
+/// once (each has its own open file description of `.locks/keys`), and neither the lock folder
+/// nor the lock file is followed elsewhere.
 @Suite(.timeLimit(.minutes(1)))
 struct OutputKeyLockTests {
     /// Waits at its gate, then stores nothing in particular.
@@ -53,7 +54,29 @@ struct OutputKeyLockTests {
         #expect(heldStatus == .succeeded)
         #expect(try OutputStore(root: folder.path).readRecord(forKey: "held:k")?["status"] == .string("succeeded"))
         #expect(await second.run(JobDescriptor(HeldKind(gate: gate), key: "held:k", url: Self.url)).status == .succeeded)
-        #expect(FileSystem.names(in: folder.path + "/.locks").isEmpty, "a lock lives only while its job runs")
+        // A lock lives only while its job runs: another open file description takes it now.
+        let probe = OutputKeyLock(folder: folder.path + "/.locks")
+        guard case .acquired(let release) = probe.lock(key: "held:k") else {
+            Issue.record("the key's byte is still locked after its job ended")
+            return
+        }
+        release()
+    }
+
+    @Test func twoLocksOfOneFolderExcludeEachOtherByKeyOnly() throws {
+        let folder = TemporaryFolder()
+        let (first, second) = (OutputKeyLock(folder: folder.path + "/.locks"), OutputKeyLock(folder: folder.path + "/.locks"))
+        guard case .acquired(let releaseA) = first.lock(key: "a") else { throw Failure("the first lock of a was refused") }
+        #expect(isHeldElsewhere(second.lock(key: "a")))
+        guard case .acquired(let releaseB) = second.lock(key: "b") else { throw Failure("b was refused while only a was held") }
+        releaseA()
+        guard case .acquired(let releaseA2) = second.lock(key: "a") else { throw Failure("a was refused once let go of") }
+        #expect(isHeldElsewhere(first.lock(key: "b")))
+        releaseB()
+        releaseA2()
+        #expect(FileSystem.names(in: folder.path + "/.locks") == ["keys"], "one file for every key, kept")
+        #expect(OutputKeyLock.offset(of: "a") != OutputKeyLock.offset(of: "b"))
+        #expect(OutputKeyLock.offset(of: "a") == OutputKeyLock.offset(of: "a") && OutputKeyLock.offset(of: "a") >= 0)
     }
 
     @Test func withoutTheOutputsLockTwoEnginesWouldRunOneKeyTogether() async throws {
@@ -70,16 +93,28 @@ struct OutputKeyLockTests {
         #expect(heldStatus == .succeeded && againStatus == .succeeded)
     }
 
-    /// The lock folder is held open between jobs; one removed meanwhile is made again.
-    @Test func aLockFolderRemovedBetweenJobsIsMadeAgain() async throws {
+    /// The lock file is held open between jobs; one removed meanwhile is made again, and an
+    /// engine that opened the old one locks the new one: two engines never lock two files.
+    @Test func aLockFolderRemovedBetweenJobsIsMadeAgainAndStillExcludes() async throws {
         let folder = TemporaryFolder()
         let engine = try Self.engine(folder.path)
         let first = await engine.run(JobDescriptor(ProbeKind(), key: "probe:a", url: Self.url))
         #expect(first.status == .succeeded)
         try FileManager.default.removeItem(atPath: folder.path + "/.locks")
+        // Another engine makes the file anew and holds a key in it.
+        let other = try Self.engine(folder.path)
+        let gate = Gate()
+        async let held = other.run(JobDescriptor(HeldKind(gate: gate), key: "held:k", url: Self.url))
+        await gate.waitForStarted(1)
+        #expect(FileSystem.entry(folder.path + "/.locks/keys")?.type == .regular)
+        // The first engine, whose descriptor is of the removed file, sees the key held.
+        let refused = await engine.run(JobDescriptor(ProbeKind(), key: "held:k", url: Self.url))
+        #expect(refused.status == .duplicate, "\(refused.error ?? "")")
+        gate.open()
+        let heldStatus = await held.status
+        #expect(heldStatus == .succeeded)
         let second = await engine.run(JobDescriptor(ProbeKind(), key: "probe:b", url: Self.url))
         #expect(second.status == .succeeded, "\(second.error ?? "")")
-        #expect(FileSystem.entry(folder.path + "/.locks")?.type == .directory)
     }
 
     /// A link planted at `.locks` (an output others may write to) is removed, never followed:
@@ -90,7 +125,7 @@ struct OutputKeyLockTests {
         let elsewhere = folder.path + "/elsewhere"
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
-        let victim = folder.write("elsewhere/\(OutputStore.fileName(forKey: "probe:k"))", "precious")
+        let victim = folder.write("elsewhere/keys", "precious")
         #expect(symlink(elsewhere, out + "/.locks") == 0)
 
         let result = await (try Self.engine(out)).run(JobDescriptor(ProbeKind(), key: "probe:k", url: Self.url))
@@ -99,6 +134,31 @@ struct OutputKeyLockTests {
         #expect((try? String(contentsOfFile: victim, encoding: .utf8)) == "precious")
         #expect(FileSystem.entry(out + "/.locks")?.type == .directory)
     }
+
+    /// A link planted at `.locks/keys` is removed, never followed.
+    @Test func aLinkPlantedAtTheLockFileIsNeverFollowed() async throws {
+        let folder = TemporaryFolder()
+        let out = folder.path + "/out"
+        try FileManager.default.createDirectory(atPath: out + "/.locks", withIntermediateDirectories: true)
+        let victim = folder.write("victim", "precious")
+        #expect(symlink(victim, out + "/.locks/keys") == 0)
+
+        let result = await (try Self.engine(out)).run(JobDescriptor(ProbeKind(), key: "probe:k", url: Self.url))
+
+        #expect(result.status == .succeeded, "\(result.error ?? "")")
+        #expect((try? String(contentsOfFile: victim, encoding: .utf8)) == "precious")
+        #expect(FileSystem.entry(out + "/.locks/keys")?.type == .regular)
+    }
+}
+
+private func isHeldElsewhere(_ outcome: KeyLockOutcome) -> Bool {
+    if case .heldElsewhere = outcome { return true }
+    return false
+}
+
+private struct Failure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// A fetcher for jobs that never fetch.

@@ -209,10 +209,11 @@ struct PartialTrustTests {
         #expect(before.st_size == off_t(Self.cut) && sidecar != nil)
 
         // The same key, fetched whole and at once by a second runner. Runners of one output
-        // take turns by the key's lock in .locks/; two at once are runners that take none (a
+        // take turns by the key's lock in .locks/keys; two at once are runners that take none (a
         // queue's watchers, whose queue holds the key: one frozen past its lease and the one that
-        // took its job over), which removing the first one's lock file stands in for.
-        #expect(unlink("\(w.out)/.locks/\(OutputStore.fileName(forKey: "file:both"))") == 0)
+        // took its job over), which removing the lock file the first one locked stands in for
+        // (the second makes a new one).
+        #expect(unlink("\(w.out)/.locks/keys") == 0)
         let (job, _) = Self.job(w, name: "both", query: "id=\(id)-fast")
         w.write("fast.json", job)
         let second = try await w.run(["run", "fast.json", "--kinds", "k", "--http", http])

@@ -16,7 +16,7 @@ import Synchronization
 ///   images/ trees/ entries/ lists/ json/   payloads (a kind's folder)
 ///   results/<name>.json                    the last result of each key
 ///   runs/<run-id>.jsonl                    one line per finished job of one run
-///   .locks/<name>                          a lock per running key (`keyLock`)
+///   .locks/keys                            a byte locked per running key (`keyLock`)
 /// ```
 public final class OutputStore: Sendable {
     /// A write that failed, in words a user can act on.

@@ -2,9 +2,8 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// One `flock` per key in a folder: an output's `.locks/` (`OutputStore.keyLock`), so that one
-/// key never runs in two engines or processes that write to one output, and the spool's `locks/`
-/// (`SpoolKeyLock`), so that it never runs in two watchers of one spool. The kernel frees a lock
+/// One `flock` per key in a folder: the spool's `locks/` (`SpoolKeyLock`), so that a key never
+/// runs in two watchers of one spool (an output's keys are locked by `OutputKeyLock`). The kernel frees a lock
 /// when its holder dies, so a `kill -9` leaves no stale lock, only a file the next holder reuses.
 ///
 /// A lock file lives only while it is held: the holder may write who holds it (the spool's, for
@@ -169,11 +168,11 @@ extension OutputStore {
     /// The name of the hidden folder of key locks in the output directory.
     static let keyLocksFolder = ".locks"
 
-    /// One lock per key across every engine and process writing to this output directory: an
-    /// exclusive `flock` on `.locks/<name>`, which lives only while its job runs (the kernel
-    /// frees it if the holder dies). An engine takes it once its TaskManager admitted a key
+    /// One lock per key across every engine and process writing to this output directory: a
+    /// byte of `.locks/keys` locked while its job runs (`OutputKeyLock`; the kernel frees it if
+    /// the holder dies). An engine takes it once its TaskManager admitted a key
     /// (`JobEngine.Configuration.locksKeysInOutput`); a key held elsewhere ends `duplicate`.
     package var keyLock: any KeyLocking {
-        FolderKeyLock(folder: "\(root)/\(Self.keyLocksFolder)", namesHolder: false)
+        OutputKeyLock(folder: "\(root)/\(Self.keyLocksFolder)")
     }
 }
