@@ -126,6 +126,8 @@ final class Workspace: @unchecked Sendable {
     /// Every file under out/, relative, sorted.
     func outputFiles() -> [String] {
         (FileManager.default.enumerator(atPath: out)?.allObjects as? [String] ?? []).filter { name in
+            // The key locks' file, there once a job ran: no payload, no record.
+            guard name != ".locks/keys" else { return false }
             var directory: ObjCBool = false
             return FileManager.default.fileExists(atPath: "\(out)/\(name)", isDirectory: &directory) && !directory.boolValue
         }.sorted()

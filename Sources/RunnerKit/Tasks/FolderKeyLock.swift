@@ -109,7 +109,7 @@ package struct FolderKeyLock: KeyLocking {
 
     /// Removes what is at `name` in the folder `folderFD` unless it is a regular file (which may
     /// be a live lock); a folder is removed only when empty. Returns whether something was removed.
-    fileprivate static func removePlanted(in folderFD: Int32, _ name: String) -> Bool {
+    static func removePlanted(in folderFD: Int32, _ name: String) -> Bool {
         var info = stat()
         guard fstatat(folderFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
         switch info.st_mode & S_IFMT {

@@ -115,7 +115,7 @@ package final class OutputKeyLock: KeyLocking {
                     // No lock folder yet (or removed): make it and try again.
                     if code == ENOENT, mkdir(folder, 0o700) == 0 || errno == EEXIST { continue }
                     // A link (or a file) planted at the folder's name: remove it and try again.
-                    if code == ELOOP || code == ENOTDIR, Self.removePlanted(in: AT_FDCWD, folder) { continue }
+                    if code == ELOOP || code == ENOTDIR, FolderKeyLock.removePlanted(in: AT_FDCWD, folder) { continue }
                     return .failure(Failure(code: code))
                 }
                 defer { close(folderFD) }
@@ -126,11 +126,11 @@ package final class OutputKeyLock: KeyLocking {
                 case .failure(.open(let failed)):
                     code = failed
                     if code == ENOENT { continue }  // the folder removed since it was opened
-                    if code == ELOOP || code == ENXIO || code == EISDIR, Self.removePlanted(in: folderFD, Self.fileName) { continue }
+                    if code == ELOOP || code == ENXIO || code == EISDIR, FolderKeyLock.removePlanted(in: folderFD, Self.fileName) { continue }
                     return .failure(Failure(code: code))
                 case .failure(.notARegularFile):
                     code = EINVAL
-                    if Self.removePlanted(in: folderFD, Self.fileName) { continue }
+                    if FolderKeyLock.removePlanted(in: folderFD, Self.fileName) { continue }
                     return .failure(Failure(code: code))
                 }
             }
@@ -140,16 +140,4 @@ package final class OutputKeyLock: KeyLocking {
 
     /// Descriptors of files found removed or replaced, closed at the end.
     private let replaced = Mutex<[Int32]>([])
-
-    /// Removes what is at `name` in the folder `folderFD` unless it is a regular file (which
-    /// may be the lock file); a folder only when empty. Returns whether something was removed.
-    private static func removePlanted(in folderFD: Int32, _ name: String) -> Bool {
-        var info = stat()
-        guard fstatat(folderFD, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else { return false }
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: return false
-        case S_IFDIR: return unlinkat(folderFD, name, AT_REMOVEDIR) == 0
-        default: return unlinkat(folderFD, name, 0) == 0
-        }
-    }
 }
