@@ -9,17 +9,14 @@ struct FaultTests {
     @Test func delayWaitsBeforeAnswering() async throws {
         let server = try startedServer()
         defer { server.stop() }
-        // The same request without the delay first: the client's first use (its library
-        // loaded, a connection made) is not the delay's, nor is a loaded machine's slowness.
-        let plainStart = ContinuousClock.now
-        _ = try await fetch(server, "/data.json")
-        let plain = milliseconds(since: plainStart)
+        // Only a lower bound: the server runs in this test process, whose threads the suites
+        // in process share at the start of a run (a 300 ms delay was seen to take 8 s then).
         let start = ContinuousClock.now
         let (body, response) = try await fetch(server, "/data.json?delay=300")
         let elapsed = milliseconds(since: start)
         #expect(response.statusCode == 200)
         #expect(String(decoding: body, as: UTF8.self) == FixtureCatalog.treeJSON)
-        #expect(elapsed >= 300 && elapsed < plain + 2000, "took \(elapsed) ms (\(plain) ms without the delay)")
+        #expect(elapsed >= 300, "took \(elapsed) ms")
     }
 
     @Test func statusAndRetryAfterReplaceTheResource() async throws {

@@ -47,11 +47,11 @@ private final class QueueWorld: Sendable {
     func start(_ feed: QueueFeed) -> Task<Void, Never> { Task { await feed.run() } }
 
     /// Queues jobs of the test kind (or `kind`), one per key, as `submit --queue` does.
-    func submit(_ keys: [String], kind: String = "fetch") {
+    func submit(_ keys: [String], kind: String = "fetch", batch: String? = nil) {
         store.submit(keys.map { key in
             let job = #"{"job": {"kind": "\#(kind)", "key": "\#(key)", "url": "http://queue.test/\#(key)", "timeout": 60}, "defaults": {}}"#
             return QueueSubmission(key: key, kind: kind, job: job, file: "test.jsonl")
-        })
+        }, batch: batch)
     }
 
     func row(_ key: String) -> InMemoryQueueStore.Row? { store.rows.last { $0.key == key } }
@@ -171,6 +171,28 @@ struct QueueFeedTests {
         let ended = w.events.read { $0.compactMap { if case .fileEnded(let name, let counts) = $0.event { (name, counts) } else { nil } } }
         #expect(ended.count == 1, "one line for the file: \(ended)")
         #expect(ended.first?.0 == "test.jsonl" && ended.first?.1 == [.succeeded: 5, .notFound: 1], "\(ended)")
+    }
+
+    /// Two batches of one file name, their jobs running here at once, are said to have ended
+    /// each with its own counts (a watcher that ran both together once said only the last).
+    @Test func twoBatchesOfOneFileNameAreEachSaidToHaveEnded() async throws {
+        for key in ["a1", "a2", "b1"] { w.http.script("http://queue.test/\(key)", .ok(key)) }
+        w.http.script("http://queue.test/b2", .status(404))
+        // Both queued before the feed starts: its first claim takes the four together.
+        w.submit(["a1", "a2"], batch: "first")
+        w.submit(["b1", "b2"], batch: "second")
+        let feed = try w.feed()
+        let run = w.start(feed)
+        await w.waitDone(["a1", "a2", "b1", "b2"])
+        await eventually("both batches said to have ended") {
+            w.events.read { $0.filter { if case .fileEnded = $0.event { true } else { false } }.count == 2 }
+        }
+        feed.shutdown()
+        await run.value
+        let ended = w.events.read { $0.compactMap { if case .fileEnded(let name, let counts) = $0.event { (name, counts) } else { nil } } }
+        #expect(ended.map(\.0) == ["test.jsonl", "test.jsonl"], "\(ended)")
+        let counts = Set(ended.map { "\($0.1[.succeeded] ?? 0) succeeded, \($0.1[.notFound] ?? 0) notFound" })
+        #expect(counts == ["2 succeeded, 0 notFound", "1 succeeded, 1 notFound"], "\(ended)")
     }
 
     @Test func aNoticeWakesAnIdleFeedBeforeItsRescan() async throws {

@@ -160,8 +160,9 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         var givenBack: Set<Int64> = []
         /// Keys a cancel was asked for, and when: a job of the key claimed before then does not run.
         var cancels: [String: Duration] = [:]
-        /// By submitted file: jobs claimed here and not ended, and how many ended here since.
-        var files: [String: (open: Int, ended: Int)] = [:]
+        /// By submitted file and batch (two batches of one file name apart): jobs claimed here
+        /// and not ended, and how many ended here since.
+        var files: [SubmittedFile: (open: Int, ended: Int)] = [:]
         /// When finished rows were last pruned (on `timeline`).
         var pruned: Duration?
         /// Children of jobs running here, from their kinds, until the jobs' records are stored.
@@ -378,10 +379,10 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
                     state.held.remove(claim.id)
                 }
                 writer.releasePreLocked(claim.key)
-                await tally(claim.file, id: claim.id, ended: true)
+                await tally(SubmittedFile(claim), id: claim.id, ended: true)
                 continue
             }
-            let (id, key, file) = (claim.id, claim.key, claim.file)
+            let (id, key, file) = (claim.id, claim.key, SubmittedFile(claim))
             return FeedJob(
                 job,
                 start: { [self] in
@@ -465,7 +466,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
             guard !state.stopping else { return false }
             state.unstarted.formUnion(claims.map(\.id))
             state.held.formUnion(claims.map(\.id))
-            for claim in claims { state.files[claim.file, default: (0, 0)].open += 1 }
+            for claim in claims { state.files[SubmittedFile(claim), default: (0, 0)].open += 1 }
             state.buffer.append(contentsOf: claims.dropFirst().map { ($0, claimedAt) })
             return true
         }
@@ -538,7 +539,18 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
     /// file's jobs is left here, the queue says whether any is left in the fleet; once none is,
     /// how they all ended is said once (by the watcher that ended the last of them), however
     /// many claims brought them here.
-    private func tally(_ file: String, id: Int64, ended: Bool) async {
+    /// The file a job was submitted in, and its batch.
+    struct SubmittedFile: Hashable {
+        var name: String
+        var batch: String?
+
+        init(_ claim: QueueClaim) {
+            name = claim.file
+            batch = claim.batch
+        }
+    }
+
+    private func tally(_ file: SubmittedFile, id: Int64, ended: Bool) async {
         let last = state.withLock { state -> Bool in
             guard var entry = state.files[file] else { return false }
             entry.open -= 1
@@ -553,7 +565,7 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         guard last, let outcome = try? await store.fileOutcome(of: id), !outcome.isEmpty else { return }
         var counts: [JobStatus: Int] = [:]
         for (status, count) in outcome { counts[JobStatus(rawValue: status) ?? .failed, default: 0] += count }
-        onEvent(.fileEnded(name: file, counts: counts))
+        onEvent(.fileEnded(name: file.name, counts: counts))
     }
 
     private func ended(id: Int64, key: String, job: JobDescriptor, stored: JSONValue, _ end: FeedJob.End) async {

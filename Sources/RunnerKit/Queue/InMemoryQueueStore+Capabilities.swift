@@ -155,8 +155,9 @@ extension InMemoryQueueStore: QueueFileOutcomes {
     package func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
         try withState { state, _ throws(QueueError) -> [String: Int]? in
             guard let file = state.rows[id]?.file else { return [:] }
+            let batch = state.rows[id]?.batch
             var counts: [String: Int] = [:]
-            for row in state.rows.values where row.file == file {
+            for row in state.rows.values where row.file == file && row.batch == batch {
                 if row.state == "queued" || row.state == "waiting" || (row.state == "running" && row.status == nil) { return nil }
                 counts[row.status ?? "", default: 0] += 1
             }

@@ -118,10 +118,10 @@ package final class InMemoryQueueStore: QueueStore {
     package func refuseRecords(of key: String) { root.state.withLock { _ = $0.refusedRecords.insert(key) } }
 
     /// Queues jobs (`submit --queue`) and tells the watchers.
-    package func submit(_ jobs: [QueueSubmission]) {
+    package func submit(_ jobs: [QueueSubmission], batch: String? = nil) {
         root.state.withLock { state in
             for job in jobs {
-                state.rows[state.nextID] = Row(id: state.nextID, key: job.key, kind: job.kind, job: job.job, file: job.file)
+                state.rows[state.nextID] = Row(id: state.nextID, key: job.key, kind: job.kind, job: job.job, file: job.file, batch: batch)
                 state.nextID += 1
             }
         }
@@ -205,6 +205,7 @@ package final class InMemoryQueueStore: QueueStore {
                 claim.previous = state.results[row.key]
                 claim.outcome = row.status == nil ? nil : row.record
                 claim.completesParent = row.phase == "complete"
+                claim.batch = row.batch
                 claims.append(claim)
             }
             return claims

@@ -48,7 +48,7 @@ extension JobQueue {
                     hook_claims = hook_claims + CASE WHEN j.status IS NULL THEN 0 ELSE 1 END,
                     lease_until = now() + $3::interval, started_at = CASE WHEN j.status IS NULL THEN now() ELSE j.started_at END
                 FROM picked WHERE j.id = picked.id
-                RETURNING j.id, j.key, j.kind, j.job, j.file, CASE WHEN j.status IS NULL THEN NULL ELSE j.record END AS outcome, j.phase),
+                RETURNING j.id, j.key, j.kind, j.job, j.file, CASE WHEN j.status IS NULL THEN NULL ELSE j.record END AS outcome, j.phase, j.batch),
             locked AS (
                 INSERT INTO runner.keys AS k (key, runner, lease_until)
                 SELECT DISTINCT key, $1, now() + $3::interval FROM claimed WHERE outcome IS NULL
@@ -58,7 +58,7 @@ extension JobQueue {
             SELECT c.id, c.key, c.kind, c.job, c.key IN (SELECT key FROM locked), c.file,
                 (SELECT string_agg(h.host || ' ' || ceil(extract(epoch FROM h.paused_until - now()) * 1000)::bigint, ' ')
                  FROM runner.hosts h WHERE h.paused_until > now()),
-                r.record, c.outcome, c.phase
+                r.record, c.outcome, c.phase, c.batch
             FROM claimed c LEFT JOIN runner.results r ON r.key = c.key
             """, [runner, String(limit), leaseText, String(Self.maxClaims)] + (kinds.map { [Self.array($0)] } ?? []))
         let pauses = Self.pauses(rows.first.flatMap { $0.count > 6 ? $0[6] : nil })
@@ -68,6 +68,7 @@ extension JobQueue {
             claim.previous = row.count > 7 ? row[7] : nil
             claim.outcome = row.count > 8 ? row[8] : nil
             claim.completesParent = row.count > 9 && row[9] == "complete"
+            claim.batch = row.count > 10 ? row[10] : nil
             return claim
         }.sorted { $0.id < $1.id }
     }

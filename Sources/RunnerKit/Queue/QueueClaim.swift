@@ -8,6 +8,9 @@ package struct QueueClaim: Sendable {
     package var keyLocked = false
     /// The name of the file it was submitted in.
     package var file = ""
+    /// The batch it was submitted in (nil: none, as a queue made before batches has): two
+    /// batches of one file name are told apart by it.
+    package var batch: String?
     /// Hosts the fleet holds back as the claim was made, and for how long from then: the
     /// claim's jobs wait for them even if the notice of the pause has not come yet.
     package var pauses: [(host: String, left: Duration)] = []
