@@ -370,6 +370,26 @@ import Testing
         #expect(server.eventReaders == 1, "the reader that keeps up stays")
     }
 
+    /// A burst of lines larger than a reader's buffer, which its socket takes at once, drops no
+    /// reader: only what the kernel would not take counts (a page's thread that ran late hands
+    /// many lines over in one go).
+    @Test func aBurstLargerThanTheBufferDropsNoReaderThatKeepsUp() async throws {
+        var limits = LiveServer.Limits()
+        limits.readerBuffer = 4 * 1024
+        let server = try Self.server(limits: limits)
+        defer { server.stop() }
+        let reader = try RawHTTP.connect(port: server.port)
+        defer { close(reader) }
+        RawHTTP.send(reader, "GET /events HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        var bytes: [UInt8] = []
+        #expect(await RawHTTP.read(reader, until: "retry: 1000\n\n", into: &bytes))
+        await eventually("the reader is counted") { server.wantsLines }
+        server.take(Array(("{\"event\":\"" + String(repeating: "x", count: 16 * 1024) + "\"}\n").utf8))
+        server.take(Array("{\"event\":\"after\"}\n".utf8))
+        #expect(await RawHTTP.read(reader, until: "data: {\"event\":\"after\"}\n\n", into: &bytes), "both lines came")
+        #expect(server.eventReaders == 1)
+    }
+
     @Test func anAnswerGivenLaterLeavesTheServerServingTheOthersMeanwhile() async throws {
         let answers = Watched<[@Sendable (LiveServer.Response) -> Void]>([])
         let server = LiveServer(host: "127.0.0.1", port: 0, token: nil) { request in

@@ -31,7 +31,8 @@ package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable
         package var requestTime: Duration = .seconds(10)
         /// For an answer (or an event) to be taken by the client.
         package var writeTime: Duration = .seconds(30)
-        /// Bytes an event-stream reader may be behind.
+        /// Bytes an event-stream reader may be behind: held here because its socket would take
+        /// no more.
         package var readerBuffer = 512 * 1024
         /// Event lines waiting for the server thread.
         package var pendingLines = 10_000
@@ -724,14 +725,14 @@ package final class LiveServer: EventLineSink, @unchecked Sendable {  // mutable
     private func broadcast(_ bytes: [UInt8], now: ContinuousClock.Instant) {
         for (fd, var client) in clients {
             guard case .events = client.phase else { continue }
-            if client.pending + bytes.count > limits.readerBuffer {
-                drop(fd)  // too far behind: it reconnects and starts over
-                continue
-            }
             if client.pending == 0 { client.progress = now }
             client.output += bytes
             clients[fd] = client
             flush(fd, now: now)
+            // Too far behind: what the kernel would not take is more than the reader's buffer
+            // (it reconnects and starts over). Counted after the send, so a burst of lines that
+            // a reader keeping up takes at once (a page's thread that ran late) drops nobody.
+            if let after = clients[fd], after.pending > limits.readerBuffer { drop(fd) }
         }
     }
 
