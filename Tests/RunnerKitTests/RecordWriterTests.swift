@@ -28,10 +28,11 @@ struct RecordWriterTests {
         return (disk, store, problems, RecordWriter(store: store, runLog: nil, observer: problems))
     }
 
-    /// Fills the disk with one file, returning its path.
+    /// Fills the disk with one file, returning its path. Close-on-exec: a process another
+    /// test starts meanwhile must not keep the file open, or removing it frees no room.
     static func fill(_ disk: SmallDisk) -> String {
         let path = disk.path + "/filler"
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         let chunk = [UInt8](repeating: 0x2A, count: 64 * 1024)
         while chunk.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) > 0 {}
         close(fd)

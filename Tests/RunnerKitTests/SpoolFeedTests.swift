@@ -74,7 +74,7 @@ private final class SpoolWorld: Sendable {
 
     /// Written under its final name, as `cat > file` does: no rename.
     func writeInPlace(_ path: String, _ text: String) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         _ = text.utf8CString.withUnsafeBufferPointer { Glibc.write(fd, $0.baseAddress!, $0.count - 1) }
         close(fd)
     }

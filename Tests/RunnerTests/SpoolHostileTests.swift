@@ -35,7 +35,7 @@ struct SpoolHostileTests {
         if kind == "fifo" {
             #expect(mkfifo(path, 0o600) == 0)
         } else {
-            let fd = open(path, O_WRONLY | O_CREAT, 0o600)
+            let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
             #expect(ftruncate(fd, 1 << 30) == 0)
             close(fd)
         }

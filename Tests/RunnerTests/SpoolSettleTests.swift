@@ -17,7 +17,7 @@ struct SpoolSettleTests {
     /// the whole time (`keepOpen`) or opening and closing it for each piece.
     static func writeInPlace(_ bytes: [UInt8], to path: String, pause: Duration, keepOpen: Bool) async throws {
         let piece = 16 * 1024
-        var fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         #expect(fd >= 0)
         var offset = 0
         while offset < bytes.count {

@@ -41,7 +41,7 @@ struct SpoolTests {
         s.w.write("garbage.json", "")
         _ = FileManager.default.createFile(atPath: "\(s.w.root)/garbage.json", contents: Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919 &+ 13) }))
         rename("\(s.w.root)/garbage.json", "\(s.spool.inbox)/garbage.json")
-        let big = open("\(s.w.root)/big.json", O_WRONLY | O_CREAT, 0o644)
+        let big = open("\(s.w.root)/big.json", O_WRONLY | O_CREAT | O_CLOEXEC, 0o644)
         ftruncate(big, 50 << 20)
         close(big)
         rename("\(s.w.root)/big.json", "\(s.spool.inbox)/big.json")
