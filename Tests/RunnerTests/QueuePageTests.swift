@@ -16,19 +16,7 @@ import Testing
 
 // MARK: - The world under test
 
-/// A kind that fetches its URL as it is, and another that only some watchers have.
-private struct FetchKind: JobKind {
-    static let name = "fetch"
-    static let summary = "Fetches a URL as it is (for tests)."
-    static let parameters: [KindParameter] = []
-
-    init(fields: inout JobFields) throws(JobSpecError) {}
-
-    func run(in context: JobContext) async throws -> KindOutcome {
-        .fetched(try await context.fetch(folder: "fetched"), folder: "fetched", fileExtension: "bin")
-    }
-}
-
+/// A kind only some watchers have (`PlainFetchKind`, `fetch`, all have).
 private struct RareKind: JobKind {
     static let name = "rare"
     static let summary = "Fetches a URL as it is, on the watchers that have it (for tests)."
@@ -127,7 +115,7 @@ private final class PageWorld: Sendable {
     /// does.
     func pageWatcher() throws -> Watcher {
         writeToken(Self.token)
-        var feed = try feedConfiguration("here", kinds: [FetchKind.self])
+        var feed = try feedConfiguration("here", kinds: [PlainFetchKind.self])
         feed.followsFleetEvents = true
         let registry = feed.engine.registry
         let settings = LiveOptions.Settings(host: "127.0.0.1", port: 0, token: Self.token, tokenPath: tokenPath)
@@ -209,7 +197,7 @@ struct QueuePageTests {
         #expect(page.status == 200 && page.body.contains("jobs queued") && page.body.contains("q:live"), "\(page.body)")
 
         // A job of a kind only another watcher has runs there: a row of the fleet's table here.
-        let there = try QueueFeed(configuration: try w.feedConfiguration("there", kinds: [FetchKind.self, RareKind.self]))
+        let there = try QueueFeed(configuration: try w.feedConfiguration("there", kinds: [PlainFetchKind.self, RareKind.self]))
         let thereRun = Task { await there.run() }
         w.store.submit([QueueSubmission(
             key: "q:elsewhere", kind: "rare", job: #"{"job": \#(w.job("q:elsewhere", kind: "rare")), "defaults": {}}"#, file: "rare.jsonl")])

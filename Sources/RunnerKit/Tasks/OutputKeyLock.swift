@@ -21,6 +21,8 @@ package final class OutputKeyLock: KeyLocking {
     package let folder: String
     /// The lock file's name in the folder.
     static let fileName = "keys"
+    /// The lock file's path, as a job's lock checks it and its messages name it.
+    private let path: String
 
     private struct Failure: Error {
         var code: Int32
@@ -34,6 +36,7 @@ package final class OutputKeyLock: KeyLocking {
 
     package init(folder: String) {
         self.folder = folder
+        self.path = "\(folder)/\(Self.fileName)"
     }
 
     deinit {
@@ -48,7 +51,6 @@ package final class OutputKeyLock: KeyLocking {
     }
 
     package func lock(key: String) -> KeyLockOutcome {
-        let path = "\(folder)/\(Self.fileName)"
         let offset = Self.offset(of: key)
         var stale: Int32?
         for _ in 0..<8 {

@@ -58,19 +58,6 @@ func probeRegistry() -> KindRegistry {
     return registry
 }
 
-/// The feeds' test kind: fetches its URL as it is and stores what arrived.
-struct PlainFetchKind: JobKind {
-    static let name = "fetch"
-    static let summary = "Fetches a URL as it is (for tests)."
-    static let parameters: [KindParameter] = []
-
-    init(fields: inout JobFields) throws(JobSpecError) {}
-
-    func run(in context: JobContext) async throws -> KindOutcome {
-        .fetched(try await context.fetch(folder: "fetched"), folder: "fetched", fileExtension: "bin")
-    }
-}
-
 /// Keeps every record the engine reports.
 struct RecordsObserver: RunObserver {
     let records: Watched<[JobResult]>
