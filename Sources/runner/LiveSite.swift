@@ -40,13 +40,13 @@ struct LiveSite: Sendable {
             return .response(.json(200, statusJSON().capped()))
         case ("GET", "/api/events"):
             return .events(first: "retry: 2000\n\n")
-        // A file checked and queued, a cancel asked for: answered from the blocking work's
-        // threads (a queue's database may be slow), while the page serves the others.
+        // A file checked and queued, a cancel asked for: answered from a task of their own (a
+        // queue's database may be slow), while the page serves the others.
         case ("POST", "/api/jobs"):
-            return .later { answer in BlockingWork.shared.enqueue(on: .calls) { answer(submit(request)) } }
+            return .later { answer in Task { answer(await submit(request)) } }
         case ("DELETE", _) where path.hasPrefix("/api/jobs/"):
             let key = String(path.dropFirst("/api/jobs/".count))
-            return .later { answer in BlockingWork.shared.enqueue(on: .calls) { answer(cancel(key: key)) } }
+            return .later { answer in Task { answer(await cancel(key: key)) } }
         case (_, "/"), (_, "/api/status"), (_, "/api/events"), (_, "/api/jobs"):
             return .response(.text(405, "\(request.method) is not served at \(path)"))
         default:
@@ -135,7 +135,7 @@ struct LiveSite: Sendable {
     // MARK: - Submitting and cancelling
 
     /// The body is a job file (JSON or JSON Lines); `?name=NAME` names it (in the spool).
-    func submit(_ request: LiveServer.Request) -> LiveServer.Response {
+    func submit(_ request: LiveServer.Request) async -> LiveServer.Response {
         let name = Self.fileName(query: request.query)
         let folder = FileManager.default.temporaryDirectory.path + "/runner-api-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         guard mkdir(folder, 0o700) == 0 else { return .text(500, "cannot make a temporary folder: \(String(cString: strerror(errno)))") }
@@ -151,7 +151,7 @@ struct LiveSite: Sendable {
         }
         guard report.jobs > 0 else { return .json(400, .object([("error", .string("the file holds no job; nothing was queued"))])) }
         do {
-            let queued = try source.queue(file: path, name: name)
+            let queued = try await source.queue(file: path, name: name)
             return .json(202, .object([("queued", .string(queued)), ("jobs", JSONValue(report.jobs))]))
         } catch {
             return .json(500, .object([("error", .string("\(error)"))]))
@@ -166,9 +166,9 @@ struct LiveSite: Sendable {
         return "api-" + Timestamp.iso8601(Date()).filter { $0.isNumber } + ".json"
     }
 
-    func cancel(key: String) -> LiveServer.Response {
+    func cancel(key: String) async -> LiveServer.Response {
         guard !key.isEmpty else { return .text(400, "the key is empty") }
-        return source.cancel(key: key)
+        return await source.cancel(key: key)
     }
 }
 
@@ -214,9 +214,9 @@ protocol LiveSource: Sendable {
     /// `runner status --json`'s members (its `running` array is merged with this watcher's jobs).
     func status() -> [(key: String, value: JSONValue)]
     /// Queues the valid job file at `path` as `name`; returns what it was queued as.
-    func queue(file path: String, name: String) throws -> String
+    func queue(file path: String, name: String) async throws -> String
     /// As `runner cancel KEY`: 202, or 404 when nothing has the key.
-    func cancel(key: String) -> LiveServer.Response
+    func cancel(key: String) async -> LiveServer.Response
 }
 
 /// The spool folder as a live page's source.
@@ -238,11 +238,11 @@ struct SpoolLiveSource: LiveSource {
         return members
     }
 
-    func queue(file path: String, name: String) throws -> String {
+    func queue(file path: String, name: String) async throws -> String {
         try spool.submit(file: path)
     }
 
-    func cancel(key: String) -> LiveServer.Response {
+    func cancel(key: String) async -> LiveServer.Response {
         let running = spool.running(key: key)
         let waiting = spool.filesHolding(key: key, registry: registry)
         guard !running.isEmpty || !waiting.isEmpty else {

@@ -5,35 +5,30 @@ import RunnerKit
 /// transaction, cancels as `runner cancel KEY --queue`.
 ///
 /// The page's numbers come from a snapshot of the queue that `refreshing(every:clock:)`
-/// renews off the page's thread (the watcher runs it beside its feed), so a slow database
-/// never holds the page or its event stream: a request reads the last snapshot. Posting a file
-/// and cancelling are the database's answers, asked for when they come on the blocking work's
-/// threads (the page answers them later and serves the others meanwhile).
+/// renews through the store (the watcher runs it beside its feed), so a slow database never
+/// holds the page or its event stream: a request reads the last snapshot. Posting a file and
+/// cancelling are the database's answers, asked for through the store when they come (the page
+/// answers them later and serves the others meanwhile).
 final class QueueLiveSource: LiveSource {
-    let queue: JobQueue
+    let store: any QueueStore & QueueProducing
     let registry: KindRegistry
     /// This watcher's name in the queue.
     let runner: String
 
-    private struct Snapshot {
-        var status: QueueStatus
-        var scheduled: [String: String]
-    }
     /// The last snapshot, or why the queue could not be read (nil: not read yet).
-    private let snapshot = Locked<Result<Snapshot, QueueError>?>(nil)
+    private let snapshot = Locked<Result<QueueProducerStatus, QueueError>?>(nil)
 
-    init(queue: JobQueue, registry: KindRegistry, runner: String) {
-        self.queue = queue
+    init(store: any QueueStore & QueueProducing, registry: KindRegistry, runner: String) {
+        self.store = store
         self.registry = registry
         self.runner = runner
     }
 
-    /// Reads the queue's status into the snapshot (a blocking call: run where blocking work runs).
-    func refresh() {
-        let read: Result<Snapshot, QueueError>
+    /// Reads the queue's status into the snapshot.
+    func refresh() async {
+        let read: Result<QueueProducerStatus, QueueError>
         do {
-            let status = try queue.status()
-            read = .success(Snapshot(status: status, scheduled: (try? queue.scheduleNames(batches: status.batches.map(\.id))) ?? [:]))
+            read = .success(try await store.producerStatus())
         } catch {
             read = .failure(error)
         }
@@ -43,7 +38,7 @@ final class QueueLiveSource: LiveSource {
     /// Renews the snapshot every `interval` until cancelled.
     func refreshing(every interval: Duration, clock: any Clock<Duration>) async {
         repeat {
-            _ = try? await BlockingWork.shared.run(on: .calls) { self.refresh() }
+            await refresh()
         } while (try? await clock.sleep(for: interval)) != nil
     }
 
@@ -66,26 +61,26 @@ final class QueueLiveSource: LiveSource {
     func status() -> [(key: String, value: JSONValue)] {
         switch snapshot.value {
         case .success(let snapshot):
-            return QueueCommands.statusJSON(snapshot.status, display: queue.connection.display, now: Date(), scheduled: snapshot.scheduled)
+            return QueueCommands.statusJSON(snapshot.status, display: store.display, now: Date(), scheduled: snapshot.scheduled)
         case .failure(let error):
-            return [("queue", .string(queue.connection.display)), ("error", .string("\(error)"))]
+            return [("queue", .string(store.display)), ("error", .string("\(error)"))]
         case nil:
-            return [("queue", .string(queue.connection.display)), ("error", .string("the queue was not read yet"))]
+            return [("queue", .string(store.display)), ("error", .string("the queue was not read yet"))]
         }
     }
 
-    func queue(file path: String, name: String) throws -> String {
+    func queue(file path: String, name: String) async throws -> String {
         guard let jobs = QueueCommands.submissions(of: path, name: name, registry: registry) else {
             throw QueueError("the job file changed while it was being queued; nothing was queued")
         }
-        try queue.submit(jobs)
+        _ = try await store.queueJobs(jobs)
         return name
     }
 
-    func cancel(key: String) -> LiveServer.Response {
+    func cancel(key: String) async -> LiveServer.Response {
         let outcome: (queued: Int, running: [String])
         do {
-            outcome = try queue.cancel(key: key)
+            outcome = try await store.cancelJobs(key: key)
         } catch {
             return .json(500, .object([("error", .string("\(error)"))]))
         }

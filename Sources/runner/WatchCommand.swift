@@ -212,20 +212,16 @@ enum WatchCommand {
             return QueueOptions.fail(error)
         }
         defer { queueStore.close() }
-        // The live page and API (--listen), over a connection of their own, from a snapshot.
+        // The live page and API (--listen), from a snapshot, asking through the store.
         let engine = Locked<JobEngine?>(nil)
         var source: QueueLiveSource?
         var live: (server: LiveServer, observers: [any RunObserver])?
-        if let settings = options.live {
-            do {
-                let page = QueueLiveSource(queue: try await JobQueue.connect(url: url), registry: configuration.engine.registry, runner: configuration.runner)
-                live = LiveSite.make(
-                    settings, source: page, registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] },
-                    runner: configuration.runner)
-                source = page
-            } catch {
-                return QueueOptions.fail(error)
-            }
+        if let settings = options.live, let producing = queueStore as? any QueueStore & QueueProducing {
+            let page = QueueLiveSource(store: producing, registry: configuration.engine.registry, runner: configuration.runner)
+            live = LiveSite.make(
+                settings, source: page, registry: configuration.engine.registry, hosts: { engine.value?.hostActivity ?? [] },
+                runner: configuration.runner)
+            source = page
         }
         let observers = Self.observers(
             options, store: store, metrics: service.metrics, sync: configuration.durable, live: live?.observers ?? [], hooksRunByFeed: true)

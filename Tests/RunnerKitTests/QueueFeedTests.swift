@@ -747,4 +747,9 @@ struct InMemoryQueueStoreTests {
             pass: { clock.advance(by: $0) })
         try await contract.check()
     }
+
+    @Test func theInMemoryStoreAnswersAPagesCalls() async throws {
+        let store = InMemoryQueueStore(lease: .seconds(30), clock: TestClock())
+        try await QueueProducingContract(page: store.connection(), watcher: store.connection()).check()
+    }
 }

@@ -195,3 +195,49 @@ package struct QueueStoreContract {
         #expect(try await first.prune(olderThan: .milliseconds(500)) >= 2, sourceLocation: sourceLocation)
     }
 }
+
+/// What a live page asks of a queue store (`QueueProducing`), checked the same way on both
+/// stores: files queued as one batch with unique keys left out, the fleet's status as claims and
+/// records change it, a cancel that ends the queued jobs and names the runner of a running one.
+package struct QueueProducingContract {
+    /// The page's store, and a watcher's view of the same empty queue.
+    package let page: any QueueStore & QueueProducing
+    package let watcher: any QueueFeed.Store
+
+    package init(page: any QueueStore & QueueProducing, watcher: any QueueFeed.Store) {
+        self.page = page
+        self.watcher = watcher
+    }
+
+    package func check(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        func job(_ key: String, unique: Bool = false) -> QueueSubmission {
+            QueueSubmission(key: key, kind: "fetch", job: #"{"job": {"kind": "fetch", "key": "\#(key)"}}"#, file: "page.jsonl", unique: unique)
+        }
+        let empty = try await page.producerStatus().status
+        #expect(empty.queued == 0 && empty.running.isEmpty && empty.done == 0, sourceLocation: sourceLocation)
+
+        let queued = try await page.queueJobs([job("p1"), job("p2"), job("p3", unique: true), job("p3", unique: true)])
+        #expect(queued.inserted == 3 && queued.leftOut.map(\.key) == ["p3"], "\(queued)", sourceLocation: sourceLocation)
+        #expect(try await page.queueJobs([job("p1", unique: true)]).inserted == 0, "p1 is queued", sourceLocation: sourceLocation)
+        #expect(try await page.producerStatus().status.queued == 3, sourceLocation: sourceLocation)
+
+        let claimed = try await watcher.claim(runner: "w1", limit: 2)
+        #expect(claimed.map(\.key) == ["p1", "p2"], sourceLocation: sourceLocation)
+        try await watcher.finish(
+            [QueueFinish(id: claimed[1].id, status: "succeeded", error: nil, record: #"{"key":"p2","status":"succeeded"}"#)],
+            runner: "w1", unlocking: ["p2"])
+        let status = try await page.producerStatus().status
+        #expect(status.queued == 1 && status.done == 1, "\(status)", sourceLocation: sourceLocation)
+        #expect(status.running.map(\.key) == ["p1"] && status.running.first?.runner == "w1", "\(status.running)", sourceLocation: sourceLocation)
+
+        // A cancel: the queued job ends cancelled, the running one's runner is named.
+        let queuedOne = try await page.cancelJobs(key: "p3")
+        #expect(queuedOne.queued == 1 && queuedOne.running.isEmpty, "\(queuedOne)", sourceLocation: sourceLocation)
+        let runningOne = try await page.cancelJobs(key: "p1")
+        #expect(runningOne.queued == 0 && runningOne.running == ["w1"], "\(runningOne)", sourceLocation: sourceLocation)
+        let nothing = try await page.cancelJobs(key: "p-none")
+        #expect(nothing.queued == 0 && nothing.running.isEmpty, sourceLocation: sourceLocation)
+        let after = try await page.producerStatus().status
+        #expect(after.queued == 0 && after.cancelled == 1, "\(after)", sourceLocation: sourceLocation)
+    }
+}

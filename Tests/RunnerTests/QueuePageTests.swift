@@ -7,12 +7,12 @@ import Testing
 
 // The live page of a queue's watcher, in process: the watcher runs the queue feed on the
 // in-memory store and a test clock, with the page the command line builds (`LiveSite` on a
-// `LiveServer` at a loopback port) over a source that reads and feeds the same store. What
-// QueueNoticeTests shows of the page through the binary against PostgreSQL (the fleet's view
-// merged with this watcher's jobs, a job posted over HTTP queued and run, a cancel that reaches
-// the queue, the others' ends on the event stream), shown without a database, and the token
-// file read again at SIGHUP. `QueueLiveSource` itself asks PostgreSQL; its statements stay with
-// QueueNoticeTests.
+// `LiveServer` at a loopback port, `QueueLiveSource` refreshing its snapshot beside the feed)
+// over the same store. What QueueNoticeTests shows of the page through the binary against
+// PostgreSQL (the fleet's view merged with this watcher's jobs, a job posted over HTTP queued and
+// run, a cancel that reaches the queue, the others' ends on the event stream), shown without a
+// database; a page that keeps answering while the store does not; the token file read again at
+// SIGHUP.
 
 // MARK: - The world under test
 
@@ -26,48 +26,6 @@ private struct RareKind: JobKind {
 
     func run(in context: JobContext) async throws -> KindOutcome {
         .fetched(try await context.fetch(folder: "rare"), folder: "rare", fileExtension: "bin")
-    }
-}
-
-/// The in-memory queue as a page's source: the fleet's counts and running jobs from its rows,
-/// a posted file queued as `submit --queue` queues it, a cancel as `cancel --queue`.
-private struct MemoryQueueSource: LiveSource {
-    let store: InMemoryQueueStore
-    let registry: KindRegistry
-    let runner: String
-
-    func overview(runningHere: Int) -> LiveOverview {
-        let rows = store.rows
-        let running = rows.filter { $0.state == "running" }
-        return LiveOverview(
-            counts: [
-                ("jobs queued", rows.filter { $0.state == "queued" }.count), ("jobs running", max(running.count, runningHere)),
-                ("running on \(runner)", runningHere),
-            ],
-            elsewhere: running.filter { $0.runner != runner }.map { ($0.key, $0.runner ?? "", Date(), nil) })
-    }
-
-    func status() -> [(key: String, value: JSONValue)] {
-        let rows = store.rows
-        return [
-            ("queue", .string(store.display)), ("queued", .object([("count", JSONValue(rows.filter { $0.state == "queued" }.count))])),
-            ("running", .array(rows.filter { $0.state == "running" }.map { .object([("key", .string($0.key)), ("runner", .string($0.runner ?? ""))]) })),
-        ]
-    }
-
-    func queue(file path: String, name: String) throws -> String {
-        guard let jobs = QueueCommands.submissions(of: path, name: name, registry: registry) else {
-            throw QueueError("the job file changed while it was being queued; nothing was queued")
-        }
-        store.submit(jobs)
-        return name
-    }
-
-    func cancel(key: String) -> LiveServer.Response {
-        let held = store.rows.filter { $0.key == key && ($0.state == "queued" || $0.state == "running") }
-        guard !held.isEmpty else { return .json(404, .object([("error", .string("nothing with the key \(key) is running or queued"))])) }
-        store.cancel(key: key)
-        return .json(202, .object([("key", .string(key)), ("running", .bool(held.contains { $0.state == "running" }))]))
     }
 }
 
@@ -120,14 +78,16 @@ private final class PageWorld: Sendable {
         let registry = feed.engine.registry
         let settings = LiveOptions.Settings(host: "127.0.0.1", port: 0, token: Self.token, tokenPath: tokenPath)
         let engine = Locked<JobEngine?>(nil)
+        let source = QueueLiveSource(store: store.connection(), registry: registry, runner: "here")
         let live = LiveSite.make(
-            settings, source: MemoryQueueSource(store: store, registry: registry, runner: "here"), registry: registry,
-            hosts: { engine.value?.hostActivity ?? [] }, runner: "here")
+            settings, source: source, registry: registry, hosts: { engine.value?.hostActivity ?? [] }, runner: "here")
         let lines = self.lines
         var configuration = Watcher.Configuration(
             service: WatchService(notifier: nil, metricsPath: nil), out: root + "/out", say: { line in lines.update { $0.append(line) } })
         configuration.page = Watcher.Page(server: live.server, host: "127.0.0.1", tokenFile: tokenPath, readToken: { try LiveOptions.readToken($0) })
         configuration.clock = clock
+        let clock = clock
+        configuration.alongside = [{ await source.refreshing(every: .seconds(1), clock: clock) }]
         let watcher = try Watcher(configuration: configuration) { onEvent in
             try QueueFeed(configuration: feed, observer: ObserverFanout(live.observers), onEvent: onEvent)
         }
@@ -203,8 +163,14 @@ struct QueuePageTests {
             key: "q:elsewhere", kind: "rare", job: #"{"job": \#(w.job("q:elsewhere", kind: "rare")), "defaults": {}}"#, file: "rare.jsonl")])
         #expect(await w.http.waitForRequests(2))
         #expect(w.row("q:elsewhere")?.runner == "there")
-        let fleet = try await get(port, "/?part=main").body
-        #expect(fleet.contains("Running elsewhere in the fleet") && fleet.contains("<td>q:elsewhere</td>"), "\(fleet)")
+        // The page shows the fleet as its last snapshot saw it, renewed every second.
+        var fleet = ""
+        await eventually("q:elsewhere on the page once the snapshot is renewed") {
+            w.clock.advance(by: .seconds(1))
+            fleet = (try? await get(port, "/?part=main").body) ?? ""
+            return fleet.contains("Running elsewhere in the fleet") && fleet.contains("<td>q:elsewhere</td>")
+        }
+        #expect(fleet.contains("jobs queued"), "\(fleet)")
 
         // A cancel over HTTP reaches the queue and the watcher that runs the job.
         let cancelled = try await RawHTTP.exchange(port: port, "DELETE /api/jobs/q:live HTTP/1.1", headers: Self.auth)
@@ -234,5 +200,40 @@ struct QueuePageTests {
         #expect((try? RawHTTP.connect(port: port, timeout: .seconds(1))).map { fd in close(fd) } == nil, "the page stopped with the watcher")
         there.shutdown(grace: .zero)
         await thereRun.value
+    }
+
+    @Test func thePageAnswersFromItsSnapshotWhileTheQueueCannotBeReached() async throws {
+        let w = try PageWorld()
+        let watcher = try w.pageWatcher()
+        let run = Task { await watcher.run(signals: w.signals) }
+        let port = try await w.port()
+        await eventually("the first snapshot read") {
+            (try? JSONParser.parse(try await get(port, "/api/status").body))?["queued"] != nil
+        }
+
+        // The database goes away: the page still answers at once, with the last snapshot and
+        // then with why it cannot read the queue; a posted file is refused, nothing queued.
+        w.store.available = false
+        #expect(try await get(port, "/").status == 200)
+        await eventually("the snapshot says the queue cannot be read") {
+            w.clock.advance(by: .seconds(1))
+            return (try? JSONParser.parse(try await get(port, "/api/status").body))?["error"]?.stringValue?.contains("cannot be reached") == true
+        }
+        let refused = try await RawHTTP.exchange(port: port, "POST /api/jobs?name=later.jsonl HTTP/1.1", body: Array(w.job("q:later").utf8), headers: Self.auth)
+        #expect(refused.status == 500 && refused.body.contains("cannot be reached"), "\(refused.body)")
+        #expect(try await RawHTTP.exchange(port: port, "DELETE /api/jobs/q:later HTTP/1.1", headers: Self.auth).status == 500)
+
+        // Back: the same file is queued, and the snapshot counts again.
+        w.store.available = true
+        let posted = try await RawHTTP.exchange(port: port, "POST /api/jobs?name=later.jsonl HTTP/1.1", body: Array(w.job("q:later").utf8), headers: Self.auth)
+        #expect(posted.status == 202, "\(posted.body)")
+        #expect(w.row("q:later")?.file == "later.jsonl")
+        await eventually("the snapshot read again") {
+            w.clock.advance(by: .seconds(1))
+            return (try? JSONParser.parse(try await get(port, "/api/status").body))?["error"] == nil
+        }
+
+        w.signal.yield(SIGTERM)
+        #expect(await run.value == 0)
     }
 }

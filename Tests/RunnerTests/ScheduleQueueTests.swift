@@ -128,4 +128,16 @@ struct QueueLeaseTests {
             first: first, second: second, submit: { try submitter.submit($0) }, pass: { try? await Task.sleep(for: $0) })
         try await contract.check()
     }
+
+    /// A live page's calls, through the page's own connection and thread.
+    @Test func theLibpqStoreAnswersAPagesCalls() async throws {
+        let db = try await PostgresServer()
+        let page = try await PostgresQueueStore.connect(url: db.url)
+        let watcher = try await PostgresQueueStore.connect(url: db.url)
+        defer {
+            page.close()
+            watcher.close()
+        }
+        try await QueueProducingContract(page: page, watcher: watcher).check()
+    }
 }

@@ -1,3 +1,4 @@
+import Foundation
 
 // The in-memory store's capabilities beyond the core `QueueStore`, with the rules of the
 // PostgreSQL store's statements (JobQueue+Keys, +Parents, +Results, +Roster, +Pacing, +Output).
@@ -163,5 +164,48 @@ extension InMemoryQueueStore: QueueFileOutcomes {
             }
             return counts
         }
+    }
+}
+
+extension InMemoryQueueStore: QueueProducing {
+    /// The counts, running jobs, failures and watchers of `status --queue` from the rows (every
+    /// ended row counts: nothing here is older than a day); batches, parents and paused hosts
+    /// are left empty.
+    package func producerStatus() async throws(QueueError) -> QueueProducerStatus {
+        try withState { state, now throws(QueueError) -> QueueProducerStatus in
+            let rows = state.rows.values.sorted { $0.id < $1.id }
+            let done = rows.filter { $0.state == "done" }
+            func ended(_ statuses: Set<String>) -> Int { done.filter { statuses.contains($0.status ?? "") }.count }
+            let failed = done.filter { !["succeeded", "notModified", "cancelled", "notFound"].contains($0.status ?? "") }
+            let live = rows.filter { $0.state == "running" && ($0.leaseUntil ?? now) >= now }
+            var status = QueueStatus(
+                queued: rows.filter { $0.state == "queued" || ($0.state == "running" && ($0.leaseUntil ?? now) < now) }.count,
+                running: live.map { row in
+                    QueueStatus.Running(
+                        key: row.key, runner: row.runner ?? "", startedAt: Date(),
+                        phase: row.phase == "complete" ? "completing" : row.status != nil ? "hooks" : nil)
+                },
+                done: ended(["succeeded", "notModified"]), failed: failed.count, cancelled: ended(["cancelled"]),
+                latestFailed: failed.suffix(10).reversed().map { QueueStatus.Failed(key: $0.key, status: $0.status ?? "", reason: $0.reason, at: Date()) })
+            status.notFound = ended(["notFound"])
+            status.waiting = rows.filter { $0.state == "waiting" }.count
+            status.watchers = state.watchers.values.sorted { $0.name < $1.name }.map { watcher in
+                var watcher = watcher
+                watcher.silentFor = now - (state.heartbeats[watcher.name] ?? now)
+                watcher.running = live.filter { $0.runner == watcher.name }.count
+                return watcher
+            }
+            return QueueProducerStatus(status: status)
+        }
+    }
+
+    package func queueJobs(_ jobs: [QueueSubmission]) async throws(QueueError) -> QueueSubmitted {
+        guard available else { throw QueueError("the database cannot be reached: (in memory, made unavailable)") }
+        return submit(jobs, batch: JobQueue.newBatchID())
+    }
+
+    package func cancelJobs(key: String) async throws(QueueError) -> (queued: Int, running: [String]) {
+        guard available else { throw QueueError("the database cannot be reached: (in memory, made unavailable)") }
+        return cancel(key: key)
     }
 }

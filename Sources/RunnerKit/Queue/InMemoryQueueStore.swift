@@ -117,25 +117,44 @@ package final class InMemoryQueueStore: QueueStore {
     /// take (the other records of the same statement with it).
     package func refuseRecords(of key: String) { root.state.withLock { _ = $0.refusedRecords.insert(key) } }
 
-    /// Queues jobs (`submit --queue`) and tells the watchers.
-    package func submit(_ jobs: [QueueSubmission], batch: String? = nil) {
-        root.state.withLock { state in
+    /// Queues jobs (`submit --queue`) and tells the watchers; a unique job whose key is queued
+    /// or running (or came earlier in the same submit) is left out.
+    @discardableResult
+    package func submit(_ jobs: [QueueSubmission], batch: String? = nil) -> QueueSubmitted {
+        let outcome = root.state.withLock { state -> QueueSubmitted in
+            var outcome = QueueSubmitted()
+            var seen = Set<String>()
             for job in jobs {
+                let held = state.rows.values.first { $0.key == job.key && ($0.state == "queued" || $0.state == "running") }
+                if job.unique && (seen.contains(job.key) || held != nil) {
+                    outcome.leftOut.append(job)
+                    if let held { outcome.holding.append(held.key) }
+                    continue
+                }
+                seen.insert(job.key)
                 state.rows[state.nextID] = Row(id: state.nextID, key: job.key, kind: job.kind, job: job.job, file: job.file, batch: batch)
                 state.nextID += 1
+                outcome.inserted += 1
             }
+            return outcome
         }
         notify(.jobs)
+        return outcome
     }
 
     /// `runner cancel KEY --queue`: queued jobs of the key end cancelled, runners are told.
-    package func cancel(key: String) {
+    /// Returns how many were queued and the runners that run the key now.
+    @discardableResult
+    package func cancel(key: String) -> (queued: Int, running: [String]) {
         let now = timeline.now
-        let (running, completable) = root.state.withLock { state -> ([String], Bool) in
+        let (outcome, running, completable) = root.state.withLock { state -> ((queued: Int, running: [String]), [String], Bool) in
+            var queued = 0
             for (id, row) in state.rows where row.key == key && row.state == "queued" {
                 state.rows[id]?.state = "done"
                 state.rows[id]?.status = "cancelled"
+                queued += 1
             }
+            let runners = Set(state.rows.values.filter { $0.key == key && $0.state == "running" }.compactMap(\.runner)).sorted()
             // A waiting parent's queued children are cancelled and counted off; its running
             // ones are asked to stop.
             let parents = Set(state.rows.values.filter { $0.key == key && $0.state == "waiting" }.map(\.id))
@@ -156,11 +175,12 @@ package final class InMemoryQueueStore: QueueStore {
                     }
                 }
             }
-            return (running, completable)
+            return ((queued, runners), running, completable)
         }
         notify(.cancel(key: key))
         for child in running { notify(.cancel(key: child)) }
         if completable { notify(.jobs) }
+        return outcome
     }
 
     /// Every row now, by id.

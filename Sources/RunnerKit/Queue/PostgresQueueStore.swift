@@ -3,7 +3,8 @@ import Synchronization
 /// The queue in PostgreSQL, through libpq. Three connections, each with a thread of its own, so
 /// no libpq call blocks a thread of the concurrency pool and none waits for another's: claims,
 /// leases and pacing on one; records and key locks on another (stored as jobs end, while claims
-/// go on); LISTEN on the third.
+/// go on); LISTEN on the third. A watcher's live page asks through a fourth, made when it first
+/// asks, so a page's question never waits behind a claim or a record, nor they behind it.
 package final class PostgresQueueStore: QueueStore {
     let main: JobQueue
     private let writer: JobQueue
@@ -13,6 +14,11 @@ package final class PostgresQueueStore: QueueStore {
     private let listenerThread = BlockingThread(name: "runner queue listener")
     /// Whether `listener` has LISTENed since it last failed (a new connection has not).
     private let listening = Mutex(false)
+    private let url: String
+    /// The page's thread and connection, once a page asked (the connection is only ever touched
+    /// on that thread).
+    private let pageThread = Mutex<BlockingThread?>(nil)
+    private let pageQueue = Mutex<JobQueue?>(nil)
 
     package var lease: Duration { main.lease }
     package var display: String { main.connection.display }
@@ -25,6 +31,7 @@ package final class PostgresQueueStore: QueueStore {
         main = try JobQueue(url: url, lease: lease)
         writer = try JobQueue(url: url, lease: lease)
         listener = try PostgresConnection(url: url)
+        self.url = url
     }
 
     /// Connects on a thread of its own.
@@ -38,6 +45,7 @@ package final class PostgresQueueStore: QueueStore {
         mainThread.stop()
         writerThread.stop()
         listenerThread.stop()
+        pageThread.withLock { $0?.stop() }
     }
 
     package func claim(runner: String, limit: Int, kinds: [String]?) async throws(QueueError) -> [QueueClaim] {
@@ -185,5 +193,42 @@ extension PostgresQueueStore: QueueFileOutcomes {
     package func fileOutcome(of id: Int64) async throws(QueueError) -> [String: Int]? {
         let main = main
         return try await mainThread.run { () throws(QueueError) -> [String: Int]? in try main.fileOutcome(of: id) }
+    }
+}
+
+extension PostgresQueueStore: QueueProducing {
+    package func producerStatus() async throws(QueueError) -> QueueProducerStatus {
+        try await onPageThread { queue throws(QueueError) -> QueueProducerStatus in
+            let status = try queue.status()
+            return QueueProducerStatus(status: status, scheduled: (try? queue.scheduleNames(batches: status.batches.map(\.id))) ?? [:])
+        }
+    }
+
+    package func queueJobs(_ jobs: [QueueSubmission]) async throws(QueueError) -> QueueSubmitted {
+        try await onPageThread { queue throws(QueueError) -> QueueSubmitted in try queue.submit(jobs) }
+    }
+
+    package func cancelJobs(key: String) async throws(QueueError) -> (queued: Int, running: [String]) {
+        try await onPageThread { queue throws(QueueError) -> (queued: Int, running: [String]) in try queue.cancel(key: key) }
+    }
+
+    /// Runs `body` with the page's connection on the page's thread, both made the first time.
+    private func onPageThread<Value: Sendable>(_ body: @escaping @Sendable (JobQueue) throws(QueueError) -> Value) async throws(QueueError) -> Value {
+        let thread = pageThread.withLock { thread -> BlockingThread in
+            if let thread { return thread }
+            let made = BlockingThread(name: "runner queue page")
+            thread = made
+            return made
+        }
+        return try await thread.run { [self] () throws(QueueError) -> Value in
+            let queue: JobQueue
+            if let open = pageQueue.withLock({ $0 }) {
+                queue = open
+            } else {
+                queue = try JobQueue(url: url, lease: lease)
+                pageQueue.withLock { $0 = queue }
+            }
+            return try body(queue)
+        }
     }
 }

@@ -3,8 +3,8 @@
 /// The rest comes as capabilities, each a protocol of its own that a store adopts: key locks
 /// (`QueueKeyLocks`), parents (`QueueParents`), a claim's progress (`QueueClaimProgress`), the
 /// fleet's housekeeping (`QueueMaintenance`), pacing (`QueuePacing`), the shared output
-/// (`QueueSharedOutput`), a file's outcome (`QueueFileOutcomes`) and schedules
-/// (`ScheduleFiring`). `PostgresQueueStore` is the real one (libpq, each call on a thread of
+/// (`QueueSharedOutput`), a file's outcome (`QueueFileOutcomes`), schedules
+/// (`ScheduleFiring`) and a live page's calls (`QueueProducing`). `PostgresQueueStore` is the real one (libpq, each call on a thread of
 /// its own); `InMemoryQueueStore` keeps the same rules in memory on any clock, for the feed's
 /// tests. Both have every capability, and the same contract tests run on both.
 package protocol QueueStore: Sendable {

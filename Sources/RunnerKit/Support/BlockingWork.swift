@@ -2,7 +2,7 @@ import Dispatch
 import Synchronization
 
 /// The one home of the calls that block (a payload read back and hashed, a partial file's
-/// sidecar and its syncs, `syncfs`, `getaddrinfo`, a query on a connection of its own) and so
+/// sidecar and its syncs, `syncfs`, `getaddrinfo`) and so
 /// must stay off Swift's concurrency pool, whose few threads must never wait on a disk or a
 /// socket. Each lane is a thread of its own running its work in order, except `calls`, whose
 /// calls run side by side. The engine's configuration hands one in (`shared` by default); a
@@ -16,8 +16,8 @@ package final class BlockingWork: Sendable {
         case partials
         /// `syncfs` and other syncs a feed or a hook waits for, in order.
         case syncs
-        /// Calls that may each take long and do not depend on each other (name lookups, a
-        /// page's queries), side by side.
+        /// Calls that may each take long and do not depend on each other (name lookups), side
+        /// by side.
         case calls
     }
 
