@@ -174,7 +174,6 @@ if [ -z "$fixture" ]; then
     cat "$tmp/fixture.log" >&2
     exit 1
 fi
-listen_port=$(free_port) || { echo "examples.sh: no free loopback port found" >&2; exit 1; }
 
 mkdir -p "$tmp/bin"
 ln -s "$runner" "$tmp/bin/runner"
@@ -411,6 +410,9 @@ for page in "${pages[@]}"; do
         fresh_database || { echo "examples.sh: no database could be made for $page" >&2; exit 1; }
     fi
     [ -n "$has_commands" ] || continue
+    # The page's 127.0.0.1:8081, picked free just before its commands run (a port free at the
+    # start may be taken by the time a late page listens on it).
+    listen_port=$(free_port) || { echo "examples.sh: no free loopback port found" >&2; exit 1; }
 
     name=${page#/}
     name=${name//\//-}
