@@ -44,7 +44,10 @@ struct ConnectionTests {
     @Test func twoHundredConcurrentConnections() async throws {
         let server = try startedServer()
         defer { server.stop() }
-        let clients = try (0..<200).map { _ in try RawHTTPClient(port: server.port) }
+        // Each read may wait long: what is shown is that 200 are served at once, not how soon
+        // (a run's first minute, with every suite that starts processes beside it, once took
+        // over 5 s to answer the first of them).
+        let clients = try (0..<200).map { _ in try RawHTTPClient(port: server.port, timeout: 30) }
         #expect(await eventually { server.openConnections == 200 })
         for client in clients {
             client.request("/images/gif.gif")
