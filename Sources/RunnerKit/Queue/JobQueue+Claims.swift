@@ -25,7 +25,10 @@ extension JobQueue {
     /// test is written `array_position(…) IS NOT NULL`, not `kind = ANY(…)`: on a table whose
     /// statistics are not fresh, the planner takes `= ANY` to leave almost no row and sorts every
     /// waiting job for each claim (three times the database's CPU per job on 20 000 jobs), where
-    /// this keeps the walk along the waiting jobs' index that stops at the limit.
+    /// this keeps the walk along the waiting jobs' index that stops at the limit. Likewise the
+    /// jobs picked are updated by `id = ANY (ARRAY(…))`: with the fair share's limit a subquery,
+    /// the planner takes the picked jobs for thousands and hashed the whole table (and the whole
+    /// of `runner.results`) for each claim, a cost that grew with the queue.
     ///
     /// A fair share: when the fleet's live watchers (those that said how many slots they have,
     /// and could run a queued job: this one, or one that has the kind of one loaded) have more
@@ -47,7 +50,7 @@ extension JobQueue {
                     claims = claims + CASE WHEN j.status IS NULL THEN 1 ELSE 0 END,
                     hook_claims = hook_claims + CASE WHEN j.status IS NULL THEN 0 ELSE 1 END,
                     lease_until = now() + $3::interval, started_at = CASE WHEN j.status IS NULL THEN now() ELSE j.started_at END
-                FROM picked WHERE j.id = picked.id
+                WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
                 RETURNING j.id, j.key, j.kind, j.job, j.file, CASE WHEN j.status IS NULL THEN NULL ELSE j.record END AS outcome, j.phase, j.batch),
             locked AS (
                 INSERT INTO runner.keys AS k (key, runner, lease_until)

@@ -95,14 +95,27 @@ extension JobQueue {
 
     /// How the jobs of the submitted file of job `id` (its file in its batch, children
     /// included) ended, by status, once none is left to run (queued, running its own job, or a
-    /// parent waiting for its children); nil while some are.
+    /// parent waiting for its children); nil while some are. A watcher asks each time it ends
+    /// the last job it holds of a file, so the common answer, "some are left", comes from the
+    /// index of the jobs left to run (`jobs_file_open`) without counting the file's others.
     package func fileOutcome(of id: Int64) throws(QueueError) -> [String: Int]? {
         let rows = try connection.query(
             """
-            WITH f AS (SELECT file, batch FROM runner.jobs WHERE id = $1)
-            SELECT CASE WHEN j.state = 'queued' OR j.state = 'waiting' OR (j.state = 'running' AND j.status IS NULL) THEN '' ELSE j.status END,
-                count(*)
-            FROM runner.jobs j, f WHERE j.file = f.file AND j.batch IS NOT DISTINCT FROM f.batch GROUP BY 1
+            WITH f AS (SELECT file, batch FROM runner.jobs WHERE id = $1),
+            left_to_run AS (
+                SELECT EXISTS (
+                    SELECT 1 FROM runner.jobs j, f
+                    WHERE j.batch = f.batch AND j.file = f.file
+                        AND (j.state = 'queued' OR j.state = 'waiting' OR (j.state = 'running' AND j.status IS NULL)))
+                OR EXISTS (
+                    SELECT 1 FROM runner.jobs j, f
+                    WHERE f.batch IS NULL AND j.batch IS NULL AND j.file = f.file
+                        AND (j.state = 'queued' OR j.state = 'waiting' OR (j.state = 'running' AND j.status IS NULL))) AS any_left)
+            SELECT '', 1 WHERE (SELECT any_left FROM left_to_run)
+            UNION ALL
+            SELECT j.status, count(*) FROM runner.jobs j, f
+            WHERE NOT (SELECT any_left FROM left_to_run) AND j.batch IS NOT DISTINCT FROM f.batch AND j.file = f.file
+            GROUP BY 1
             """, [String(id)])
         var counts: [String: Int] = [:]
         for row in rows {
