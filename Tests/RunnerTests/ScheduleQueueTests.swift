@@ -129,6 +129,15 @@ struct QueueLeaseTests {
         try await contract.check()
     }
 
+    /// The server never compiles the queue's statements (JIT): a claim on a table of tens of
+    /// thousands of rows took 35 ms to compile and 2 to run.
+    @Test func everyConnectionRunsWithoutJIT() async throws {
+        let db = try await PostgresServer()
+        let queue = try JobQueue(url: db.url)
+        #expect(try queue.connection.query("SHOW jit").first?.first == "off")
+        #expect(try queue.connection.query("SHOW client_min_messages").first?.first == "warning")
+    }
+
     /// A live page's calls, through the page's own connection and thread.
     @Test func theLibpqStoreAnswersAPagesCalls() async throws {
         let db = try await PostgresServer()
