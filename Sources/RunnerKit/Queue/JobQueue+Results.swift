@@ -97,7 +97,8 @@ extension JobQueue {
     /// included) ended, by status, once none is left to run (queued, running its own job, or a
     /// parent waiting for its children); nil while some are. A watcher asks each time it ends
     /// the last job it holds of a file, so the common answer, "some are left", comes from the
-    /// index of the jobs left to run (`jobs_file_open`) without counting the file's others.
+    /// index of the jobs left to run (`jobs_file_open`), and the count, once, from the index of
+    /// the file's jobs (`jobs_file`): neither walks the batch or the table.
     package func fileOutcome(of id: Int64) throws(QueueError) -> [String: Int]? {
         let rows = try connection.query(
             """
@@ -113,8 +114,11 @@ extension JobQueue {
                         AND (j.state = 'queued' OR j.state = 'waiting' OR (j.state = 'running' AND j.status IS NULL))) AS any_left)
             SELECT '', 1 WHERE (SELECT any_left FROM left_to_run)
             UNION ALL
-            SELECT j.status, count(*) FROM runner.jobs j, f
-            WHERE NOT (SELECT any_left FROM left_to_run) AND j.batch IS NOT DISTINCT FROM f.batch AND j.file = f.file
+            SELECT status, count(*) FROM (
+                SELECT j.status FROM runner.jobs j, f WHERE j.batch = f.batch AND j.file = f.file
+                UNION ALL
+                SELECT j.status FROM runner.jobs j, f WHERE f.batch IS NULL AND j.batch IS NULL AND j.file = f.file) ended
+            WHERE NOT (SELECT any_left FROM left_to_run)
             GROUP BY 1
             """, [String(id)])
         var counts: [String: Int] = [:]

@@ -55,18 +55,21 @@ extension JobQueue {
         try db.query("INSERT INTO runner.meta (version) VALUES ($1)", [String(Self.schemaVersion)])
     }
 
+    /// A submitted file's jobs by batch and file, and those of them left to run: whether a
+    /// file's jobs all ended is asked each time a watcher ends the last job it holds of it
+    /// (`fileOutcome`), and must walk neither the batch nor the table.
+    static let fileIndexes = [
+        "CREATE INDEX IF NOT EXISTS jobs_file ON runner.jobs (batch, file)",
+        """
+        CREATE INDEX IF NOT EXISTS jobs_file_open ON runner.jobs (batch, file)
+        WHERE state = 'queued' OR state = 'waiting' OR (state = 'running' AND status IS NULL)
+        """,
+    ]
+
     /// The batch column and the watchers, results and identity tables, added to version 1
     /// without a new version (a runner that does not know them goes unlisted, its submits belong
     /// to no batch, its records stay out of `results`); made only when missing, so that a role
     /// that does not own the tables can use them once made.
-    /// The jobs of a submitted file left to run, by batch and file: whether a file has ended is
-    /// asked each time a watcher ends the last job it holds of it (`fileOutcome`), and must not
-    /// walk the whole batch each time.
-    static let fileOpenIndex = """
-        CREATE INDEX jobs_file_open ON runner.jobs (batch, file)
-        WHERE state = 'queued' OR state = 'waiting' OR (state = 'running' AND status IS NULL)
-        """
-
     private static func addWhatVersionOneLacks(_ db: PostgresConnection) throws(QueueError) {
         let present = try db.query(
             """
@@ -78,16 +81,16 @@ extension JobQueue {
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'runner.jobs'::regclass AND attname = 'hook_claims' AND NOT attisdropped),
                 EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass('runner.watchers') AND attname = 'instance' AND NOT attisdropped),
                 to_regclass('runner.bandwidth') IS NOT NULL,
-                to_regclass('runner.jobs_file_open') IS NOT NULL
+                to_regclass('runner.jobs_file_open') IS NOT NULL AND to_regclass('runner.jobs_file') IS NOT NULL
             """).first ?? []
         if present.count > 9 && present[1] == "t" && present[9] != "t" {
-            // Only speed depends on it: a role that may not make it (a producer's, on tables an
-            // older watcher made) goes on without it, and the next watcher makes it.
-            try db.query("SAVEPOINT file_open_index")
+            // Only speed depends on them: a role that may not make them (a producer's, on
+            // tables an older watcher made) goes on without, and the next watcher makes them.
+            try db.query("SAVEPOINT file_indexes")
             do {
-                try db.query(Self.fileOpenIndex)
+                for index in Self.fileIndexes { try db.query(index) }
             } catch {
-                try db.query("ROLLBACK TO SAVEPOINT file_open_index")
+                try db.query("ROLLBACK TO SAVEPOINT file_indexes")
             }
         }
         if present.count > 8 && present[8] != "t" {
@@ -140,7 +143,7 @@ extension JobQueue {
         if present.count > 1 && present[1] != "t" {
             try db.query("ALTER TABLE runner.jobs ADD COLUMN batch text")
             try db.query("CREATE INDEX jobs_batch ON runner.jobs (batch)")
-            try db.query(Self.fileOpenIndex)
+            for index in Self.fileIndexes { try db.query(index) }
         }
         if present.first != "t" {
             try db.query("""
