@@ -695,7 +695,9 @@ struct EngineTests {
         #expect(summary.allSucceeded)
         #expect(stream.finish() == nil)
 
-        let byKey = try events(path)
+        // A job's `progress` lines come from the real clock (a second of a transfer), which a
+        // loaded machine may give even these: the story is told without them.
+        let byKey = try events(path).mapValues { $0.filter { $0.event != "progress" } }
         #expect(byKey["ok"]?.map(\.event) == ["queued", "started", "finished"])
         #expect(byKey["flaky"]?.map(\.event) == ["queued", "started", "attempt", "finished"])
         let attempt = try #require(byKey["flaky"]?[2].line)
