@@ -40,8 +40,9 @@ struct LiveSite: Sendable {
             return .response(.json(200, statusJSON().capped()))
         case ("GET", "/api/events"):
             return .events(first: "retry: 2000\n\n")
-        // A file checked and queued, a cancel asked for: answered from a task of their own (a
-        // queue's database may be slow), while the page serves the others.
+        // A file checked and queued, a cancel asked for: answered from a task of their own (the
+        // files on the blocking work's call lane, a queue's database through its store), while
+        // the page serves the others.
         case ("POST", "/api/jobs"):
             return .later { answer in Task { answer(await submit(request)) } }
         case ("DELETE", _) where path.hasPrefix("/api/jobs/"):
@@ -134,28 +135,52 @@ struct LiveSite: Sendable {
 
     // MARK: - Submitting and cancelling
 
-    /// The body is a job file (JSON or JSON Lines); `?name=NAME` names it (in the spool).
+    /// The body is a job file (JSON or JSON Lines); `?name=NAME` names it (in the spool). It is
+    /// held and checked on the blocking work's call lane (a large file is long to read and
+    /// check), then queued through the source.
     func submit(_ request: LiveServer.Request) async -> LiveServer.Response {
+        let site = self
+        switch await BlockingWork.shared.lane(.calls).run({ site.hold(request) }) {
+        case .refused(let response):
+            return response
+        case .held(let folder, let path, let name, let jobs):
+            defer { BlockingWork.shared.enqueue(on: .calls) { try? FileManager.default.removeItem(atPath: folder) } }
+            do {
+                let queued = try await source.queue(file: path, name: name)
+                return .json(202, .object([("queued", .string(queued)), ("jobs", JSONValue(jobs))]))
+            } catch {
+                return .json(500, .object([("error", .string("\(error)"))]))
+            }
+        }
+    }
+
+    /// A posted job file, written to a temporary folder of its own and checked as `submit`
+    /// checks one; or the answer that refuses it.
+    enum Held: Sendable {
+        case held(folder: String, path: String, name: String, jobs: Int)
+        case refused(LiveServer.Response)
+    }
+
+    /// Writes and checks a posted job file (blocking: file writes and reads).
+    func hold(_ request: LiveServer.Request) -> Held {
         let name = Self.fileName(query: request.query)
         let folder = FileManager.default.temporaryDirectory.path + "/runner-api-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
-        guard mkdir(folder, 0o700) == 0 else { return .text(500, "cannot make a temporary folder: \(String(cString: strerror(errno)))") }
-        defer { try? FileManager.default.removeItem(atPath: folder) }
+        guard mkdir(folder, 0o700) == 0 else { return .refused(.text(500, "cannot make a temporary folder: \(String(cString: strerror(errno)))")) }
         let path = "\(folder)/\(name)"
+        func refused(_ response: LiveServer.Response) -> Held {
+            try? FileManager.default.removeItem(atPath: folder)
+            return .refused(response)
+        }
         guard FileManager.default.createFile(atPath: path, contents: Data(request.body)) else {
-            return .text(500, "cannot hold the job file in \(folder)")
+            return refused(.text(500, "cannot hold the job file in \(folder)"))
         }
         let report = JobFileReader.validate(path: path, registry: registry, limits: .producer, checkingSecrets: false)
         guard report.errors.isEmpty else {
             let errors = report.errors.map { "\($0)".replacingOccurrences(of: path, with: name) }
-            return .json(400, .object([("error", .string("nothing was queued")), ("problems", .array(errors.map { .string($0) }))]))
+            return refused(.json(400, .object([("error", .string("nothing was queued")), ("problems", .array(errors.map { .string($0) }))])))
         }
-        guard report.jobs > 0 else { return .json(400, .object([("error", .string("the file holds no job; nothing was queued"))])) }
-        do {
-            let queued = try await source.queue(file: path, name: name)
-            return .json(202, .object([("queued", .string(queued)), ("jobs", JSONValue(report.jobs))]))
-        } catch {
-            return .json(500, .object([("error", .string("\(error)"))]))
-        }
+        guard report.jobs > 0 else { return refused(.json(400, .object([("error", .string("the file holds no job; nothing was queued"))]))) }
+        return .held(folder: folder, path: path, name: name, jobs: report.jobs)
     }
 
     /// A safe file name from `name=` in the query, else one made of the time.
@@ -238,11 +263,19 @@ struct SpoolLiveSource: LiveSource {
         return members
     }
 
+    /// Into the inbox, on the blocking work's call lane (the spool's writes are synced).
     func queue(file path: String, name: String) async throws -> String {
-        try spool.submit(file: path)
+        let spool = spool
+        return try await BlockingWork.shared.lane(.calls).run { Result { try spool.submit(file: path) } }.get()
     }
 
+    /// Reads and writes the spool's folders on the blocking work's call lane.
     func cancel(key: String) async -> LiveServer.Response {
+        let source = self
+        return await BlockingWork.shared.lane(.calls).run { source.cancelNow(key: key) }
+    }
+
+    private func cancelNow(key: String) -> LiveServer.Response {
         let running = spool.running(key: key)
         let waiting = spool.filesHolding(key: key, registry: registry)
         guard !running.isEmpty || !waiting.isEmpty else {

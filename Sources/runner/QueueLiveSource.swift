@@ -70,7 +70,9 @@ final class QueueLiveSource: LiveSource {
     }
 
     func queue(file path: String, name: String) async throws -> String {
-        guard let jobs = QueueCommands.submissions(of: path, name: name, registry: registry) else {
+        let registry = registry
+        // Read on the blocking work's call lane (a large file is long to read), queued through the store.
+        guard let jobs = await BlockingWork.shared.lane(.calls).run({ QueueCommands.submissions(of: path, name: name, registry: registry) }) else {
             throw QueueError("the job file changed while it was being queued; nothing was queued")
         }
         _ = try await store.queueJobs(jobs)

@@ -16,8 +16,8 @@ package final class BlockingWork: Sendable {
         case partials
         /// `syncfs` and other syncs a feed or a hook waits for, in order.
         case syncs
-        /// Calls that may each take long and do not depend on each other (name lookups), side
-        /// by side.
+        /// Calls that may each take long and do not depend on each other (name lookups, a
+        /// page's posted job files and spool cancels), side by side.
         case calls
     }
 
