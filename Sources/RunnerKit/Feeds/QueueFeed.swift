@@ -535,10 +535,6 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         return made
     }
 
-    /// One job of `file` (job `id`) ended here (`ended` false: given back). When none of the
-    /// file's jobs is left here, the queue says whether any is left in the fleet; once none is,
-    /// how they all ended is said once (by the watcher that ended the last of them), however
-    /// many claims brought them here.
     /// The file a job was submitted in, and its batch.
     struct SubmittedFile: Hashable {
         var name: String
@@ -550,6 +546,10 @@ package final class QueueFeed: JobFeed, @unchecked Sendable {  // mutable state 
         }
     }
 
+    /// One job of `file` (job `id`) ended here (`ended` false: given back). When none of the
+    /// file's jobs is left here, the queue says whether any is left in the fleet; once none is,
+    /// how they all ended is said once (by the watcher that ended the last of them), however
+    /// many claims brought them here.
     private func tally(_ file: SubmittedFile, id: Int64, ended: Bool) async {
         let last = state.withLock { state -> Bool in
             guard var entry = state.files[file] else { return false }
