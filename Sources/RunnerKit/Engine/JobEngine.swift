@@ -69,6 +69,8 @@ public final class JobEngine: Sendable {
             store: store, runLog: configuration.runLog, observer: observer,
             knownRecords: configuration.storeHeldAlone ? store.recordFileNames() : nil, claimHeld: configuration.claimHeld)
         self.observer = observer
+        // Held alone, the store needs no look on disk for a partial's sidecar a job has not.
+        if configuration.storeHeldAlone { store.listsSidecars() }
         self.bandwidth = configuration.limitRate.map { rate in
             BandwidthLimit(rate: rate, shared: Self.sharedBandwidth("", rate: rate, configuration.sharedPacing))
         }

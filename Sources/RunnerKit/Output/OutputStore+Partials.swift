@@ -2,6 +2,39 @@ import Synchronization
 import Glibc
 
 extension OutputStore {
+    /// From now on, which sidecars of kept partials a payload folder holds is read once, when a
+    /// job first looks there, and kept up to date with the sidecars this process writes: a job
+    /// with none (nearly all) makes no system call to find it has none. Only for a store no other
+    /// process writes meanwhile (`runner run` holds the output's lock), and which no other
+    /// store object of this process writes sidecars to.
+    package func listsSidecars() {
+        sidecars.withLock { $0 = $0 ?? [:] }
+    }
+
+    /// Whether `folder` (relative) may hold the sidecar `name`: always when sidecars are not
+    /// listed; else whether the folder's list has it (the folder read on its first look).
+    func mayHoldSidecar(_ name: String, in folder: String) -> Bool {
+        sidecars.withLock { listed in
+            guard listed != nil else { return true }
+            if let names = listed![folder] { return names.contains(name) }
+            // Read under the lock: a sidecar written meanwhile is added after the list is kept.
+            let names = Set(
+                FolderReader.names(in: folder.isEmpty ? root : absolute(folder)).lazy.filter {
+                    $0.hasPrefix(PartialDownload.prefix) && $0.hasSuffix(".json")
+                })
+            listed![folder] = names
+            return names.contains(name)
+        }
+    }
+
+    /// A sidecar was written in `folder`: later looks find it.
+    func sidecarWritten(_ name: String, in folder: String) {
+        sidecars.withLock { listed in
+            // A folder not read yet is read on its first look, which finds the file.
+            if listed?[folder] != nil { listed![folder]!.insert(name) }
+        }
+    }
+
     /// A kept partial of a cut transfer (`.partial-…`, not its sidecar): where, how large, when
     /// last written.
     struct KeptPartial {

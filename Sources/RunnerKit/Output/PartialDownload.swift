@@ -251,7 +251,7 @@ package struct PartialDownload: Sendable {
 
     /// Whether the key has a sidecar in the folder (one look, no read; its name made on the stack).
     func hasSidecar(store: OutputStore) -> Bool {
-        guard let folderFD = try? store.openFolder(folder) else { return false }
+        guard store.mayHoldSidecar(sidecarName, in: folder), let folderFD = try? store.openFolder(folder) else { return false }
         var name = name
         return name.withUTF8 { bytes in
             withUnsafeTemporaryAllocation(of: CChar.self, capacity: bytes.count + 6) { path in
@@ -271,6 +271,7 @@ package struct PartialDownload: Sendable {
         var text = JSONWriter.data(sidecar)
         text.append(0x0A)
         guard (try? store.write(text, to: folder.isEmpty ? sidecarName : folder + "/" + sidecarName)) != nil else { return }
+        store.sidecarWritten(sidecarName, in: folder)
         store.partialCheckpointed(key: key)
     }
 

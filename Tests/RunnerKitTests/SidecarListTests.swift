@@ -1,0 +1,52 @@
+import Foundation
+@testable import RunnerKit
+import Synchronization
+import Testing
+
+/// A store held alone reads which sidecars of kept partials a payload folder holds once, and
+/// keeps that list up to date with the sidecars it writes, so a job with none makes no system
+/// call to learn it; every sidecar that matters is still found.
+@Suite struct SidecarListTests {
+    let folder = TemporaryFolder()
+
+    func download(_ key: String, in folder: String = "files") -> PartialDownload {
+        PartialDownload(folder: folder, key: key, url: URL(string: "http://h.example/\(key)")!)
+    }
+
+    /// A sidecar an earlier run left is on the folder's list, read at its first look.
+    @Test func aSidecarOnDiskBeforeTheFirstLookIsFound() throws {
+        let store = try OutputStore(root: folder.path + "/out")
+        let kept = download("file:kept")
+        try store.write([1], to: "files/" + kept.sidecarName)
+        store.listsSidecars()
+        #expect(kept.hasSidecar(store: store))
+        #expect(!download("file:none").hasSidecar(store: store))
+        #expect(!download("file:none", in: "").hasSidecar(store: store), "the output's own folder")
+        #expect(store.sidecars.withLock { $0?["files"] } == [kept.sidecarName])
+    }
+
+    /// A sidecar written after the folder was read (an attempt cut in this run, resumed by the
+    /// next attempt) is found too, in a folder read before and in one not read yet.
+    @Test func aSidecarWrittenAfterTheFirstLookIsFound() throws {
+        let store = try OutputStore(root: folder.path + "/out")
+        store.listsSidecars()
+        let cut = download("file:cut")
+        #expect(!cut.hasSidecar(store: store))
+        cut.writeSidecar(store: store, bytes: 2 << 20, inode: 1, validator: .etag("\"v1\""), total: nil)
+        #expect(cut.hasSidecar(store: store))
+        let elsewhere = download("file:cut", in: "other")
+        elsewhere.writeSidecar(store: store, bytes: 2 << 20, inode: 1, validator: .etag("\"v1\""), total: nil)
+        #expect(elsewhere.hasSidecar(store: store))
+    }
+
+    /// Without the list (a store shared with other processes: watchers), every look asks the
+    /// folder, so a sidecar another process wrote at any time is found.
+    @Test func withoutTheListEveryLookAsksTheFolder() throws {
+        let store = try OutputStore(root: folder.path + "/out")
+        let other = download("file:other")
+        #expect(!other.hasSidecar(store: store))
+        try store.write([1], to: "files/" + other.sidecarName)
+        #expect(other.hasSidecar(store: store))
+        #expect(store.sidecars.withLock { $0 } == nil)
+    }
+}
