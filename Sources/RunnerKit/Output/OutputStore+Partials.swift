@@ -2,36 +2,58 @@ import Synchronization
 import Glibc
 
 extension OutputStore {
-    /// From now on, which sidecars of kept partials a payload folder holds is read once, when a
-    /// job first looks there, and kept up to date with the sidecars this process writes: a job
-    /// with none (nearly all) makes no system call to find it has none. Only for a store no other
-    /// process writes meanwhile (`runner run` holds the output's lock), and which no other
-    /// store object of this process writes sidecars to.
+    /// What a store that lists sidecars knows of one folder's.
+    enum SidecarsKnown: Equatable {
+        /// Looked for this many times, each on disk: a short run in a large folder never reads it.
+        case looked(Int)
+        /// The sidecars in the folder, read once and kept up to date with those written since.
+        case listed(Set<String>)
+    }
+
+    /// Looks for sidecars in a folder on disk before its names are read instead.
+    static let sidecarLooksBeforeListing = 64
+
+    /// From now on, which sidecars of kept partials a payload folder holds is read once, when
+    /// jobs looked there `sidecarLooksBeforeListing` times, and kept up to date with the
+    /// sidecars this process writes: a job with none (nearly all) then makes no system call to
+    /// find it has none, and a short run in a large folder never reads it. Only for a store no
+    /// other process writes meanwhile (`runner run` holds the output's lock), and to which no
+    /// other store object of this process writes sidecars.
     package func listsSidecars() {
         sidecars.withLock { $0 = $0 ?? [:] }
     }
 
     /// Whether `folder` (relative) may hold the sidecar `name`: always when sidecars are not
-    /// listed; else whether the folder's list has it (the folder read on its first look).
+    /// listed, nor yet for this folder; else whether the folder's list has it.
     func mayHoldSidecar(_ name: String, in folder: String) -> Bool {
-        sidecars.withLock { listed in
-            guard listed != nil else { return true }
-            if let names = listed![folder] { return names.contains(name) }
-            // Read under the lock: a sidecar written meanwhile is added after the list is kept.
-            let names = Set(
-                FolderReader.names(in: folder.isEmpty ? root : absolute(folder)).lazy.filter {
-                    $0.hasPrefix(PartialDownload.prefix) && $0.hasSuffix(".json")
-                })
-            listed![folder] = names
-            return names.contains(name)
+        sidecars.withLock { known in
+            guard known != nil else { return true }
+            switch known![folder] ?? .looked(0) {
+            case .listed(let names):
+                return names.contains(name)
+            case .looked(let looks) where looks + 1 < Self.sidecarLooksBeforeListing:
+                known![folder] = .looked(looks + 1)
+                return true
+            case .looked:
+                // Read under the lock: a sidecar written meanwhile is added once the list is kept.
+                let names = Set(
+                    FolderReader.names(in: folder.isEmpty ? root : absolute(folder)).lazy.filter {
+                        $0.hasPrefix(PartialDownload.prefix) && $0.hasSuffix(".json")
+                    })
+                known![folder] = .listed(names)
+                return names.contains(name)
+            }
         }
     }
 
     /// A sidecar was written in `folder`: later looks find it.
     func sidecarWritten(_ name: String, in folder: String) {
-        sidecars.withLock { listed in
-            // A folder not read yet is read on its first look, which finds the file.
-            if listed?[folder] != nil { listed![folder]!.insert(name) }
+        sidecars.withLock { known in
+            // A folder not listed yet is looked at on disk, or read when listed, which finds it.
+            if case .listed(var names)? = known?[folder] {
+                names.insert(name)
+                known![folder] = .listed(names)
+            }
         }
     }
 

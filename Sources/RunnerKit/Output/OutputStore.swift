@@ -63,9 +63,9 @@ public final class OutputStore: Sendable {
     /// Hears the key of each partial download whose kept bytes were synced and named in its
     /// sidecar: durable progress (a shared queue does not count such a claim as an abandon).
     private let checkpointHearer = Mutex<(@Sendable (String) -> Void)?>(nil)
-    /// The sidecars of kept partials in each payload folder, by folder, once `listsSidecars()`
-    /// was called (nil before: every look asks the file system).
-    let sidecars = Mutex<[String: Set<String>]?>(nil)
+    /// What is known of the sidecars of kept partials in each payload folder, by folder, once
+    /// `listsSidecars()` was called (nil before: every look asks the file system).
+    let sidecars = Mutex<[String: SidecarsKnown]?>(nil)
     /// The bytes the kept partials of cut transfers may take together (`--keep-partials`):
     /// keeping one past it removes the oldest first.
     package let partialBudget = Atomic<Int>(PartialDownload.defaultBudget)
