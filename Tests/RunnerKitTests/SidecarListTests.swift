@@ -21,7 +21,7 @@ import Testing
         #expect(store.sidecars.withLock { if case .listed? = $0?[folder] { true } else { false } }, "listed after the looks")
     }
 
-    /// A sidecar an earlier run left is on the folder's list, read at its first look.
+    /// A sidecar an earlier run left is on the folder's list, read once jobs looked there enough.
     @Test func aSidecarOnDiskBeforeTheFirstLookIsFound() throws {
         let store = try OutputStore(root: folder.path + "/out")
         let kept = download("file:kept")
@@ -30,7 +30,7 @@ import Testing
         lookUntilListed(store)
         lookUntilListed(store, in: "")
         #expect(kept.hasSidecar(store: store))
-        #expect(store.sidecars.withLock { $0?["files"] } == .listed([kept.sidecarName]))
+        #expect(store.sidecars.withLock { $0?["files"] } == .listed([kept.name]))
     }
 
     /// A sidecar written after the folder was read (an attempt cut in this run, resumed by the

@@ -4,13 +4,15 @@ import Glibc
 extension OutputStore {
     /// What a store that lists sidecars knows of one folder's.
     enum SidecarsKnown: Equatable {
-        /// Looked for this many times, each on disk: a short run in a large folder never reads it.
+        /// Looked at this many times, each on disk: a short run in a large folder never reads it.
         case looked(Int)
-        /// The sidecars in the folder, read once and kept up to date with those written since.
+        /// The kept partials with a sidecar in the folder (the partials' names), read once and
+        /// kept up to date with the sidecars written since.
         case listed(Set<String>)
     }
 
-    /// Looks for sidecars in a folder on disk before its names are read instead.
+    /// How many looks for a sidecar in one folder go to the disk before the folder's names are
+    /// read once instead.
     static let sidecarLooksBeforeListing = 64
 
     /// From now on, which sidecars of kept partials a payload folder holds is read once, when
@@ -23,9 +25,9 @@ extension OutputStore {
         sidecars.withLock { $0 = $0 ?? [:] }
     }
 
-    /// Whether `folder` (relative) may hold the sidecar `name`: always when sidecars are not
-    /// listed, nor yet for this folder; else whether the folder's list has it.
-    func mayHoldSidecar(_ name: String, in folder: String) -> Bool {
+    /// Whether `folder` (relative) may hold the sidecar of the partial `name`: always when
+    /// sidecars are not listed, nor yet for this folder; else whether the folder's list has it.
+    func mayHoldSidecar(ofPartial name: String, in folder: String) -> Bool {
         sidecars.withLock { known in
             guard known != nil else { return true }
             switch known![folder] ?? .looked(0) {
@@ -39,15 +41,15 @@ extension OutputStore {
                 let names = Set(
                     FolderReader.names(in: folder.isEmpty ? root : absolute(folder)).lazy.filter {
                         $0.hasPrefix(PartialDownload.prefix) && $0.hasSuffix(".json")
-                    })
+                    }.map { String($0.dropLast(5)) })
                 known![folder] = .listed(names)
                 return names.contains(name)
             }
         }
     }
 
-    /// A sidecar was written in `folder`: later looks find it.
-    func sidecarWritten(_ name: String, in folder: String) {
+    /// The sidecar of the partial `name` was written in `folder`: later looks find it.
+    func sidecarWritten(ofPartial name: String, in folder: String) {
         sidecars.withLock { known in
             // A folder not listed yet is looked at on disk, or read when listed, which finds it.
             if case .listed(var names)? = known?[folder] {

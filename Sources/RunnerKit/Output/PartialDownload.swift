@@ -249,9 +249,10 @@ package struct PartialDownload: Sendable {
         return .kept(kept)
     }
 
-    /// Whether the key has a sidecar in the folder (one look, no read; its name made on the stack).
+    /// Whether the key has a sidecar in the folder: one look on disk (no read; its name made on
+    /// the stack), or none once the store lists the folder's sidecars (`listsSidecars()`).
     func hasSidecar(store: OutputStore) -> Bool {
-        guard store.mayHoldSidecar(sidecarName, in: folder), let folderFD = try? store.openFolder(folder) else { return false }
+        guard store.mayHoldSidecar(ofPartial: name, in: folder), let folderFD = try? store.openFolder(folder) else { return false }
         var name = name
         return name.withUTF8 { bytes in
             withUnsafeTemporaryAllocation(of: CChar.self, capacity: bytes.count + 6) { path in
@@ -271,7 +272,7 @@ package struct PartialDownload: Sendable {
         var text = JSONWriter.data(sidecar)
         text.append(0x0A)
         guard (try? store.write(text, to: folder.isEmpty ? sidecarName : folder + "/" + sidecarName)) != nil else { return }
-        store.sidecarWritten(sidecarName, in: folder)
+        store.sidecarWritten(ofPartial: name, in: folder)
         store.partialCheckpointed(key: key)
     }
 
