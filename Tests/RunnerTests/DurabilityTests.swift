@@ -132,21 +132,55 @@ enum Trace {
         return Output(status: result.status, text: (try? String(contentsOfFile: path, encoding: .utf8)) ?? "")
     }
 
-    /// `PID name(args) = result` lines; an unfinished call keeps its name and arguments.
+    /// `PID name(args) = result` lines. A call another thread's line interrupted
+    /// (`name(args <unfinished ...>`) gets its result from its `<... name resumed> = result`
+    /// line, the next of its process.
     static func parse(_ text: String) -> [Call] {
-        text.split(separator: "\n").compactMap { line in
+        var calls: [Call] = []
+        var unfinished: [Substring: Int] = [:]  // by PID, the call waiting for its resumed line
+        for line in text.split(separator: "\n") {
             var rest = Substring(line)
-            if let space = rest.firstIndex(of: " "), rest[..<space].allSatisfy(\.isNumber) { rest = rest[rest.index(after: space)...] }
+            var pid: Substring = ""
+            if let space = rest.firstIndex(of: " "), rest[..<space].allSatisfy(\.isNumber) {
+                pid = rest[..<space]
+                rest = rest[rest.index(after: space)...]
+            }
             rest = rest.drop(while: { $0 == " " })
-            guard !rest.hasPrefix("<..."), !rest.hasPrefix("+++"), !rest.hasPrefix("---"), let paren = rest.firstIndex(of: "(") else { return nil }
+            if rest.hasPrefix("<...") {
+                if let index = unfinished.removeValue(forKey: pid) { calls[index].result = result(of: rest) }
+                continue
+            }
+            guard !rest.hasPrefix("+++"), !rest.hasPrefix("---"), let paren = rest.firstIndex(of: "(") else { continue }
             let name = String(rest[..<paren])
             let arguments = rest[rest.index(after: paren)...]
             let first = arguments.prefix { $0 != "," && $0 != ")" && $0 != " " }
-            var result: Int32?
-            if let equals = rest.range(of: ") = ", options: .backwards) {
-                result = Int32(rest[equals.upperBound...].prefix { $0 == "-" || $0.isNumber })
-            }
-            return Call(name: name, text: String(rest), firstArgument: Int32(first), result: result)
+            calls.append(Call(name: name, text: String(rest), firstArgument: Int32(first), result: result(of: rest)))
+            if rest.hasSuffix("<unfinished ...>") { unfinished[pid] = calls.count - 1 }
         }
+        return calls
+    }
+
+    /// The number after the last `) = ` of a line, if any.
+    private static func result(of line: Substring) -> Int32? {
+        guard let equals = line.range(of: ") = ", options: .backwards) else { return nil }
+        return Int32(line[equals.upperBound...].prefix { $0 == "-" || $0.isNumber })
+    }
+}
+
+/// The trace's reading, without strace: a call another thread's line cut in two still has its
+/// result (the descriptor a later call uses).
+@Suite struct TraceParseTests {
+    @Test func aCallInterruptedInTheTraceGetsItsResultFromItsResumedLine() {
+        let text = """
+            101 openat(AT_FDCWD, "/s/done", O_RDONLY|O_CLOEXEC|O_DIRECTORY <unfinished ...>
+            102 write(2, "x", 1) = 1
+            101 <... openat resumed>) = 12
+            101 fsync(12) = 0
+            102 openat(AT_FDCWD, "/s/gone", O_RDONLY) = -1 ENOENT (No such file or directory)
+            """
+        let calls = Trace.parse(text)
+        #expect(calls.map(\.name) == ["openat", "write", "fsync", "openat"])
+        #expect(calls.map(\.result) == [12, 1, 0, -1])
+        #expect(calls[2].firstArgument == 12)
     }
 }
