@@ -104,14 +104,10 @@ extension JobQueue {
             """
             WITH f AS (SELECT file, batch FROM runner.jobs WHERE id = $1),
             left_to_run AS (
-                SELECT EXISTS (
-                    SELECT 1 FROM runner.jobs j, f
-                    WHERE j.batch = f.batch AND j.file = f.file
-                        AND (j.state = 'queued' OR j.state = 'waiting' OR (j.state = 'running' AND j.status IS NULL)))
+                SELECT EXISTS (SELECT 1 FROM runner.jobs j, f WHERE j.batch = f.batch AND j.file = f.file AND \(Self.leftToRun))
                 OR EXISTS (
-                    SELECT 1 FROM runner.jobs j, f
-                    WHERE f.batch IS NULL AND j.batch IS NULL AND j.file = f.file
-                        AND (j.state = 'queued' OR j.state = 'waiting' OR (j.state = 'running' AND j.status IS NULL))) AS any_left)
+                    SELECT 1 FROM runner.jobs j, f WHERE f.batch IS NULL AND j.batch IS NULL AND j.file = f.file AND \(Self.leftToRun))
+                AS any_left)
             SELECT '', 1 WHERE (SELECT any_left FROM left_to_run)
             UNION ALL
             SELECT status, count(*) FROM (

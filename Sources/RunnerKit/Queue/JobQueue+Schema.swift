@@ -60,11 +60,13 @@ extension JobQueue {
     /// (`fileOutcome`), and must walk neither the batch nor the table.
     static let fileIndexes = [
         "CREATE INDEX IF NOT EXISTS jobs_file ON runner.jobs (batch, file)",
-        """
-        CREATE INDEX IF NOT EXISTS jobs_file_open ON runner.jobs (batch, file)
-        WHERE state = 'queued' OR state = 'waiting' OR (state = 'running' AND status IS NULL)
-        """,
+        "CREATE INDEX IF NOT EXISTS jobs_file_open ON runner.jobs (batch, file) WHERE \(leftToRun)",
     ]
+
+    /// A job left to run: queued, waiting for its children, or running its own job (not its
+    /// hooks). One text for `jobs_file_open` and the statements it serves: the planner uses a
+    /// partial index only for a condition that implies the index's own.
+    static let leftToRun = "(state = 'queued' OR state = 'waiting' OR (state = 'running' AND status IS NULL))"
 
     /// The batch column and the watchers, results and identity tables, added to version 1
     /// without a new version (a runner that does not know them goes unlisted, its submits belong
