@@ -22,6 +22,13 @@ struct ExecutableKindTests {
         return w
     }
 
+    /// The pid a shell wrote with `echo $$ > FILE`, once the line is whole. The shell makes the
+    /// file before it writes to it, so that the file exists says nothing yet.
+    static func writtenPid(atPath path: String) -> pid_t? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8), text.hasSuffix("\n") else { return nil }
+        return pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
     /// Whether a process runs: it exists and is not a zombie waiting for its (adoptive) parent.
     static func alive(_ pid: pid_t) -> Bool {
         guard kill(pid, 0) == 0 || errno == EPERM else { return false }

@@ -114,11 +114,11 @@ struct OnFinishTests {
         let stuck = try s.startWatcher(["--on-finish", #"echo $$ > stuck.pid; exec sleep 300"#], name: "first")
         try s.drop("a.jsonl", s.imageJob("image:a"))
         let pidFile = "\(s.w.root)/stuck.pid"
-        #expect(await s.wait(upTo: .seconds(20)) { FileManager.default.fileExists(atPath: pidFile) }, "\(s.log("first"))")
+        #expect(await s.wait(upTo: .seconds(20)) { ExecutableKindTests.writtenPid(atPath: pidFile) != nil }, "\(s.log("first"))")
+        let pid = try #require(ExecutableKindTests.writtenPid(atPath: pidFile))
         kill(stuck.processIdentifier, SIGKILL)
         _ = await s.exit(of: stuck, upTo: .seconds(5))
         // The hook dies with its watcher, though the watcher could do nothing about it.
-        let pid = try #require(pid_t((try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
         var alive = ExecutableKindTests.alive(pid)
         for _ in 0..<250 where alive {
             try await Task.sleep(for: .milliseconds(20))

@@ -103,13 +103,13 @@ struct QueueCrashTests {
         let file = world.w.write("hooked.jsonl", QueueTests.jobs(world, 1, prefix: "q:hooked", delay: 0))
         #expect(try await world.w.run(["submit", "--queue", db.url, file]).status == 0)
         let pidFile = "\(root)/hook.pid"
-        #expect(await world.wait(upTo: .seconds(20)) { FileManager.default.fileExists(atPath: pidFile) }, "\(world.log("first"))")
+        #expect(await world.wait(upTo: .seconds(20)) { ExecutableKindTests.writtenPid(atPath: pidFile) != nil }, "\(world.log("first"))")
+        let pid = try #require(ExecutableKindTests.writtenPid(atPath: pidFile))
         let running = try await QueueTests.status(world, db)
         #expect(QueueTests.count(running, "done") == 0 && running["running"]?.arrayValue?.count == 1, "not done while its hook runs: \(running)")
 
         kill(first.processIdentifier, SIGKILL)
         _ = await world.exit(of: first, upTo: .seconds(5))
-        let pid = try #require(pid_t((try? String(contentsOfFile: pidFile, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
         let died = await world.wait(upTo: .seconds(5)) { !ExecutableKindTests.alive(pid) }
         #expect(died, "the hook died with its watcher")
         if !died { kill(pid, SIGKILL) }
