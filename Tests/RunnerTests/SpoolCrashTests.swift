@@ -57,9 +57,14 @@ struct SpoolCrashTests {
         ]
         try s.drop("mixed.jsonl", jobs.joined(separator: "\n") + "\n")
         let first = try s.startWatcher(["--concurrency", "2"], name: "first")
-        let fastRecord = "\(s.w.out)/results/\(OutputStore.fileName(forKey: "entry:fast")).json"
-        #expect(await s.wait(upTo: .seconds(20)) { FileManager.default.fileExists(atPath: fastRecord) }, "\(s.log("first"))")
-        try await Task.sleep(for: .milliseconds(300))  // its line beside the file follows the record
+        // Its line beside the file in active/, which follows its record: what says the job ended.
+        let fastLine = await s.wait(upTo: .seconds(20)) {
+            s.names(s.spool.active).contains { watcher in
+                s.text("\(s.spool.active)/\(watcher)/.mixed.jsonl\(Spool.resultsSuffix)").split(separator: "\n", omittingEmptySubsequences: false)
+                    .dropLast().contains { $0.contains(#""key":"entry:fast""#) }
+            }
+        }
+        #expect(fastLine, "\(s.log("first"))")
         kill(first.processIdentifier, SIGKILL)
         _ = await s.exit(of: first, upTo: .seconds(5))
 
