@@ -81,7 +81,6 @@ public final class FixtureServer: Sendable {
         core.arrivals(pathPrefix: pathPrefix)
     }
 
-    /// How many requests arrived in all.
     /// From now on, notes the value of the header `name` of every request (nil when absent):
     /// how a test sees what was sent without the response (and so the payload) holding it.
     public func recordHeader(named name: String) {
@@ -93,6 +92,7 @@ public final class FixtureServer: Sendable {
         core.recordedHeaderValues
     }
 
+    /// How many requests arrived in all.
     public var totalRequests: Int {
         core.totalRequests
     }
