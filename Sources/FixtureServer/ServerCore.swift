@@ -98,14 +98,17 @@ final class ServerCore: Sendable {
                 close(listener)
                 throw .system(operation: "create the stop signal for", address: address.description, code: code)
             }
+            let stopRead = pair[0]
+            guard spawn(stackSize: 64 * 1024, { [self] in acceptLoop(listener: listener, stopFD: stopRead) }) else {
+                close(listener)
+                close(pair[0])
+                close(pair[1])
+                throw .system(operation: "start the accept thread for", address: address.description, code: EAGAIN)
+            }
             state.port = SocketAddress.boundPort(listener) ?? requestedPort
             state.stopRead = pair[0]
             state.stopWrite = pair[1]
             state.phase = .running
-            let stopRead = pair[0]
-            spawn(stackSize: 64 * 1024) { [self] in
-                acceptLoop(listener: listener, stopFD: stopRead)
-            }
         }
     }
 
@@ -231,23 +234,55 @@ final class ServerCore: Sendable {
                 close(fd)
                 return
             }
-            spawn(stackSize: Self.threadStackSize) { [self] in
+            let served = spawn(stackSize: Self.threadStackSize) { [self] in
                 var connection = Connection(socket: Socket(fd: fd), core: self, stopFD: stopFD)
                 connection.run()
+                state.withLock { _ = $0.connections.remove(fd) }
+                close(fd)
+            }
+            if !served {
+                // No thread for it even after waiting: the client sees its connection close rather
+                // than wait for an answer that would never come.
                 state.withLock { _ = $0.connections.remove(fd) }
                 close(fd)
             }
         }
     }
 
-    private func spawn(stackSize: Int, _ body: @escaping @Sendable () -> Void) {
-        threads.enter()
-        let thread = Thread { [threads] in
-            body()
-            threads.leave()
+    /// Runs `body` on a thread of its own; false when none could be made. A thread that cannot be
+    /// made yet (EAGAIN: the process, its user or the machine at a limit for a moment) is tried
+    /// again for up to a second. Foundation's `Thread.start()` ignores pthread_create's failure, so
+    /// a connection would be taken and never served.
+    private func spawn(stackSize: Int, _ body: @escaping @Sendable () -> Void) -> Bool {
+        let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+        pthread_attr_init(attributes)
+        defer {
+            pthread_attr_destroy(attributes)
+            attributes.deallocate()
         }
-        thread.stackSize = stackSize
-        thread.start()
+        pthread_attr_setstacksize(attributes, stackSize)
+        pthread_attr_setdetachstate(attributes, Int32(PTHREAD_CREATE_DETACHED))
+        threads.enter()
+        let group = threads
+        let context = Unmanaged.passRetained(ThreadBody {
+            body()
+            group.leave()
+        }).toOpaque()
+        for attempt in 0..<100 {
+            var thread = pthread_t()
+            let result = pthread_create(&thread, attributes, { context in
+                Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().run()
+                return nil
+            }, context)
+            if result == 0 {
+                return true
+            }
+            guard result == EAGAIN, attempt < 99 else { break }
+            usleep(10_000)
+        }
+        Unmanaged<ThreadBody>.fromOpaque(context).release()
+        threads.leave()
+        return false
     }
 
     private typealias Accept4 = @convention(c) (
@@ -285,4 +320,10 @@ final class ServerCore: Sendable {
         limit.rlim_cur = limit.rlim_max
         _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
+}
+
+/// What a thread of `ServerCore.spawn` runs, passed to pthread_create as its context.
+private final class ThreadBody: Sendable {
+    let run: @Sendable () -> Void
+    init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }

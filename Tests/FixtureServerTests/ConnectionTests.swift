@@ -52,8 +52,14 @@ struct ConnectionTests {
         for client in clients {
             client.request("/images/gif.gif")
         }
-        for client in clients {
-            let response = try client.readResponse()
+        for (index, client) in clients.enumerated() {
+            let response: RawHTTPClient.Response
+            do {
+                response = try client.readResponse()
+            } catch {
+                Issue.record("client \(index): \(error); \(server.requestCount(path: "/images/gif.gif")) requests, \(server.openConnections) open")
+                throw error
+            }
             #expect(response.status == 200)
             #expect(response.body.count == FixtureCatalog.images[4].bytes.count)
         }
