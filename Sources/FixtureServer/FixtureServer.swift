@@ -7,7 +7,8 @@
 // fault mode (delay, hang, trickle, truncate, streaming 300 MiB) a few straight lines, where an
 // event loop would need a state machine per mode; and Linux holds a thousand such threads easily,
 // their stacks reserved but committed only as touched, which is what the "1000 hanging
-// connections" tests need.
+// connections" tests need. A connection the kernel will not give a thread within a second is
+// closed, so its client sees it end instead of waiting for an answer.
 //
 // Every wait polls a stop socket besides the client, so `stop()` wakes them all at once: it makes
 // the stop socket readable, shuts down every open connection (waking threads blocked in recv or
