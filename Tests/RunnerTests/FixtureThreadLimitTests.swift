@@ -55,13 +55,12 @@ struct FixtureThreadLimitTests {
                 tries += 1
             }
         }
-        var port: UInt16?
-        for _ in 0..<400 where port == nil {
+        func announcedPort() -> UInt16? {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            port = text.split(separator: "\n").first { $0.contains("listening on") }.flatMap { UInt16($0.split(separator: ":").last ?? "") }
-            if port == nil { try await Task.sleep(for: .milliseconds(25)) }
+            return text.split(separator: "\n").first { $0.contains("listening on") }.flatMap { UInt16($0.split(separator: ":").last ?? "") }
         }
-        let listening = try #require(port, "the server said where it listens: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        await eventually("the server to say where it listens", limit: .seconds(10)) { announcedPort() != nil }
+        let listening = try #require(announcedPort(), "\((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
         try Self.set(group, "cgroup.procs", "\(server.processIdentifier)")
         func threads() -> Int {
             (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(server.processIdentifier)/task"))?.count ?? 0
