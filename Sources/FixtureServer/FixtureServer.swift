@@ -116,4 +116,10 @@ public final class FixtureServer: Sendable {
     public var openConnections: Int {
         core.openConnections
     }
+
+    /// How many connections a thread has begun to serve, since the start: with `openConnections`
+    /// and the request counts, where a connection that got no answer stopped.
+    package var connectionsServed: Int {
+        core.connectionsServed
+    }
 }

@@ -26,6 +26,7 @@ final class ServerCore: Sendable {
         var stopRead: Int32 = -1
         var stopWrite: Int32 = -1
         var connections: Set<Int32> = []
+        var connectionsServed = 0
         var requestsByPath: [String: Int] = [:]
         var totalRequests = 0
         var proxiedRequests = 0
@@ -189,6 +190,10 @@ final class ServerCore: Sendable {
         state.withLock { $0.tunnels }
     }
 
+    var connectionsServed: Int {
+        state.withLock { $0.connectionsServed }
+    }
+
     var openConnections: Int {
         state.withLock { $0.connections.count }
     }
@@ -235,6 +240,7 @@ final class ServerCore: Sendable {
                 return
             }
             let served = spawn(stackSize: Self.threadStackSize) { [self] in
+                state.withLock { $0.connectionsServed += 1 }
                 var connection = Connection(socket: Socket(fd: fd), core: self, stopFD: stopFD)
                 connection.run()
                 state.withLock { _ = $0.connections.remove(fd) }

@@ -49,15 +49,15 @@ struct ConnectionTests {
         // over 5 s to answer the first of them).
         let clients = try (0..<200).map { _ in try RawHTTPClient(port: server.port, timeout: 30) }
         #expect(await eventually { server.openConnections == 200 })
-        for client in clients {
-            client.request("/images/gif.gif")
+        for (index, client) in clients.enumerated() {
+            #expect(client.request("/images/gif.gif"), "client \(index): send failed with errno \(client.sendError ?? 0)")
         }
         for (index, client) in clients.enumerated() {
             let response: RawHTTPClient.Response
             do {
                 response = try client.readResponse()
             } catch {
-                Issue.record("client \(index): \(error); \(server.requestCount(path: "/images/gif.gif")) requests, \(server.openConnections) open")
+                Issue.record("client \(index): \(error); \(server.requestCount(path: "/images/gif.gif")) requests, \(server.openConnections) open, \(server.connectionsServed) served")
                 throw error
             }
             #expect(response.status == 200)
@@ -81,11 +81,11 @@ struct ConnectionTests {
         // A path no other test asks for: tests in parallel bind ephemeral ports too, and a client
         // of a server that stopped may reach this one on a reused port.
         let path = "/hang-\(UUID().uuidString)"
-        for client in clients {
-            client.request("\(path)?hang=1")
+        for (index, client) in clients.enumerated() {
+            #expect(client.request("\(path)?hang=1"), "client \(index): send failed with errno \(client.sendError ?? 0)")
         }
         let arrived = await eventually(within: .seconds(20)) { server.requestCount(path: path) == 1000 }
-        #expect(arrived, "\(server.requestCount(path: path)) of 1000 requests arrived, \(server.totalRequests) in all")
+        #expect(arrived, "\(server.requestCount(path: path)) of 1000 requests arrived, \(server.totalRequests) in all, \(server.connectionsServed) connections served")
         #expect(server.openConnections == 1000)
         #expect(!clients[0].hasData(within: 0.1))
         let start = ContinuousClock.now

@@ -45,18 +45,29 @@ final class RawHTTPClient {
         close(fd)
     }
 
-    func send(_ text: String) {
+    /// Why the last send failed (an errno), if one did.
+    private(set) var sendError: Int32?
+
+    /// Sends all of `text`; false when the connection broke (`sendError` says how).
+    @discardableResult
+    func send(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { return }
+            if sent < 0 && errno == EINTR { continue }
+            guard sent > 0 else {
+                sendError = errno
+                return false
+            }
             offset += sent
         }
+        return true
     }
 
     /// Sends a request for `path` (keep-alive, as HTTP/1.1 implies) with extra header lines.
-    func request(_ path: String, method: String = "GET", headers: [String] = []) {
+    @discardableResult
+    func request(_ path: String, method: String = "GET", headers: [String] = []) -> Bool {
         send((["\(method) \(path) HTTP/1.1", "Host: 127.0.0.1"] + headers).joined(separator: "\r\n") + "\r\n\r\n")
     }
 
